@@ -1,0 +1,132 @@
+import { describeError } from '../errors.js';
+import type { EmbeddingTarget, Store } from '../store/store.js';
+import type { Embedder } from './embedder.js';
+
+export type EmbedQueueOptions = {
+  /** Texts sent to the embedder per call. Default 256. */
+  batchSize?: number;
+  /** Called when a batch fails; the queue backs off and retries. */
+  onError?: (err: unknown) => void;
+  /** Called after every saved batch with the number of vectors saved. */
+  onBatch?: (saved: number) => void;
+};
+
+const TARGETS: readonly EmbeddingTarget[] = ['message', 'memory'];
+const MAX_BACKOFF_MS = 60_000;
+
+/**
+ * Computes missing vectors in the background so that writes never wait for an embedder. Work is found
+ * in the store (rows with no vector from the current embedder), so it survives restarts and a change of
+ * model re-embeds every row. `kick()` after a write; `drain()` to wait until nothing is pending.
+ */
+export class EmbedQueue {
+  private readonly batchSize: number;
+  private running = false;
+  private stopped = false;
+  private dirty = false;
+  private wake: (() => void) | null = null;
+  private loop: Promise<void> | null = null;
+  private idleWaiters: (() => void)[] = [];
+  private idle = false;
+  private failures = 0;
+  lastError: string | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly embedder: Embedder,
+    private readonly options: EmbedQueueOptions = {},
+  ) {
+    this.batchSize = options.batchSize ?? 256;
+  }
+
+  /** Starts the background loop (idempotent). */
+  start(): void {
+    if (this.running || this.stopped) return;
+    this.running = true;
+    this.dirty = true;
+    this.loop = this.run();
+  }
+
+  /** Signals that new rows may need vectors. */
+  kick(): void {
+    this.dirty = true;
+    this.idle = false;
+    this.wake?.();
+  }
+
+  /** How many rows still lack a vector from the current embedder. */
+  async depth(): Promise<number> {
+    let total = 0;
+    for (const target of TARGETS) total += await this.store.countPendingEmbeddings(target, this.embedder.id);
+    return total;
+  }
+
+  /** Resolves when the queue is idle, or after `timeoutMs`; returns whether it got idle. */
+  async drain(timeoutMs = Number.POSITIVE_INFINITY): Promise<boolean> {
+    this.start();
+    if (this.idle && !this.dirty) return true;
+    return new Promise<boolean>((resolve) => {
+      const timer = Number.isFinite(timeoutMs) ? setTimeout(() => resolve(false), timeoutMs) : undefined;
+      this.idleWaiters.push(() => {
+        if (timer) clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  /** Stops after the batch in flight. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.loop;
+    this.running = false;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      if (!this.dirty) {
+        this.idle = true;
+        for (const notify of this.idleWaiters.splice(0)) notify();
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        this.wake = null;
+        continue;
+      }
+      this.dirty = false;
+      try {
+        for (const target of TARGETS) await this.pass(target);
+        this.failures = 0;
+        this.lastError = null;
+      } catch (err) {
+        this.failures++;
+        this.lastError = describeError(err);
+        this.options.onError?.(err);
+        this.dirty = true;
+        const delay = Math.min(1000 * 2 ** (this.failures - 1), MAX_BACKOFF_MS);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, delay);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = null;
+      }
+    }
+  }
+
+  private async pass(target: EmbeddingTarget): Promise<void> {
+    let cursor = 0;
+    while (!this.stopped) {
+      const pending = await this.store.pendingEmbeddings(target, this.embedder.id, cursor, this.batchSize);
+      if (pending.length === 0) return;
+      const vectors = await this.embedder.embed(pending.map((p) => p.text));
+      await this.store.saveEmbeddings(
+        target,
+        this.embedder.id,
+        pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })),
+      );
+      this.options.onBatch?.(pending.length);
+      cursor = pending[pending.length - 1]!.key;
+    }
+  }
+}

@@ -1,0 +1,37 @@
+/** Every failure Cairn reports on purpose; each edge maps a code to its own form (HTTP status, MCP isError, CLI exit). */
+export type CairnErrorCode =
+  | 'invalid_input'
+  | 'not_found'
+  | 'conflict'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'scope_required'
+  | 'payload_too_large'
+  | 'budget_exhausted'
+  | 'config_invalid'
+  | 'embedding_failed'
+  | 'llm_failed'
+  | 'unavailable'
+  | 'internal';
+
+/** The one error type Cairn throws; `message` names what failed and which id. */
+export class CairnError extends Error {
+  readonly code: CairnErrorCode;
+
+  constructor(code: CairnErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'CairnError';
+    this.code = code;
+  }
+}
+
+/** True when `err` is a CairnError, optionally with the given code. */
+export function isCairnError(err: unknown, code?: CairnErrorCode): err is CairnError {
+  return err instanceof CairnError && (code === undefined || err.code === code);
+}
+
+/** A short, safe description of any thrown value (no stack). */
+export function describeError(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

@@ -1,0 +1,10 @@
+export { Cairn, createCairn, defaultScope, type CairnOptions, type EmbeddingStatus } from './cairn.js';
+export { loadConfig, parseConfig, configSchema, type CairnConfig, type CairnConfigInput } from './config.js';
+export { CairnError, isCairnError, type CairnErrorCode } from './errors.js';
+export type { Embedder } from './embed/embedder.js';
+export type { Store, StoreCapabilities } from './store/store.js';
+export type { ConversationHit, ConversationSearchResult } from './memory/conversation-search.js';
+export type { MemoryHit, MemorySearchResult } from './memory/memory-search.js';
+export { rrfFuse, RRF_K } from './search/rrf.js';
+export { analyze } from './text/analyze.js';
+export * from './types.js';

@@ -1,0 +1,43 @@
+import type { RankedHit, SearchStrategy } from '../types.js';
+import { rrfFuse } from './rrf.js';
+
+/** One retrieval path; `null` means the path is not available for this call. */
+export type RetrievalPath = (() => Promise<RankedHit[]>) | null;
+
+export type HybridInput = {
+  keyword: RetrievalPath;
+  vector: RetrievalPath;
+  /** True when an embedder is configured, even if the vector path returned nothing. */
+  embeddingConfigured: boolean;
+  /** Called when a path throws; the other path still answers. */
+  onPathError?: (path: 'keyword' | 'vector', err: unknown) => void;
+};
+
+export type HybridOutput = {
+  hits: RankedHit[];
+  strategy: SearchStrategy;
+};
+
+/**
+ * Runs the keyword and vector paths in parallel and fuses them with RRF when both return candidates
+ * (DESIGN.md, "Search pipeline"). Strategy: `hybrid` when both returned hits, `embedding` or `fts`
+ * when one did, and when neither did, `embedding` if an embedder is configured else `fts`.
+ */
+export async function hybridSearch(input: HybridInput): Promise<HybridOutput> {
+  const run = async (path: RetrievalPath, name: 'keyword' | 'vector'): Promise<RankedHit[]> => {
+    if (path === null) return [];
+    try {
+      return await path();
+    } catch (err) {
+      input.onPathError?.(name, err);
+      return [];
+    }
+  };
+  const [keywordHits, vectorHits] = await Promise.all([run(input.keyword, 'keyword'), run(input.vector, 'vector')]);
+  if (keywordHits.length > 0 && vectorHits.length > 0) {
+    return { hits: rrfFuse([keywordHits, vectorHits]), strategy: 'hybrid' };
+  }
+  if (vectorHits.length > 0) return { hits: vectorHits, strategy: 'embedding' };
+  if (keywordHits.length > 0) return { hits: keywordHits, strategy: 'fts' };
+  return { hits: [], strategy: input.embeddingConfigured ? 'embedding' : 'fts' };
+}
