@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { hybridSearch } from './hybrid.js';
+
+const some = async () => [
+  { id: 'a', score: 0.9 },
+  { id: 'b', score: 0.5 },
+];
+const other = async () => [
+  { id: 'b', score: 0.8 },
+  { id: 'c', score: 0.4 },
+];
+const empty = async () => [];
+const failing = async () => {
+  throw new Error('provider down');
+};
+
+describe('hybridSearch strategy', () => {
+  it('is hybrid and RRF-fused when both paths return candidates', async () => {
+    const out = await hybridSearch({ keyword: some, vector: other, embeddingConfigured: true });
+    expect(out.strategy).toBe('hybrid');
+    expect(out.hits.map((h) => h.id)).toEqual(['b', 'a', 'c']);
+    expect(out.hits[0]!.score).toBeCloseTo(1 / 62 + 1 / 61, 12);
+  });
+
+  it('is embedding with raw scores when only the vector path returns candidates', async () => {
+    const out = await hybridSearch({ keyword: empty, vector: other, embeddingConfigured: true });
+    expect(out).toEqual({ strategy: 'embedding', hits: await other() });
+  });
+
+  it('is fts with raw scores when only the keyword path returns candidates', async () => {
+    const out = await hybridSearch({ keyword: some, vector: null, embeddingConfigured: false });
+    expect(out).toEqual({ strategy: 'fts', hits: await some() });
+  });
+
+  it('is embedding when both are empty and an embedder is configured, else fts', async () => {
+    expect((await hybridSearch({ keyword: empty, vector: empty, embeddingConfigured: true })).strategy).toBe('embedding');
+    expect((await hybridSearch({ keyword: empty, vector: null, embeddingConfigured: false })).strategy).toBe('fts');
+  });
+
+  it('treats a failing path as empty, reports it, and answers from the other', async () => {
+    const failures: string[] = [];
+    const out = await hybridSearch({
+      keyword: some,
+      vector: failing,
+      embeddingConfigured: true,
+      onPathError: (path, err) => failures.push(`${path}: ${(err as Error).message}`),
+    });
+    expect(out.strategy).toBe('fts');
+    expect(out.hits.map((h) => h.id)).toEqual(['a', 'b']);
+    expect(failures).toEqual(['vector: provider down']);
+  });
+});
