@@ -1,17 +1,34 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { loadConfig, type CairnConfig } from './config.js';
-import { createEmbedder } from './embed/create-embedder.js';
+import { openEmbedder } from './embed/create-embedder.js';
 import { EmbedQueue } from './embed/embed-queue.js';
 import type { Embedder } from './embed/embedder.js';
+import { wordVectorAvailability, type WordVectorAvailability } from './embed/word-vectors/word-vector-embedder.js';
+import { ToolHub } from './catalog/tool-hub.js';
+import type { ToolCallRecorder } from './catalog/recorder.js';
 import { CairnError, describeError } from './errors.js';
+import { History } from './history/history.js';
+import type { RelevanceJudge } from './history/relevance.js';
+import { KnowledgeRegistry } from './knowledge/registry.js';
+import { budgetSpentText, TurnBudget, type BudgetCharge, type TurnRef } from './memory/budget.js';
 import { conversationSearch, type ConversationSearchResult } from './memory/conversation-search.js';
 import { memorySearch, type MemorySearchResult } from './memory/memory-search.js';
 import { memoryPatchSchema, newMemorySchema, newMessageSchema, scopeSchema } from './memory/schemas.js';
 import type { SearchContext } from './memory/search-context.js';
 import { conversationSearchParams, memorySearchParams } from './memory/search-params.js';
+import { createChatModel } from './llm/chat-client.js';
+import { LlmExtractor, type Extractor } from './memory/extract.js';
+import { extractSession, type ExtractionRun } from './memory/extract-session.js';
+import { recallContext, recallParams, type RecallResult } from './memory/recall.js';
+import { RuleExtractor } from './memory/rules.js';
+import { ExtractionScheduler, type PipelineSessionStatus } from './memory/scheduler.js';
+import type { MemoryAuditEntry } from './store/store.js';
+import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
-import type { AddMessagesResult, ListMemoriesQuery, ListMessagesQuery, Store } from './store/store.js';
+import type { AddMessagesResult, ApiKey, ListMemoriesQuery, ListMessagesQuery, Store } from './store/store.js';
 import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMemory, type NewMessage, type Scope } from './types.js';
 
 /** Options for {@link createCairn} beyond the config file. */
@@ -20,6 +37,16 @@ export type CairnOptions = {
   warn?: (message: string) => void;
   /** Start the background embedding queue. Default true. */
   backgroundEmbedding?: boolean;
+  /** Decides which large runs chat_history withholds as unrelated; default from `history.judge`, null withholds nothing. */
+  relevanceJudge?: RelevanceJudge | null;
+  /** Schedule memory extraction in the background (when `pipeline.enabled`). Default true; `flush` works either way. */
+  backgroundPipeline?: boolean;
+  /** Progress of long one-off work (building the word-vector cache on first use). */
+  onProgress?: (task: string, done: number, total: number) => void;
+  /** Where the tool hub records every call; default the history tools (`cairn.history`), null records nothing. */
+  toolCallRecorder?: ToolCallRecorder | null;
+  /** Watch knowledge folders and re-sync them when files change (long-running processes: `cairn serve`). Default false. */
+  watchKnowledge?: boolean;
 };
 
 /** Embedding provider state, as `/health` and `cairn doctor` report it. */
@@ -29,7 +56,54 @@ export type EmbeddingStatus = {
   vectorSearch: boolean;
   pending: number;
   lastError: string | null;
+  /** One line on the provider's state, e.g. whether word vectors are installed and their cache built. */
+  detail: string;
 };
+
+/** What `cairn doctor` reports. */
+export type Diagnosis = {
+  version: string;
+  store: Store['capabilities'] & { schemaVersion: number };
+  embedding: EmbeddingStatus;
+  wordVectors: WordVectorAvailability;
+};
+
+/** This build's version, from package.json (reported by `/health`, MCP and the CLI). */
+export const CAIRN_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** Where a memory came from: its source messages (as they are now), the extractor, and its audit trail. */
+export type MemorySources = {
+  memory: Memory;
+  /** `manual`, `rules` or `llm:<model>`. */
+  extractor: string;
+  messages: Message[];
+  /** Source ids whose messages were deleted since. */
+  missingMessageIds: string[];
+  history: MemoryAuditEntry[];
+};
+
+/** The extraction pipeline's state, as `GET /v1/pipeline` shows it. */
+export type PipelineStatus = {
+  /** `rules` or `llm:<model>`. */
+  extractor: string;
+  /** Whether extraction runs on its own (after N turns or when idle) in this process. */
+  background: boolean;
+  sessions: PipelineSessionStatus[];
+};
+
+export type { ExtractionRun } from './memory/extract-session.js';
+export type { MemoryAuditEntry } from './store/store.js';
+export type { PipelineSessionStatus } from './memory/scheduler.js';
+export type { RecallResult } from './memory/recall.js';
+
+/** A search made as an agent's tool call: the result plus where the turn's call budget stands. */
+export type TurnSearchResult<R> = R & { budget: BudgetCharge };
+
+/** A newly created API key; `token` is shown once and never stored. */
+export type CreatedApiKey = { key: ApiKey; token: string };
+
+export type { ApiKey } from './store/store.js';
+export type { BudgetCharge, TurnRef } from './memory/budget.js';
 
 /**
  * The façade: the one object every surface (CLI, HTTP, MCP, library) talks to. It owns the store, the
@@ -39,14 +113,28 @@ export class Cairn {
   readonly config: CairnConfig;
   private readonly store: Store;
   private readonly embedder: Embedder | null;
+  private readonly describeEmbedding: () => string;
   private readonly queue: EmbedQueue | null;
   private readonly searchContext: SearchContext;
+  /** The history tools: run log, chat_history, failure memory, reasoning_guide, write_result; also the tool hub's call recorder. */
+  readonly history: History;
+  /** The tool hub: downstream MCP servers behind tool_search / tool_describe / tool_call and `/v3/tools/*`. */
+  readonly tools: ToolHub;
+  /** Knowledge resources (wiki folders, code graphs) and their per-resource tools. */
+  readonly knowledge: KnowledgeRegistry;
+  private readonly budget: TurnBudget;
+  private readonly extractor: Extractor;
+  private readonly scheduler: ExtractionScheduler;
+  private readonly backgroundPipeline: boolean;
 
   constructor(config: CairnConfig, store: Store, options: CairnOptions = {}) {
     this.config = config;
     this.store = store;
     const warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
-    this.embedder = createEmbedder(config.embedding);
+    const embedding = openEmbedder(config.embedding, { dataDir: config.data_dir, onProgress: options.onProgress });
+    if (embedding.unavailable) warn(embedding.unavailable);
+    this.embedder = embedding.embedder;
+    this.describeEmbedding = embedding.describe;
     this.queue =
       this.embedder && store.capabilities.vectorSearch
         ? new EmbedQueue(store, this.embedder, {
@@ -55,7 +143,52 @@ export class Cairn {
           })
         : null;
     if (this.queue && options.backgroundEmbedding !== false) this.queue.start();
-    this.searchContext = { store, embedder: this.embedder, queryTimeoutMs: config.embedding.query_timeout_ms, warn };
+    this.searchContext = { store, embedder: this.embedder, queryTimeoutMs: config.embedding.query_timeout_ms, warn, keywordSearch: config.search.keyword };
+    this.history = new History({ store: store.history, config, embedder: this.embedder, judge: options.relevanceJudge, warn });
+    this.tools = new ToolHub(config.tools, {
+      clientVersion: CAIRN_VERSION,
+      recorder: options.toolCallRecorder === undefined ? this.history : options.toolCallRecorder,
+      embedder: this.embedder,
+      warn,
+    });
+    this.knowledge = new KnowledgeRegistry(store, {
+      warn,
+      debounceMs: config.knowledge.watch_debounce_ms,
+      maxFileBytes: config.knowledge.max_file_bytes,
+      maxFiles: config.knowledge.max_files,
+    });
+    if (options.watchKnowledge) this.knowledge.watch();
+    this.budget = new TurnBudget({
+      callsPerTurn: config.budget.calls_per_turn,
+      maxTurns: config.budget.max_turns,
+      idleTurnMs: config.budget.idle_turn_seconds * 1000,
+    });
+    const model = createChatModel(config.llm);
+    if (config.pipeline.extractor === 'llm' && !model) {
+      throw new CairnError('config_invalid', 'invalid config at pipeline.extractor: llm needs llm.provider openai_compatible');
+    }
+    this.extractor =
+      model && config.pipeline.extractor !== 'rules' ? new LlmExtractor(model, { minPriority: config.pipeline.min_priority }) : new RuleExtractor();
+    const pipeline = {
+      store,
+      dedup: { search: this.searchContext, model },
+      extractor: this.extractor,
+      batchSize: config.pipeline.batch_size,
+      contextSize: config.pipeline.context_size,
+      onCommit: () => this.queue?.kick(),
+    };
+    this.scheduler = new ExtractionScheduler({
+      store,
+      run: (scope, sessionKey, signal) => extractSession(pipeline, scope, sessionKey, signal),
+      everyNTurns: config.pipeline.every_n_turns,
+      warmup: config.pipeline.warmup,
+      idleTimeoutMs: config.pipeline.idle_timeout_seconds * 1000,
+      retryBaseMs: config.pipeline.retry_base_seconds * 1000,
+      retryMaxMs: config.pipeline.retry_max_seconds * 1000,
+      warn,
+    });
+    this.backgroundPipeline = config.pipeline.enabled && options.backgroundPipeline !== false;
+    if (this.backgroundPipeline) this.scheduler.start();
   }
 
   /** What the store can do and where it lives. */
@@ -70,6 +203,12 @@ export class Cairn {
     const valid = messages.map((m, i) => validate(newMessageSchema, m, `message ${i}`));
     const result = await this.store.addMessages(valid, options);
     if (result.inserted > 0) this.queue?.kick();
+    // A captured user message ends the session's implicit turn (seed hosts send no turn ids).
+    if (result.inserted > 0) for (const m of valid) if (m.role === 'user') this.budget.startTurn(m.scope, m.sessionKey);
+    if (result.inserted > 0) {
+      const sessions = new Map(valid.map((m) => [JSON.stringify([m.scope.userId, m.scope.agentId, m.sessionKey]), m]));
+      for (const m of sessions.values()) void this.scheduler.notify(m.scope, m.sessionKey);
+    }
     return result;
   }
 
@@ -125,6 +264,117 @@ export class Cairn {
     return this.store.deleteMemory(checkScope(scope), id);
   }
 
+  // ---- agent tool calls (per-turn budget) --------------------------------------------------
+
+  /** memory_search as a tool call: charged to the turn; past the budget it returns a refusal text instead. */
+  async searchMemoriesInTurn(turn: TurnRef, params: unknown): Promise<TurnSearchResult<MemorySearchResult>> {
+    const valid = requireQuery(validate(memorySearchParams, params, 'memory_search'), 'memory_search');
+    const scope = checkScope(turn.scope);
+    const budget = this.budget.charge({ ...turn, scope });
+    if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget.limit), budget };
+    return { ...(await memorySearch(this.searchContext, scope, valid)), budget };
+  }
+
+  /** conversation_search as a tool call: charged to the turn; past the budget it returns a refusal text instead. */
+  async searchConversationsInTurn(turn: TurnRef, params: unknown): Promise<TurnSearchResult<ConversationSearchResult>> {
+    const valid = requireQuery(validate(conversationSearchParams, params, 'conversation_search'), 'conversation_search');
+    const scope = checkScope(turn.scope);
+    const budget = this.budget.charge({ ...turn, scope });
+    if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget.limit), budget };
+    return { ...(await conversationSearch(this.searchContext, scope, valid)), budget };
+  }
+
+  /** Search calls allowed per agent turn (memory_search and conversation_search combined). */
+  get callsPerTurn(): number {
+    return this.budget.limit;
+  }
+
+  // ---- API keys ----------------------------------------------------------------------------
+
+  /** Creates a key bound to a user (and optionally one agent); the returned token is the only copy. */
+  async createApiKey(input: { userId: string; agentId?: string | undefined; label?: string | undefined }): Promise<CreatedApiKey> {
+    const userId = validate(scopeSchema.shape.userId, input.userId, 'key user');
+    const agentId = input.agentId === undefined ? null : validate(scopeSchema.shape.agentId, input.agentId, 'key agent');
+    const id = randomBytes(8).toString('hex');
+    const secret = randomBytes(32).toString('base64url');
+    const key = await this.store.createApiKey({ id, userId, agentId, label: input.label ?? '', secretHash: sha256Hex(secret) });
+    return { key, token: `cairn_${id}_${secret}` };
+  }
+
+  async listApiKeys(): Promise<ApiKey[]> {
+    return this.store.listApiKeys();
+  }
+
+  /** Revokes a key at once; `not_found` when no active key has this id. */
+  async revokeApiKey(id: string): Promise<void> {
+    if (!(await this.store.revokeApiKey(id))) throw new CairnError('not_found', `API key ${id} not found or already revoked`);
+  }
+
+  /** The active key a bearer token belongs to, or an `unauthorized` error. The secret is compared in constant time. */
+  async authenticate(token: string): Promise<ApiKey> {
+    const match = API_TOKEN.exec(token);
+    const stored = match ? await this.store.findApiKey(match[1]!) : null;
+    const presented = Buffer.from(sha256Hex(match?.[2] ?? token), 'hex');
+    // Compare even when no key matched, so a miss costs the same as a wrong secret.
+    const expected = Buffer.from(stored?.secretHash ?? sha256Hex(''), 'hex');
+    if (!timingSafeEqual(presented, expected) || !stored) throw new CairnError('unauthorized', 'invalid or revoked API key');
+    const { secretHash: _secretHash, ...key } = stored;
+    return key;
+  }
+
+  // ---- memory pipeline ---------------------------------------------------------------------
+
+  /** Auto-recall for the start of a turn: stable instructions and persona, memories relevant to `query`, and a tools guide. */
+  async recall(scope: Scope, params: unknown): Promise<RecallResult> {
+    const r = this.config.recall;
+    return recallContext(this.searchContext, checkScope(scope), validate(recallParams, params, 'recall'), {
+      maxMemories: r.max_memories,
+      maxStableMemories: r.max_stable_memories,
+      maxCharsPerMemory: r.max_chars_per_memory,
+      maxTotalChars: r.max_total_chars,
+      callsPerTurn: this.budget.limit,
+    });
+  }
+
+  /** Extracts memories from a session's pending messages now (after any run already queued for it). */
+  async flush(scope: Scope, sessionKey: string): Promise<ExtractionRun> {
+    const valid = checkScope(scope);
+    return this.scheduler.flush(valid, validate(newMessageSchema.shape.sessionKey, sessionKey, 'session key'));
+  }
+
+  /** Extracts memories from every session, in every scope, that has pending messages. */
+  async flushAll(): Promise<ExtractionRun> {
+    return this.scheduler.flushAll();
+  }
+
+  /** Queued, running and failed extraction work per session, and sessions with pending messages. */
+  async pipelineStatus(): Promise<PipelineStatus> {
+    return { extractor: this.extractor.name, background: this.backgroundPipeline, sessions: await this.scheduler.status() };
+  }
+
+  /** The messages a memory was made from, which extractor made it, and every change since. */
+  async memorySources(scope: Scope, id: string): Promise<MemorySources> {
+    const valid = checkScope(scope);
+    const memory = await this.getMemory(valid, id);
+    const messages = await this.store.getMessages(valid, memory.sourceMessageIds);
+    const found = new Set(messages.map((m) => m.id));
+    return {
+      memory,
+      extractor: memory.extractor,
+      messages,
+      missingMessageIds: memory.sourceMessageIds.filter((source) => !found.has(source)),
+      history: await this.store.memoryAudit(valid, id),
+    };
+  }
+
+  /**
+   * Reverses the supersession of memory `id`: it (and anything superseded with it) is live again and its
+   * replacement is hidden. Returns the restored memories. `actor` is recorded in the audit trail.
+   */
+  async undoSupersession(scope: Scope, id: string, actor = 'api'): Promise<Memory[]> {
+    return this.store.restoreSuperseded(checkScope(scope), id, actor);
+  }
+
   // ---- embeddings and lifecycle ------------------------------------------------------------
 
   async embeddingStatus(): Promise<EmbeddingStatus> {
@@ -134,6 +384,17 @@ export class Cairn {
       vectorSearch: this.queue !== null,
       pending: this.queue ? await this.queue.depth() : 0,
       lastError: this.queue?.lastError ?? null,
+      detail: this.describeEmbedding(),
+    };
+  }
+
+  /** Store, schema, embedding provider and word-vector state, for `cairn doctor`. */
+  async diagnose(): Promise<Diagnosis> {
+    return {
+      version: CAIRN_VERSION,
+      store: { ...this.store.capabilities, schemaVersion: SCHEMA_VERSION },
+      embedding: await this.embeddingStatus(),
+      wordVectors: wordVectorAvailability(this.config.data_dir),
     };
   }
 
@@ -145,6 +406,9 @@ export class Cairn {
 
   /** Stops background work and closes the store. */
   async close(): Promise<void> {
+    await this.tools.stop();
+    await this.knowledge.close();
+    await this.scheduler.stop();
     await this.queue?.stop();
     await this.store.close();
   }
@@ -159,6 +423,19 @@ export async function createCairn(config: CairnConfig = loadConfig(), options: C
 /** The scope for a caller that gave none. */
 export function defaultScope(): Scope {
   return { ...DEFAULT_SCOPE };
+}
+
+/** `cairn_<16 hex id>_<43 base64url secret>` */
+const API_TOKEN = /^cairn_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
+
+function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** Tool calls must carry a query; the executors alone would answer a blank one with an empty result. */
+function requireQuery<P extends { query: string }>(params: P, what: string): P {
+  if (params.query.trim() === '') throw new CairnError('invalid_input', `invalid ${what}.query: must not be empty`);
+  return params;
 }
 
 function checkScope(scope: Scope): Scope {

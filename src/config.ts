@@ -10,8 +10,11 @@ const positiveInt = z.coerce.number().int().positive();
 
 const embeddingSchema = z
   .object({
-    /** `none` disables the vector path; `hash` is deterministic and for tests/development only. */
-    provider: z.enum(['none', 'hash', 'openai_compatible']).default('none'),
+    /**
+     * `auto`: word vectors when the optional package is installed, else keyword search only; `none`
+     * disables the vector path; `word_vectors` requires the package; `hash` is for tests/development only.
+     */
+    provider: z.enum(['auto', 'none', 'hash', 'openai_compatible', 'word_vectors']).default('none'),
     base_url: z.url().optional(),
     model: z.string().min(1).optional(),
     api_key: z.string().min(1).optional(),
@@ -35,6 +38,219 @@ const searchSchema = z
   .object({
     default_limit: positiveInt.max(100).default(5),
     max_limit: positiveInt.max(100).default(20),
+    /** Run the keyword (BM25) path; false leaves only the vector path (for benchmarks). Default true. */
+    keyword: flag.default(true),
+  })
+  .strict();
+
+const serverSchema = z
+  .object({
+    /** Address `cairn serve` binds to. A non-loopback address requires `auth.mode: keys` (or `--insecure`). */
+    host: z.string().min(1).default('127.0.0.1'),
+    /** TCP port; 0 picks a free one. */
+    port: z.coerce.number().int().min(0).max(65_535).default(8420),
+    /** Largest request body accepted, in bytes (413 beyond). Default 1 MiB. */
+    body_limit_bytes: positiveInt.default(1_048_576),
+    /** Milliseconds shutdown waits for in-flight requests and the embedding queue before closing anyway. */
+    shutdown_timeout_ms: positiveInt.default(10_000),
+  })
+  .strict();
+
+const authSchema = z
+  .object({
+    /** `local`: one default scope, loopback only. `keys`: every data request needs an API key and a scope. */
+    mode: z.enum(['local', 'keys']).default('local'),
+  })
+  .strict();
+
+const budgetSchema = z
+  .object({
+    /** memory_search and conversation_search calls allowed per agent turn, combined. */
+    calls_per_turn: positiveInt.max(1000).default(3),
+    /** Turns whose counts are remembered (least recently used are forgotten first). */
+    max_turns: positiveInt.max(10_000_000).default(10_000),
+    /** Seconds after which a turn without a turn id ends on its own when no search came; 0 disables. */
+    idle_turn_seconds: z.coerce.number().int().min(0).default(120),
+  })
+  .strict();
+
+const llmSchema = z
+  .object({
+    /** `none` (default): no language model; the pipeline extracts with deterministic rules. */
+    provider: z.enum(['none', 'openai_compatible']).default('none'),
+    /** Base URL of an OpenAI-compatible API, e.g. `https://api.openai.com/v1`; `/chat/completions` is appended. */
+    base_url: z.url().optional(),
+    model: z.string().min(1).optional(),
+    api_key: z.string().min(1).optional(),
+    /** Milliseconds one request may take before it is abandoned (and retried). */
+    timeout_ms: positiveInt.default(120_000),
+    /** Retries after a 429, a 5xx, a timeout or a network error, with exponential backoff. */
+    max_retries: z.coerce.number().int().min(0).max(10).default(3),
+    /** First backoff delay in milliseconds; doubles per retry (a `retry-after` header wins). */
+    retry_base_ms: positiveInt.default(500),
+    temperature: z.coerce.number().min(0).max(2).default(0),
+    max_tokens: positiveInt.max(200_000).default(4096),
+  })
+  .strict()
+  .superRefine((l, ctx) => {
+    if (l.provider !== 'openai_compatible') return;
+    for (const key of ['base_url', 'model'] as const) {
+      if (l[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message: `required when provider is openai_compatible` });
+    }
+  });
+
+const pipelineSchema = z
+  .object({
+    /** Run extraction in the background (after N user turns or when a session goes idle). `cairn flush` works either way. */
+    enabled: flag.default(true),
+    /** `auto`: the LLM when `llm.provider` is set, else rules. */
+    extractor: z.enum(['auto', 'llm', 'rules']).default('auto'),
+    /** User turns of a session between extraction runs, once warmed up. */
+    every_n_turns: positiveInt.max(1000).default(5),
+    /** Start with runs after 1, then 2, 4 … user turns, up to `every_n_turns`. */
+    warmup: flag.default(true),
+    /** Seconds of silence in a session after which its pending messages are extracted anyway; 0 disables. */
+    idle_timeout_seconds: z.coerce.number().min(0).default(600),
+    /** New messages per extraction call. */
+    batch_size: positiveInt.max(100).default(10),
+    /** Earlier messages shown to the model as context, never extracted from. */
+    context_size: z.coerce.number().int().min(0).max(50).default(5),
+    /** LLM memories below this priority are dropped (global instructions, priority -1, always stay). */
+    min_priority: z.coerce.number().int().min(0).max(100).default(50),
+    /** Seconds before a failed run is retried; doubles per consecutive failure up to `retry_max_seconds`. */
+    retry_base_seconds: z.coerce.number().positive().default(30),
+    retry_max_seconds: z.coerce.number().positive().default(3600),
+  })
+  .strict();
+
+const recallSchema = z
+  .object({
+    /** Memories relevant to the current turn (the per-turn block). */
+    max_memories: z.coerce.number().int().min(0).max(50).default(5),
+    /** Instructions and persona memories in the stable block. */
+    max_stable_memories: z.coerce.number().int().min(0).max(200).default(10),
+    /** Characters of one memory's line before it is cut with a pointer to the search tools (at least 80). */
+    max_chars_per_memory: positiveInt.min(80).max(20_000).default(300),
+    /** Characters of memory lines in the whole context (stable block first). */
+    max_total_chars: positiveInt.max(200_000).default(3000),
+  })
+  .strict();
+
+const historySchema = z
+  .object({
+    /** Days a run stays in the action log behind chat_history; 0 keeps runs forever. */
+    retention_days: z.coerce.number().int().min(0).max(36_500).default(30),
+    /** Where write_result saves files. Default `~/Downloads` when it exists, else `<data_dir>/download`. */
+    output_dir: z.string().min(1).optional(),
+    /** A folder of `<topic>.md` files that add reasoning_guide topics or replace built-in ones. */
+    guides_dir: z.string().min(1).optional(),
+    /**
+     * Who decides that a large run is unrelated to the current request (chat_history's withheld note):
+     * `embedding` (default; needs `embedding.provider`, else nothing is withheld), `llm` (needs `llm.provider`) or `none`.
+     */
+    judge: z.enum(['embedding', 'llm', 'none']).default('embedding'),
+    /** Confidence (0-1) that a run is unrelated at which it is withheld. */
+    withhold_confidence: z.coerce.number().min(0).max(1).default(0.7),
+    /** Characters a rendered run must reach before it may be withheld. */
+    withhold_min_chars: positiveInt.default(4096),
+    /** Milliseconds the judge may take; past it the run is shown in full. */
+    judge_timeout_ms: positiveInt.default(3_000),
+    /** Extra tool names whose output counts as expensive to fetch again (a trailing `*` matches a prefix). */
+    reference_tools: z
+      .preprocess((v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter((s) => s !== '') : v), z.array(z.string().min(1)))
+      .default([]),
+  })
+  .strict();
+
+/** `auto` | `on` | `off`; a YAML boolean means `on` / `off`. */
+const triState = z.preprocess((v) => (v === true || v === 'true' ? 'on' : v === false || v === 'false' ? 'off' : v), z.enum(['auto', 'on', 'off']));
+
+/** One downstream MCP server: `command` (+ `args`, `env`, `cwd`) for stdio, or `url` (+ `headers`) for streamable HTTP. */
+const toolServerSchema = z
+  .object({
+    /** Prefix of its tools' names in the catalog (`<name>__<tool>`): letters, digits, `-` and `_`, no `__`. */
+    name: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, 'must be 1-64 letters, digits, - or _, starting with a letter or digit')
+      .refine((n) => !n.includes('__'), 'must not contain "__" (it separates server and tool in catalog names)'),
+    command: z.string().min(1).optional(),
+    args: z.array(z.string()).default([]),
+    /** Added to a minimal inherited environment (PATH, HOME, …). */
+    env: z.record(z.string(), z.string()).default({}),
+    cwd: z.string().min(1).optional(),
+    url: z.url().optional(),
+    headers: z.record(z.string(), z.string()).default({}),
+  })
+  .strict()
+  .superRefine((s, ctx) => {
+    if ((s.command === undefined) === (s.url === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['command'], message: 'give either command (stdio) or url (streamable HTTP)' });
+    }
+  });
+
+/** The tool hub: downstream MCP servers behind tool_search / tool_describe / tool_call (DESIGN.md, "Tool hub"). */
+const toolsSchema = z
+  .object({
+    servers: z
+      .array(toolServerSchema)
+      .default([])
+      .superRefine((servers, ctx) => {
+        const seen = new Set<string>();
+        servers.forEach((s, i) => {
+          if (seen.has(s.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate server name ${s.name}` });
+          seen.add(s.name);
+        });
+      }),
+    /** `auto`/`on`: downstream tools sit behind the bridge; `off`: they are listed directly (eager). */
+    enabled: triState.default('auto'),
+    /** Listing budget as a percentage of the client's context length. */
+    threshold_pct: z.coerce.number().min(0).max(100).default(5),
+    /** The client's context length in tokens, when the client does not say. */
+    context_length: positiveInt.max(100_000_000).default(128_000),
+    /** Matches per query when tool_search is called without `limit`. */
+    search_default_limit: z.coerce.number().int().min(1).max(50).default(5),
+    /** Largest `limit` tool_search honours (per query). */
+    max_search_limit: z.coerce.number().int().min(1).max(50).default(25),
+    /** Embed the deferred-tool listing in tool_search's description (`auto` and `on`: when it fits; `off`: never). */
+    listing: triState.default('auto'),
+    /** Absolute cap of the listing, in estimated tokens. */
+    listing_max_tokens: z.coerce.number().int().min(200).max(60_000).default(4_000),
+    /** Index top-level parameter descriptions too (measured: BENCHMARKS.md, "Tool retrieval"). */
+    index_param_descriptions: flag.default(true),
+    /** Split camelCase tool names into words for the index. */
+    split_camel_case: flag.default(true),
+    /** Segment Chinese (jieba) and Japanese kana in tool text and queries instead of dropping them. */
+    cjk: flag.default(true),
+    /** Fuse BM25 with the configured embedder's vectors (RRF) in tool search. */
+    hybrid: flag.default(false),
+    /** Milliseconds a downstream server may take to connect and list its tools. */
+    connect_timeout_ms: positiveInt.max(600_000).default(15_000),
+    /** Milliseconds a downstream tool call may take. */
+    call_timeout_ms: positiveInt.max(3_600_000).default(60_000),
+    /** First reconnect delay after a server is lost; it doubles up to `reconnect_max_ms`. */
+    reconnect_initial_ms: positiveInt.max(3_600_000).default(500),
+    reconnect_max_ms: positiveInt.max(3_600_000).default(30_000),
+    /** Milliseconds between liveness pings of connected servers; 0 turns pings off. */
+    health_check_ms: z.coerce.number().int().min(0).max(3_600_000).default(15_000),
+  })
+  .strict()
+  .superRefine((t, ctx) => {
+    if (t.search_default_limit > t.max_search_limit) {
+      ctx.addIssue({ code: 'custom', path: ['search_default_limit'], message: `must not exceed max_search_limit (${t.max_search_limit})` });
+    }
+    if (t.reconnect_initial_ms > t.reconnect_max_ms) {
+      ctx.addIssue({ code: 'custom', path: ['reconnect_initial_ms'], message: `must not exceed reconnect_max_ms (${t.reconnect_max_ms})` });
+    }
+  });
+
+const knowledgeSchema = z
+  .object({
+    /** Milliseconds of quiet after a file change in a watched folder before the resource re-syncs. */
+    watch_debounce_ms: positiveInt.max(600_000).default(500),
+    /** Files larger than this many bytes are left out of wiki and code indexes. Default 2 MB. */
+    max_file_bytes: positiveInt.default(2_000_000),
+    /** Folders with more indexable files than this are refused. */
+    max_files: positiveInt.default(50_000),
   })
   .strict();
 
@@ -45,11 +261,26 @@ export const configSchema = z
     data_dir: z.string().min(1).default(join(homedir(), '.cairn')),
     embedding: embeddingSchema.default(() => embeddingSchema.parse({})),
     search: searchSchema.default(() => searchSchema.parse({})),
+    server: serverSchema.default(() => serverSchema.parse({})),
+    auth: authSchema.default(() => authSchema.parse({})),
+    budget: budgetSchema.default(() => budgetSchema.parse({})),
+    llm: llmSchema.default(() => llmSchema.parse({})),
+    pipeline: pipelineSchema.default(() => pipelineSchema.parse({})),
+    recall: recallSchema.default(() => recallSchema.parse({})),
+    history: historySchema.default(() => historySchema.parse({})),
+    tools: toolsSchema.default(() => toolsSchema.parse({})),
+    knowledge: knowledgeSchema.default(() => knowledgeSchema.parse({})),
   })
   .strict();
 
 export type CairnConfig = z.infer<typeof configSchema>;
 export type EmbeddingConfig = CairnConfig['embedding'];
+export type LlmConfig = CairnConfig['llm'];
+export type PipelineConfig = CairnConfig['pipeline'];
+export type RecallConfig = CairnConfig['recall'];
+export type HistoryConfig = CairnConfig['history'];
+export type ToolsConfig = CairnConfig['tools'];
+export type ToolServerConfig = ToolsConfig['servers'][number];
 /** Input accepted by {@link parseConfig}: every field optional. */
 export type CairnConfigInput = z.input<typeof configSchema>;
 

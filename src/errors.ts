@@ -7,10 +7,13 @@ export type CairnErrorCode =
   | 'forbidden'
   | 'scope_required'
   | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'method_not_allowed'
   | 'budget_exhausted'
   | 'config_invalid'
   | 'embedding_failed'
   | 'llm_failed'
+  | 'downstream_failed'
   | 'unavailable'
   | 'internal';
 

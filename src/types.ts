@@ -51,6 +51,10 @@ export type Memory = {
   activityEnd: string | null;
   sourceMessageIds: string[];
   version: number;
+  /** What made it: `manual` (written through the API), `rules`, or `llm:<model>` (the extraction pipeline). */
+  extractor: string;
+  /** The memory that replaced this one, or null. Superseded memories are kept but hidden from search by default. */
+  supersededBy: string | null;
 };
 
 export type NewMemory = {

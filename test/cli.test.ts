@@ -16,7 +16,7 @@ function tempDir(): string {
   return dir;
 }
 function cairn(dataDir: string, ...args: string[]) {
-  const env = { ...process.env, CAIRN_HOME: '' };
+  const env: NodeJS.ProcessEnv = { ...process.env };
   for (const key of Object.keys(env)) if (key.startsWith('CAIRN_')) delete env[key];
   const r = spawnSync(process.execPath, [CLI, ...args, '--data', dataDir], { encoding: 'utf8', env });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };

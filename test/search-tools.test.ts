@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Cairn, createCairn } from '../src/cairn.js';
+import { createCairn, type Cairn } from '../src/cairn.js';
 import { parseConfig, type CairnConfigInput } from '../src/config.js';
 import { conversationSearch } from '../src/memory/conversation-search.js';
 import { SEARCH_UNAVAILABLE_MESSAGE } from '../src/memory/format.js';

@@ -3,14 +3,24 @@ import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { z } from 'zod';
 import { createCairn, type Cairn } from '../cairn.js';
-import { loadConfig } from '../config.js';
+import { loadConfig, type CairnConfig } from '../config.js';
 import { CairnError, describeError, isCairnError } from '../errors.js';
+import { isLoopbackHost, startServer, type RunningServer } from '../http/server.js';
+import { serveStdio } from '../mcp/stdio.js';
 import { MEMORY_TYPES, MESSAGE_ROLES, type NewMessage, type Scope } from '../types.js';
 import { readJsonl, type JsonlError } from './jsonl.js';
 import { ProgressBar } from './progress.js';
 
 type GlobalOptions = { data?: string; config?: string };
 type ScopeOptions = { user: string; agent: string };
+type ListMemoriesOptions = {
+  type?: (typeof MEMORY_TYPES)[number];
+  scene?: string;
+  limit: number;
+  offset: number;
+  includeSuperseded?: boolean;
+  json?: boolean;
+};
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -105,7 +115,7 @@ export function buildProgram(): Command {
     });
   });
 
-  const memories = program.command('memories').description('list or delete structured memories');
+  const memories = program.command('memories').description('list, explain, restore or delete structured memories');
   scopeOptions(
     memories
       .command('list')
@@ -114,13 +124,23 @@ export function buildProgram(): Command {
       .option('--scene <text>', 'only scenes containing this text')
       .option('--limit <n>', 'how many', parseInteger, 50)
       .option('--offset <n>', 'skip this many', parseInteger, 0)
+      .option('--include-superseded', 'also list memories that newer ones replaced')
       .option('--json', 'print JSON'),
-  ).action(async (opts: ScopeOptions & { type?: (typeof MEMORY_TYPES)[number]; scene?: string; limit: number; offset: number; json?: boolean }, cmd: Command) => {
+  ).action(async (opts: ScopeOptions & ListMemoriesOptions, cmd: Command) => {
     await withCairn(cmd, async (cairn) => {
-      const list = await cairn.listMemories(scopeOf(opts), { type: opts.type, scene: opts.scene, limit: opts.limit, offset: opts.offset });
+      const list = await cairn.listMemories(scopeOf(opts), {
+        type: opts.type,
+        scene: opts.scene,
+        limit: opts.limit,
+        offset: opts.offset,
+        includeSuperseded: opts.includeSuperseded,
+      });
       if (opts.json) return print(JSON.stringify(list, null, 2));
       if (list.length === 0) return print('No memories.');
-      for (const m of list) print(`${m.id}  [${m.type}] p=${m.priority}${m.sceneName ? ` scene=${m.sceneName}` : ''} v${m.version}  ${m.content}`);
+      for (const m of list) {
+        const superseded = m.supersededBy ? `  (superseded by ${m.supersededBy})` : '';
+        print(`${m.id}  [${m.type}] p=${m.priority}${m.sceneName ? ` scene=${m.sceneName}` : ''} v${m.version}  ${m.content}${superseded}`);
+      }
     });
   });
   scopeOptions(memories.command('delete').description('delete a memory').argument('<id>', 'memory id')).action(
@@ -132,7 +152,169 @@ export function buildProgram(): Command {
     },
   );
 
+  addPipelineCommands(program, memories);
+  addServerCommands(program);
+  addDoctorCommand(program);
+  addHistoryCommands(program);
+
   return program;
+}
+
+/** `memories why`, `memories undo` and `flush`: provenance, reversible supersession, extraction now. */
+function addPipelineCommands(program: Command, memories: Command): void {
+  scopeOptions(
+    memories
+      .command('why')
+      .description('show the messages a memory came from, which extractor made it, and its history')
+      .argument('<id>', 'memory id')
+      .option('--json', 'print JSON'),
+  ).action(async (id: string, opts: ScopeOptions & { json?: boolean }, cmd: Command) => {
+    await withCairn(cmd, async (cairn) => {
+      const sources = await cairn.memorySources(scopeOf(opts), id);
+      if (opts.json) return print(JSON.stringify(sources, null, 2));
+      const m = sources.memory;
+      print(`${m.id}  [${m.type}] p=${m.priority} v${m.version}  ${m.content}`);
+      print(`extractor: ${sources.extractor}${m.supersededBy ? `; superseded by ${m.supersededBy} (undo: cairn memories undo ${m.id})` : ''}`);
+      print(sources.messages.length > 0 || sources.missingMessageIds.length > 0 ? 'sources:' : 'sources: none (written directly)');
+      for (const msg of sources.messages) print(`  ${msg.id}  [${msg.role}] ${msg.sessionKey} ${msg.timestamp ?? msg.recordedAt}  ${msg.content}`);
+      for (const missing of sources.missingMessageIds) print(`  ${missing}  (message deleted)`);
+      print('history:');
+      for (const h of sources.history) {
+        const versions = h.oldVersion !== null || h.newVersion !== null ? ` v${h.oldVersion ?? '-'}→v${h.newVersion ?? '-'}` : '';
+        print(`  ${h.at}  ${h.action}${versions} by ${h.actor}${h.relatedId ? ` (${h.relatedId})` : ''}`);
+      }
+    });
+  });
+
+  scopeOptions(
+    memories
+      .command('undo')
+      .description('restore a superseded memory (and whatever was superseded with it) and hide its replacement')
+      .argument('<id>', 'id of the superseded memory'),
+  ).action(async (id: string, opts: ScopeOptions, cmd: Command) => {
+    await withCairn(cmd, async (cairn) => {
+      const restored = await cairn.undoSupersession(scopeOf(opts), id, 'cli');
+      for (const m of restored) print(`restored ${m.id}  ${m.content}`);
+    });
+  });
+
+  scopeOptions(
+    program
+      .command('flush')
+      .description('extract memories from pending conversation messages now')
+      .option('--session <key>', 'only this session of the scope (default: every session with pending messages, in every scope)'),
+  ).action(async (opts: ScopeOptions & { session?: string }, cmd: Command) => {
+    await withCairn(cmd, async (cairn) => {
+      const run = opts.session === undefined ? await cairn.flushAll() : await cairn.flush(scopeOf(opts), opts.session);
+      const { extractor } = await cairn.pipelineStatus();
+      print(
+        `extracted ${run.messages} message(s) in ${run.batches} batch(es) with ${extractor}: ` +
+          `${run.created} memory(ies) stored, ${run.skipped} skipped as duplicates, ${run.superseded} superseded`,
+      );
+    });
+  });
+}
+
+/** `serve`, `mcp` and `keys`: the long-running surfaces and API key management. */
+function addServerCommands(program: Command): void {
+  program
+    .command('serve')
+    .description('serve the REST gateway and MCP over streamable HTTP (at /mcp) until SIGINT or SIGTERM')
+    .option('--host <host>', 'address to bind (default 127.0.0.1)')
+    .option('--port <port>', 'TCP port (default 8420; 0 picks a free one)', parseInteger)
+    .option('--insecure', 'allow a non-loopback host without auth.mode: keys')
+    .action(async (opts: { host?: string; port?: number; insecure?: boolean }, cmd: Command) => {
+      const config = configOf(cmd, { server: { host: opts.host, port: opts.port } });
+      const cairn = await createCairn(config);
+      let running: RunningServer;
+      try {
+        running = await startServer(cairn, { insecure: opts.insecure });
+      } catch (err) {
+        await cairn.close();
+        throw err;
+      }
+      if (opts.insecure && !isLoopbackHost(config.server.host) && config.auth.mode !== 'keys') {
+        process.stderr.write(`cairn: WARNING: serving ${config.server.host} without API keys; anyone who can reach it can read and change all data\n`);
+      }
+      process.stderr.write(`cairn: listening on ${running.url} (REST; MCP at ${running.url}/mcp; auth ${config.auth.mode})\n`);
+      await nextSignal();
+      process.stderr.write('cairn: shutting down\n');
+      if (!(await running.shutdown())) process.stderr.write('cairn: shutdown timed out; open connections were closed\n');
+    });
+
+  scopeOptions(
+    program
+      .command('mcp')
+      .description('serve MCP over stdio for one scope (stdout carries protocol only)')
+      .option('--session <key>', 'conversation session the tool calls belong to (per-turn search budget)'),
+  ).action(async (opts: ScopeOptions & { session?: string }, cmd: Command) => {
+    const cairn = await createCairn(configOf(cmd));
+    try {
+      const session = await serveStdio(cairn, { scope: scopeOf(opts), sessionKey: opts.session });
+      await Promise.race([session.closed, nextSignal()]);
+      await session.close();
+      await cairn.drainEmbeddings(cairn.config.server.shutdown_timeout_ms);
+    } finally {
+      await cairn.close();
+    }
+  });
+
+  const keys = program.command('keys').description('manage API keys (used when auth.mode is keys)');
+  keys
+    .command('create')
+    .description('create a key bound to a user (and optionally one agent); prints it once')
+    .requiredOption('--user <id>', 'user the key acts for')
+    .option('--agent <id>', 'bind the key to this agent too')
+    .option('--label <text>', 'a note to recognise the key by')
+    .action(async (opts: { user: string; agent?: string; label?: string }, cmd: Command) => {
+      await withCairn(cmd, async (cairn) => {
+        const { key, token } = await cairn.createApiKey({ userId: opts.user, agentId: opts.agent, label: opts.label });
+        print(token);
+        process.stderr.write(`cairn: created key ${key.id} for user ${key.userId}${key.agentId ? `, agent ${key.agentId}` : ''}; it is not shown again\n`);
+      });
+    });
+  keys
+    .command('list')
+    .description('list keys (never their secrets)')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      await withCairn(cmd, async (cairn) => {
+        const list = await cairn.listApiKeys();
+        if (opts.json) return print(JSON.stringify(list, null, 2));
+        if (list.length === 0) return print('No API keys.');
+        for (const k of list) {
+          const state = k.revokedAt ? `revoked ${k.revokedAt}` : 'active';
+          print(`${k.id}  user=${k.userId} agent=${k.agentId ?? '*'}  created ${k.createdAt}  ${state}${k.label ? `  ${k.label}` : ''}`);
+        }
+      });
+    });
+  keys
+    .command('revoke')
+    .description('revoke a key at once')
+    .argument('<id>', 'key id (from keys list)')
+    .action(async (id: string, _opts: unknown, cmd: Command) => {
+      await withCairn(cmd, async (cairn) => {
+        await cairn.revokeApiKey(id);
+        print(`revoked ${id}`);
+      });
+    });
+}
+
+function configOf(cmd: Command, overrides: Record<string, unknown> = {}): CairnConfig {
+  const global = cmd.optsWithGlobals<GlobalOptions>();
+  return loadConfig({ file: global.config, overrides: { ...overrides, ...(global.data ? { data_dir: global.data } : {}) } });
+}
+
+/** Resolves on the first SIGINT or SIGTERM; a second one exits at once. */
+function nextSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const onSignal = () => {
+      process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+      process.once('SIGINT', () => process.exit(130)).once('SIGTERM', () => process.exit(143));
+      resolve();
+    };
+    process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
+  });
 }
 
 /** Prints a failure on stderr and exits: 2 for bad input or config, 1 otherwise. Never a stack trace. */
@@ -164,12 +346,74 @@ function print(text: string): void {
 async function withCairn(cmd: Command, fn: (cairn: Cairn) => Promise<void>): Promise<void> {
   const global = cmd.optsWithGlobals<GlobalOptions>();
   const config = loadConfig({ file: global.config, overrides: global.data ? { data_dir: global.data } : {} });
-  const cairn = await createCairn(config);
+  // One-shot commands leave background extraction to a long-running `serve` or `mcp` (or `cairn flush`).
+  const cairn = await createCairn(config, { onProgress: progressBars(), backgroundPipeline: false });
   try {
     await fn(cairn);
   } finally {
     await cairn.close();
   }
+}
+
+/** A progress callback that draws one {@link ProgressBar} per task on stderr (when it is a terminal). */
+function progressBars(): (task: string, done: number, total: number) => void {
+  const bars = new Map<string, ProgressBar>();
+  return (task, done, total) => {
+    let bar = bars.get(task);
+    if (!bar) bars.set(task, (bar = new ProgressBar(task, total)));
+    bar.update(done);
+  };
+}
+
+/** `doctor`: where the data lives and what search can use, without changing anything. */
+/** `cairn guide` (reasoning_guide) and `cairn history prune` (apply the run-log retention now). */
+function addHistoryCommands(program: Command): void {
+  program
+    .command('guide')
+    .description('print reasoning guides (no topics: list the available ones)')
+    .argument('[topics...]', 'guide topics')
+    .action(async (topics: string[], _opts: unknown, cmd: Command) => {
+      await withCairn(cmd, async (cairn) => {
+        print(topics.length === 0 ? cairn.history.guideTopics().join('\n') : cairn.history.reasoningGuide({ topics }).text);
+      });
+    });
+  program
+    .command('history')
+    .description('the action log behind chat_history')
+    .command('prune')
+    .description('delete runs older than history.retention_days now')
+    .action(async (_opts: unknown, cmd: Command) => {
+      await withCairn(cmd, async (cairn) => print(`pruned ${await cairn.history.prune()} runs`));
+    });
+}
+
+function addDoctorCommand(program: Command): void {
+  program
+    .command('doctor')
+    .description('show the store location and schema, the embedding provider and whether word vectors are available')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      const cairn = await createCairn(configOf(cmd), { backgroundEmbedding: false });
+      try {
+        const d = await cairn.diagnose();
+        if (opts.json) return print(JSON.stringify(d, null, 2));
+        const yes = (b: boolean) => (b ? 'yes' : 'no');
+        const wv = d.wordVectors;
+        print(`cairn ${d.version}`);
+        print(`store:          ${d.store.backend} at ${d.store.location} (schema ${d.store.schemaVersion})`);
+        print(`search paths:   keyword ${yes(d.store.keywordSearch && cairn.config.search.keyword)}, vector ${yes(d.embedding.vectorSearch)}`);
+        print(`embedding:      ${d.embedding.detail}`);
+        if (d.embedding.embedderId) print(`embedder id:    ${d.embedding.embedderId} (${d.embedding.pending} row(s) waiting for a vector)`);
+        if (d.embedding.lastError) print(`last error:     ${d.embedding.lastError}`);
+        print(
+          wv.installed
+            ? `word vectors:   ${wv.package} ${wv.version} installed; cache ${wv.cacheBytes === null ? 'not built yet' : `built (${(wv.cacheBytes / 1e6).toFixed(0)} MB)`} at ${wv.cachePath}`
+            : `word vectors:   not installed (optional package ${wv.package}); without an embedder search uses keywords only`,
+        );
+      } finally {
+        await cairn.close();
+      }
+    });
 }
 
 async function importFile(cairn: Cairn, file: string): Promise<void> {

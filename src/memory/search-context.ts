@@ -13,11 +13,13 @@ export type SearchContext = {
   queryTimeoutMs: number;
   /** Where a failing path is reported (it does not fail the search). */
   warn: (message: string) => void;
+  /** False turns the keyword path off (config `search.keyword`). Default true. */
+  keywordSearch?: boolean;
 };
 
 /** Whether a keyword or vector path can run at all in this context. */
 export function pathsAvailable(ctx: SearchContext): { keyword: boolean; vector: boolean } {
-  return { keyword: ctx.store.capabilities.keywordSearch, vector: ctx.embedder !== null && ctx.store.capabilities.vectorSearch };
+  return { keyword: ctx.store.capabilities.keywordSearch && ctx.keywordSearch !== false, vector: ctx.embedder !== null && ctx.store.capabilities.vectorSearch };
 }
 
 /**

@@ -5,8 +5,10 @@ import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, R
  * async so a networked backend fits. Every method takes a scope and filters by it inside the query.
  * Search methods return ranked ids only; hydration and fusion happen above the store (DESIGN.md).
  */
-export interface Store {
+export interface Store extends KeyStore, PipelineStore, KnowledgeStore {
   readonly capabilities: StoreCapabilities;
+  /** The action log and failure memory behind the history tools. */
+  readonly history: HistoryStore;
 
   /** Records messages in one transaction. Ids already present in the same scope are skipped, not changed. */
   addMessages(messages: readonly NewMessage[], options?: AddMessagesOptions): Promise<AddMessagesResult>;
@@ -68,6 +70,8 @@ export type MessageFilter = { sessionKey?: string | undefined };
 
 export type MemoryFilter = {
   type?: MemoryType | undefined;
+  /** Also return memories that were superseded (hidden by default). */
+  includeSuperseded?: boolean | undefined;
   /** Case-insensitive substring of `scene_name`. */
   scene?: string | undefined;
 };
@@ -78,3 +82,306 @@ export type EmbeddingTarget = 'message' | 'memory';
 export type PendingEmbedding = { key: number; text: string };
 /** `text` must be the text that was embedded: a vector for a row whose text changed since is dropped. */
 export type SavedEmbedding = { key: number; text: string; vector: Float32Array | null };
+
+/** API keys: only a hash of each secret is stored. Keys are global, not scoped: each binds one user. */
+export interface KeyStore {
+  createApiKey(input: NewApiKey): Promise<ApiKey>;
+  /** The active (not revoked) key with this id, with its secret hash; null when none. */
+  findApiKey(id: string): Promise<StoredApiKey | null>;
+  /** Every key, revoked ones included, oldest first. */
+  listApiKeys(): Promise<ApiKey[]>;
+  /** Marks an active key revoked; false when there is none with this id. */
+  revokeApiKey(id: string): Promise<boolean>;
+}
+
+/** An API key as listed (never its secret). A key binds a user and optionally one agent of that user. */
+export type ApiKey = {
+  id: string;
+  userId: string;
+  agentId: string | null;
+  label: string;
+  createdAt: string;
+  revokedAt: string | null;
+};
+export type NewApiKey = Omit<ApiKey, 'createdAt' | 'revokedAt'> & { secretHash: string };
+/** `secretHash` is the lowercase hex SHA-256 of the key's secret part. */
+export type StoredApiKey = ApiKey & { secretHash: string };
+
+/**
+ * What the memory pipeline needs beyond plain reads and writes: per-session extraction cursors, one
+ * atomic commit per extracted batch, reversible supersession and the audit trail (DESIGN.md, "Memory pipeline").
+ */
+export interface PipelineStore {
+  /** One session's extraction state; a session never extracted has cursor 0. */
+  pipelineState(scope: Scope, sessionKey: string): Promise<PipelineState>;
+  /** Every session, across scopes, with messages past its cursor or a failure on record. */
+  pipelineBacklog(): Promise<PipelineState[]>;
+  /** Messages of a session stored after `cursor` (a storage position), oldest first. */
+  messagesAfter(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]>;
+  /** The last `limit` messages of a session up to and including position `cursor`, oldest first. */
+  messagesBefore(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]>;
+  /**
+   * In one transaction: writes the batch's memories, supersedes their targets, appends the audit trail and
+   * moves the session's cursor from `fromCursor` to `toCursor`, clearing its failures. Throws `conflict` and
+   * writes nothing when the cursor is no longer at `fromCursor` (another process committed the batch).
+   */
+  commitExtraction(commit: ExtractionCommit): Promise<void>;
+  /** Records a failed run of a session (the cursor stays where it is). */
+  recordPipelineFailure(scope: Scope, sessionKey: string, error: string): Promise<void>;
+  /** Live memories of the given types, global instructions (negative priority) first, then by priority, newest first on ties. */
+  topMemories(scope: Scope, types: readonly MemoryType[], limit: number): Promise<Memory[]>;
+  /**
+   * Reverses the decision that superseded `id`: every memory that decision superseded becomes live again,
+   * and the replacement, if still live, is superseded by `id` (so undoing that undo flips both back).
+   * Returns the restored memories. Throws `not_found` for an unknown id, `invalid_input` when it is live.
+   */
+  restoreSuperseded(scope: Scope, id: string, actor: string): Promise<Memory[]>;
+  /** The audit trail of one memory, oldest first. */
+  memoryAudit(scope: Scope, id: string): Promise<MemoryAuditEntry[]>;
+}
+
+/** A message with its storage position, the unit of the extraction cursor (strictly increasing, never reused). */
+export type SequencedMessage = Message & { seq: number };
+
+/** Where extraction of one session stands. */
+export type PipelineState = {
+  scope: Scope;
+  sessionKey: string;
+  /** Storage position of the last message extracted; 0 before the first batch. */
+  cursor: number;
+  /** Batches committed so far (drives the warm-up). */
+  batches: number;
+  /** Failed runs since the last committed batch. */
+  failures: number;
+  lastError: string | null;
+  /** When the last batch was committed or the last run failed. */
+  lastRunAt: string | null;
+  /** Messages past the cursor, and how many of those are the user's. */
+  pendingMessages: number;
+  pendingUserTurns: number;
+};
+
+/** One memory an extraction commit writes; `supersedes` are the live memories it replaces. */
+export type ExtractedMemoryWrite = NewMemory & { id: string; extractor: string; supersedes: readonly string[] };
+
+export type ExtractionCommit = {
+  scope: Scope;
+  sessionKey: string;
+  fromCursor: number;
+  toCursor: number;
+  /** Who the audit trail names, e.g. `pipeline:rules`. */
+  actor: string;
+  memories: readonly ExtractedMemoryWrite[];
+};
+
+export type MemoryAuditAction = 'create' | 'update' | 'supersede' | 'restore' | 'delete';
+
+/** One change to a memory: who made it, when, and the versions and content before and after. */
+export type MemoryAuditEntry = {
+  memoryId: string;
+  action: MemoryAuditAction;
+  actor: string;
+  at: string;
+  oldVersion: number | null;
+  newVersion: number | null;
+  oldContent: string | null;
+  newContent: string | null;
+  /** The replacement for `supersede`; the memory whose undo caused it for `restore`. */
+  relatedId: string | null;
+};
+
+/**
+ * The action log (runs of an agent and the tool calls they made) and the failure memory (tool errors with
+ * the fix that worked) behind the history tools. Runs belong to one session of one scope; error records to
+ * a scope, across its sessions. Times are ISO-8601 UTC strings.
+ */
+export interface HistoryStore {
+  /**
+   * Creates the run or merges into it: given fields replace stored ones, tool calls are appended. Returns
+   * the whole run.
+   */
+  saveRun(scope: Scope, run: RunWrite): Promise<Run>;
+  /** Runs by task id, in the order asked; unknown ids are left out. */
+  getRuns(scope: Scope, sessionKey: string, taskIds: readonly string[]): Promise<Run[]>;
+  /** Runs newest first (by start), without their tool calls. */
+  listRuns(scope: Scope, sessionKey: string, limit: number): Promise<RunSummary[]>;
+  /** The task id of the session's newest run that has not ended, or null. */
+  openRunId(scope: Scope, sessionKey: string): Promise<string | null>;
+  /**
+   * Texts of the session's runs (requests, replies, tool results) at or after `since` that contain every
+   * term as a substring (case-insensitive; trigram index for terms of three characters or more), newest first.
+   */
+  searchRunTexts(scope: Scope, sessionKey: string, terms: readonly string[], since: string, limit: number): Promise<RunText[]>;
+  /** The session's newest run texts at or after `since`, newest first. */
+  recentRunTexts(scope: Scope, sessionKey: string, since: string, limit: number): Promise<RunText[]>;
+  /** Cached vectors of run texts by `key`, for `embedderId`, only where the text is still the one embedded. */
+  runTextVectors(items: readonly { key: string; text: string }[], embedderId: string): Promise<Map<string, Float32Array | null>>;
+  saveRunTextVectors(embedderId: string, items: readonly { key: string; text: string; vector: Float32Array | null }[]): Promise<void>;
+  /** Deletes runs (of every scope) whose last activity is before `before`; returns how many. */
+  pruneRuns(before: string): Promise<number>;
+  /** Notes that a run was withheld from the session once; false when it already had been. */
+  markWithheld(scope: Scope, sessionKey: string, taskId: string): Promise<boolean>;
+  /** Which of these runs were already withheld from the session once. */
+  withheldRuns(scope: Scope, sessionKey: string, taskIds: readonly string[]): Promise<Set<string>>;
+
+  /** Stores an error record; a record with the same id is refreshed (keywords merged, `updatedAt` moved). */
+  saveErrorRecord(scope: Scope, record: ErrorRecordWrite): Promise<ErrorRecord>;
+  getErrorRecords(scope: Scope, ids: readonly string[]): Promise<ErrorRecord[]>;
+  /** Records whose id starts with `prefix` (lower-case hex), at most `limit`. */
+  findErrorRecordsByPrefix(scope: Scope, prefix: string, limit: number): Promise<ErrorRecord[]>;
+  /** BM25 over the analysed record text. `terms` are already analysed (text/analyze.ts). */
+  searchErrorRecordsByKeyword(scope: Scope, terms: readonly string[], filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]>;
+  /** Nearest records by cosine similarity among vectors made by `embedderId`. */
+  searchErrorRecordsByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]>;
+  /** Records whose tool name, symptom, cause, action or keywords contain `needle` (case-insensitive), newest first. */
+  scanErrorRecords(scope: Scope, needle: string, filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]>;
+  /** Records of the scope that have no vector from `embedderId` yet, with the text to embed. */
+  errorRecordsWithoutVector(scope: Scope, embedderId: string, limit: number): Promise<{ id: string; text: string }[]>;
+  saveErrorRecordVectors(embedderId: string, items: readonly { id: string; text: string; vector: Float32Array | null }[]): Promise<void>;
+}
+
+/** Who made a recorded tool call: the host itself, or Cairn's tool hub on the host's behalf (a downstream MCP tool). */
+export type ToolCallSource = 'host' | 'bridge';
+
+/** One tool call inside a run. */
+export type RunToolCall = {
+  /** Storage position: unique and increasing, so calls keep their order. */
+  seq: number;
+  name: string;
+  /** The arguments as JSON text (`{}` when none). */
+  arguments: string;
+  /** What came back, as text. */
+  result: string;
+  isError: boolean;
+  durationMs: number | null;
+  at: string;
+  source: ToolCallSource;
+  /** The caller's say on whether the output is expensive to obtain again; null leaves it to the name rules. */
+  reusable: boolean | null;
+};
+
+export type NewRunToolCall = Omit<RunToolCall, 'seq' | 'at' | 'durationMs' | 'reusable' | 'isError' | 'source'> & {
+  at?: string | undefined;
+  durationMs?: number | null | undefined;
+  reusable?: boolean | null | undefined;
+  isError?: boolean | undefined;
+  source?: ToolCallSource | undefined;
+};
+
+/** One agent turn: what was asked, every tool call made, and the reply. */
+export type Run = {
+  taskId: string;
+  scope: Scope;
+  sessionKey: string;
+  /** The request the turn answered ('' until the host records it). */
+  objective: string;
+  reply: string | null;
+  model: string | null;
+  startedAt: string;
+  /** Null while the turn is open. */
+  endedAt: string | null;
+  toolCalls: RunToolCall[];
+};
+
+export type RunSummary = Omit<Run, 'toolCalls'>;
+
+/** What {@link HistoryStore.saveRun} writes: undefined fields keep their stored value. */
+export type RunWrite = {
+  taskId: string;
+  sessionKey: string;
+  objective?: string | undefined;
+  reply?: string | undefined;
+  model?: string | undefined;
+  startedAt?: string | undefined;
+  endedAt?: string | undefined;
+  toolCalls?: readonly NewRunToolCall[] | undefined;
+};
+
+/** A searchable piece of a run: its request, its reply, or one tool call's result. */
+export type RunText = {
+  /** Stable key of the text (for vector caching). */
+  key: string;
+  taskId: string;
+  kind: 'request' | 'reply' | 'tool';
+  /** The tool's name for `tool`, else null. */
+  name: string | null;
+  /** The tool's arguments (JSON text) for `tool`, else null. */
+  arguments: string | null;
+  content: string;
+  at: string;
+};
+
+/** A tool failure and the fix that resolved it. */
+export type ErrorRecord = {
+  /** 64 lower-case hex characters; its first 8 are the hash agents use. */
+  id: string;
+  scope: Scope;
+  toolName: string;
+  keywords: string[];
+  symptom: string;
+  cause: string | null;
+  action: string;
+  outcome: 'resolved';
+  createdAt: string;
+  updatedAt: string;
+};
+
+export type ErrorRecordWrite = Omit<ErrorRecord, 'scope' | 'createdAt' | 'updatedAt'>;
+export type ErrorRecordFilter = { toolName?: string | undefined };
+
+/**
+ * Knowledge resources (wiki folders and code graphs): one registry row per resource and one index record
+ * per source file. Records are opaque JSON to the store; the knowledge domain owns their shape, so a
+ * re-sync replaces exactly the files whose content hash changed (DESIGN.md, "Knowledge resources").
+ */
+export interface KnowledgeStore {
+  /** Throws `conflict` when the id is taken. */
+  createKnowledgeResource(input: NewKnowledgeResource): Promise<KnowledgeResourceRecord>;
+  getKnowledgeResource(id: string): Promise<KnowledgeResourceRecord | null>;
+  /** Every resource, oldest first. */
+  listKnowledgeResources(): Promise<KnowledgeResourceRecord[]>;
+  /** Applies a patch; null when there is no such resource. */
+  updateKnowledgeResource(id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null>;
+  /** Deletes the resource and all its file records. */
+  deleteKnowledgeResource(id: string): Promise<boolean>;
+  /** File records of a resource ordered by path; with `withData: false` each `data` is '' (a cheap listing for diffs). */
+  listKnowledgeFiles(resourceId: string, options?: { withData?: boolean }): Promise<KnowledgeFileRecord[]>;
+  /**
+   * In one transaction: upserts and deletes file records, applies `patch` and bumps `version`. Returns the
+   * updated resource, or null and writes nothing when the resource no longer exists (removed mid-sync).
+   */
+  applyKnowledgeSync(resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null>;
+}
+
+export type KnowledgeType = 'wiki' | 'code';
+/** `indexing` until the first index is complete; a ready resource stays `ready` while it re-syncs. */
+export type KnowledgeStatus = 'indexing' | 'ready' | 'error';
+
+export type KnowledgeResourceRecord = {
+  /** `wiki-xxxxxxxx` or `cg-xxxxxxxx`. */
+  id: string;
+  type: KnowledgeType;
+  name: string;
+  /** Absolute path of the indexed folder. */
+  root: string;
+  status: KnowledgeStatus;
+  /** Why the last sync failed, when it did. */
+  error: string | null;
+  summary: string;
+  stats: Record<string, number>;
+  createdAt: string;
+  syncedAt: string | null;
+  /** Bumped by every applied sync; an index loaded at an older version is stale. */
+  version: number;
+};
+export type NewKnowledgeResource = Pick<KnowledgeResourceRecord, 'id' | 'type' | 'name' | 'root'>;
+export type KnowledgeResourcePatch = Partial<Pick<KnowledgeResourceRecord, 'status' | 'error' | 'summary' | 'stats' | 'syncedAt'>>;
+
+/** One indexed source file: its content hash, size and mtime (to skip re-hashing), and the index data (JSON). */
+export type KnowledgeFileRecord = { path: string; hash: string; size: number; mtimeMs: number; data: string };
+export type KnowledgeSyncChange = {
+  upserts: readonly KnowledgeFileRecord[];
+  /** Paths whose records are removed. */
+  deletes: readonly string[];
+  patch: KnowledgeResourcePatch;
+};

@@ -14,6 +14,10 @@ import { CHINESE_STOPWORDS, ENGLISH_STOPWORDS } from './stopwords.js';
 const RUN_PATTERN = /(\p{Script=Han}+)|([\p{Script=Hiragana}\p{Script=Katakana}ー]+)|([\p{L}\p{M}\p{N}]+)/gu;
 const MARKS = /\p{M}+/gu;
 const HAS_WORD_CHAR = /[\p{L}\p{N}]/u;
+// Anything but printable ASCII, tab and newlines sends the text down the general (Unicode) path.
+const NOT_PLAIN_ASCII = /[^\t\n\r -~]/;
+const LATIN_WORD = /^[a-z]+$/;
+const HAS_DIGIT = /\d/;
 
 let jieba: Jieba | undefined;
 function segmenter(): Jieba {
@@ -22,19 +26,10 @@ function segmenter(): Jieba {
 }
 
 const stemmer = snowball.newStemmer('english');
-// Stemming dominates analysis cost on English text; the vocabulary of a store is small enough to cache.
-const stemCache = new Map<string, string>();
-const STEM_CACHE_LIMIT = 200_000;
-
-function stem(word: string): string {
-  let stemmed = stemCache.get(word);
-  if (stemmed === undefined) {
-    stemmed = /^[a-z]+$/.test(word) ? stemmer.stem(word) : word;
-    if (stemCache.size >= STEM_CACHE_LIMIT) stemCache.clear();
-    stemCache.set(word, stemmed);
-  }
-  return stemmed;
-}
+// Word handling (stop-word check and stemming) dominates analysis cost; a store's vocabulary is small
+// enough to cache the default pipeline's answer per folded word ('' = dropped).
+const termCache = new Map<string, string>();
+const TERM_CACHE_LIMIT = 200_000;
 
 /** Options for {@link analyze}. */
 export type AnalyzeOptions = {
@@ -54,6 +49,16 @@ export function analyze(text: string, options: AnalyzeOptions = {}): string[] {
   const doStem = options.stem ?? true;
   const dropStop = options.dropStopwords ?? true;
   const tokens: string[] = [];
+  const addWord = (folded: string): void => {
+    const token = doStem && dropStop ? cachedTerm(folded) : wordTerm(folded, doStem, dropStop);
+    if (token !== '') tokens.push(token);
+  };
+  if (!NOT_PLAIN_ASCII.test(text)) {
+    // Fast path for plain ASCII: NFKC and NFKD leave it unchanged and the word runs of RUN_PATTERN are
+    // exactly the runs of [a-z0-9] once lower-cased.
+    scanAsciiWords(text.toLowerCase(), addWord);
+    return tokens;
+  }
   for (const match of text.normalize('NFKC').matchAll(RUN_PATTERN)) {
     const [, han, kana, word] = match;
     if (han !== undefined) {
@@ -66,11 +71,7 @@ export function analyze(text: string, options: AnalyzeOptions = {}): string[] {
       if (kana.length === 1) tokens.push(kana);
       for (let i = 0; i + 1 < kana.length; i++) tokens.push(kana.slice(i, i + 2));
     } else if (word !== undefined) {
-      const folded = foldWord(word);
-      if (folded === '' || (dropStop && ENGLISH_STOPWORDS.has(folded))) continue;
-      // A lone Latin letter says nothing; a lone digit ("5 cats") may.
-      if (folded.length === 1 && !/\d/.test(folded)) continue;
-      tokens.push(doStem ? stem(folded) : folded);
+      addWord(foldWord(word));
     }
   }
   return tokens;
@@ -79,4 +80,37 @@ export function analyze(text: string, options: AnalyzeOptions = {}): string[] {
 /** The analysed form stored in a keyword index column: tokens joined by single spaces. */
 export function analyzeForIndex(text: string): string {
   return analyze(text).join(' ');
+}
+
+/** The token for one folded word, or '' when it is dropped. */
+function wordTerm(folded: string, doStem: boolean, dropStop: boolean): string {
+  if (folded === '' || (dropStop && ENGLISH_STOPWORDS.has(folded))) return '';
+  // A lone Latin letter says nothing; a lone digit ("5 cats") may.
+  if (folded.length === 1 && !HAS_DIGIT.test(folded)) return '';
+  return doStem && LATIN_WORD.test(folded) ? stemmer.stem(folded) : folded;
+}
+
+function cachedTerm(folded: string): string {
+  let token = termCache.get(folded);
+  if (token === undefined) {
+    token = wordTerm(folded, true, true);
+    if (termCache.size >= TERM_CACHE_LIMIT) termCache.clear();
+    termCache.set(folded, token);
+  }
+  return token;
+}
+
+/** Calls `onWord` for every maximal run of [a-z0-9] in lower-cased ASCII `text`. */
+function scanAsciiWords(text: string, onWord: (word: string) => void): void {
+  let start = -1;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 0;
+    const wordChar = (c >= 97 && c <= 122) || (c >= 48 && c <= 57);
+    if (wordChar) {
+      if (start < 0) start = i;
+    } else if (start >= 0) {
+      onWord(text.slice(start, i));
+      start = -1;
+    }
+  }
 }

@@ -63,6 +63,179 @@ const MIGRATIONS: readonly string[] = [
 
   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
   `,
+  `
+  CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    agent_id TEXT,
+    label TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+  );
+  `,
+  // Memory pipeline: provenance and supersession on memories, the audit trail, per-session extraction cursors.
+  `
+  ALTER TABLE memories ADD COLUMN extractor TEXT NOT NULL DEFAULT 'manual';
+  ALTER TABLE memories ADD COLUMN superseded_by TEXT;
+  -- The decision that last superseded the row (one per dedup write or undo), so an undo reverses exactly that decision.
+  ALTER TABLE memories ADD COLUMN superseded_in TEXT;
+  CREATE INDEX memories_by_priority ON memories (user_id, agent_id, type, priority);
+  CREATE INDEX memories_by_replacement ON memories (superseded_by) WHERE superseded_by IS NOT NULL;
+  CREATE TABLE memory_audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    memory_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    action TEXT NOT NULL CHECK (action IN ('create', 'update', 'supersede', 'restore', 'delete')),
+    actor TEXT NOT NULL,
+    at TEXT NOT NULL,
+    old_version INTEGER,
+    new_version INTEGER,
+    old_content TEXT,
+    new_content TEXT,
+    related_id TEXT
+  );
+  CREATE INDEX memory_audit_by_memory ON memory_audit (user_id, agent_id, memory_id, seq);
+  CREATE TABLE pipeline_cursors (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    batches INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    last_run_at TEXT,
+    PRIMARY KEY (user_id, agent_id, session_key)
+  );
+  `,
+  // History tools: the action log (runs and their tool calls, trigram keyword index over every text of a
+  // run) and the failure memory. The FTS definitions are kept current by history-tables.ts, which rebuilds
+  // them when the tokenizer changes.
+  `
+  CREATE TABLE runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    objective TEXT NOT NULL DEFAULT '',
+    reply TEXT,
+    model TEXT,
+    started_at TEXT NOT NULL,
+    ended_at TEXT,
+    updated_at TEXT NOT NULL,
+    UNIQUE (user_id, agent_id, session_key, task_id)
+  );
+  CREATE INDEX runs_by_session ON runs (user_id, agent_id, session_key, started_at);
+  CREATE INDEX runs_by_age ON runs (updated_at);
+  CREATE TABLE run_tool_calls (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_seq INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    arguments TEXT NOT NULL DEFAULT '{}',
+    result TEXT NOT NULL DEFAULT '',
+    is_error INTEGER NOT NULL DEFAULT 0,
+    duration_ms INTEGER,
+    at TEXT NOT NULL,
+    source TEXT NOT NULL CHECK (source IN ('host', 'bridge')),
+    reusable INTEGER
+  );
+  CREATE INDEX run_tool_calls_by_run ON run_tool_calls (run_seq, seq);
+  CREATE INDEX run_tool_calls_by_time ON run_tool_calls (at);
+  CREATE VIRTUAL TABLE runs_fts USING fts5 (objective, reply, content = 'runs', content_rowid = 'seq', tokenize = 'trigram');
+  CREATE VIRTUAL TABLE run_tool_calls_fts USING fts5 (arguments, result, content = 'run_tool_calls', content_rowid = 'seq', tokenize = 'trigram');
+  CREATE TABLE run_withheld (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    at TEXT NOT NULL,
+    PRIMARY KEY (user_id, agent_id, session_key, task_id)
+  );
+  CREATE TABLE run_text_vectors (
+    text_key TEXT PRIMARY KEY,
+    embedder TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    embedding BLOB
+  );
+  CREATE TRIGGER runs_after_insert AFTER INSERT ON runs BEGIN
+    INSERT INTO runs_fts (rowid, objective, reply) VALUES (new.seq, new.objective, new.reply);
+  END;
+  CREATE TRIGGER runs_after_update AFTER UPDATE OF objective, reply ON runs BEGIN
+    INSERT INTO runs_fts (runs_fts, rowid, objective, reply) VALUES ('delete', old.seq, old.objective, old.reply);
+    INSERT INTO runs_fts (rowid, objective, reply) VALUES (new.seq, new.objective, new.reply);
+  END;
+  CREATE TRIGGER runs_after_delete AFTER DELETE ON runs BEGIN
+    INSERT INTO runs_fts (runs_fts, rowid, objective, reply) VALUES ('delete', old.seq, old.objective, old.reply);
+    DELETE FROM run_tool_calls WHERE run_seq = old.seq;
+    DELETE FROM run_withheld WHERE user_id = old.user_id AND agent_id = old.agent_id AND session_key = old.session_key AND task_id = old.task_id;
+    DELETE FROM run_text_vectors WHERE text_key IN ('request:' || old.seq, 'reply:' || old.seq);
+  END;
+  CREATE TRIGGER run_tool_calls_after_insert AFTER INSERT ON run_tool_calls BEGIN
+    INSERT INTO run_tool_calls_fts (rowid, arguments, result) VALUES (new.seq, new.arguments, new.result);
+  END;
+  CREATE TRIGGER run_tool_calls_after_update AFTER UPDATE OF arguments, result ON run_tool_calls BEGIN
+    INSERT INTO run_tool_calls_fts (run_tool_calls_fts, rowid, arguments, result) VALUES ('delete', old.seq, old.arguments, old.result);
+    INSERT INTO run_tool_calls_fts (rowid, arguments, result) VALUES (new.seq, new.arguments, new.result);
+  END;
+  CREATE TRIGGER run_tool_calls_after_delete AFTER DELETE ON run_tool_calls BEGIN
+    INSERT INTO run_tool_calls_fts (run_tool_calls_fts, rowid, arguments, result) VALUES ('delete', old.seq, old.arguments, old.result);
+    DELETE FROM run_text_vectors WHERE text_key = 'tool:' || old.seq;
+  END;
+
+  CREATE TABLE error_records (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    keywords TEXT NOT NULL DEFAULT '[]',
+    symptom TEXT NOT NULL,
+    cause TEXT,
+    action TEXT NOT NULL,
+    outcome TEXT NOT NULL CHECK (outcome = 'resolved'),
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (user_id, agent_id, id)
+  );
+  CREATE INDEX error_records_by_tool ON error_records (user_id, agent_id, tool_name);
+  CREATE VIRTUAL TABLE error_records_fts USING fts5 (terms, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0');
+  CREATE TABLE error_record_vectors (
+    error_seq INTEGER PRIMARY KEY,
+    embedder TEXT NOT NULL,
+    embedding BLOB
+  );
+  CREATE TRIGGER error_records_after_delete AFTER DELETE ON error_records BEGIN
+    DELETE FROM error_records_fts WHERE rowid = old.seq;
+    DELETE FROM error_record_vectors WHERE error_seq = old.seq;
+  END;
+  `,
+  // Knowledge resources: registry rows and one index record (opaque JSON) per source file.
+  `
+  CREATE TABLE knowledge_resources (
+    id TEXT PRIMARY KEY,
+    type TEXT NOT NULL CHECK (type IN ('wiki', 'code')),
+    name TEXT NOT NULL,
+    root TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('indexing', 'ready', 'error')),
+    error TEXT,
+    summary TEXT NOT NULL DEFAULT '',
+    stats TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL,
+    synced_at TEXT,
+    version INTEGER NOT NULL DEFAULT 0
+  );
+  CREATE TABLE knowledge_files (
+    resource_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ms REAL NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (resource_id, path)
+  );
+  `,
 ];
 
 /** The schema version this build writes. */

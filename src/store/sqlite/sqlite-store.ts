@@ -10,16 +10,34 @@ import type { Memory, MemoryPatch, Message, MessageRole, MemoryType, NewMemory, 
 import type {
   AddMessagesOptions,
   AddMessagesResult,
+  ApiKey,
+  NewApiKey,
+  StoredApiKey,
   EmbeddingTarget,
+  ExtractionCommit,
   ListMemoriesQuery,
+  MemoryAuditAction,
+  MemoryAuditEntry,
+  PipelineState,
+  SequencedMessage,
   ListMessagesQuery,
   MemoryFilter,
   MessageFilter,
   PendingEmbedding,
   SavedEmbedding,
+  HistoryStore,
   Store,
   StoreCapabilities,
 } from '../store.js';
+import type {
+  KnowledgeFileRecord,
+  KnowledgeResourcePatch,
+  KnowledgeResourceRecord,
+  KnowledgeSyncChange,
+  NewKnowledgeResource,
+} from '../store.js';
+import { HistoryTables } from './history-tables.js';
+import { KnowledgeTables } from './knowledge-tables.js';
 import { migrate } from './migrations.js';
 
 /** Options for {@link SqliteStore.open}. */
@@ -57,10 +75,17 @@ type MemoryRow = {
   activity_end: string | null;
   source_message_ids: string;
   version: number;
+  extractor: string;
+  superseded_by: string | null;
+  superseded_in: string | null;
 };
 
 const INSERT_CHUNK = 2_000;
 const DEFAULT_PRIORITY = 50;
+/** Prefix of the decision id an undo supersedes a replacement with: `undo:<the decision it reversed>`. */
+const UNDO_DECISION = 'undo:';
+/** Who the audit trail names for changes made through the plain memory API. */
+const API_ACTOR = 'api';
 
 /** Per-target table names; fixed strings, never user input. */
 const VECTOR_TABLES = {
@@ -73,9 +98,13 @@ export class SqliteStore implements Store {
   readonly capabilities: StoreCapabilities;
   private readonly db: Database.Database;
   private readonly statements = new Map<string, Database.Statement>();
+  private readonly knowledge: KnowledgeTables;
+  readonly history: HistoryStore;
 
   private constructor(db: Database.Database, path: string, vectorSearch: boolean) {
     this.db = db;
+    this.knowledge = new KnowledgeTables(db);
+    this.history = new HistoryTables(db, vectorSearch);
     this.capabilities = { backend: 'sqlite', keywordSearch: true, vectorSearch, location: path };
   }
 
@@ -94,6 +123,8 @@ export class SqliteStore implements Store {
         // Without the extension keyword search still works; the vector path reports itself unavailable.
         vectorSearch = false;
       }
+      // SQLite's lower() folds ASCII only; scene filters must be case-insensitive for every script.
+      db.function('casefold', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? text.toLowerCase() : text));
       migrate(db);
       return new SqliteStore(db, options.path, vectorSearch);
     } catch (err) {
@@ -210,26 +241,8 @@ export class SqliteStore implements Store {
     const now = new Date().toISOString();
     const id = input.id ?? newId('mem');
     this.db.transaction(() => {
-      const info = this.stmt(
-        `INSERT INTO memories (id, user_id, agent_id, content, type, priority, scene_name, created_at, updated_at,
-           activity_start, activity_end, source_message_ids, version)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO NOTHING`,
-      ).run(
-        id,
-        scope.userId,
-        scope.agentId,
-        input.content,
-        input.type,
-        input.priority ?? DEFAULT_PRIORITY,
-        input.sceneName ?? '',
-        now,
-        now,
-        input.activityStart ?? null,
-        input.activityEnd ?? null,
-        JSON.stringify(input.sourceMessageIds ?? []),
-      );
-      if (info.changes === 0) throw new CairnError('conflict', `memory ${id} already exists`);
-      this.stmt('INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)').run(info.lastInsertRowid, analyzeForIndex(input.content));
+      if (!this.insertMemory(scope, { ...input, id }, 'manual', 1, now)) throw new CairnError('conflict', `memory ${id} already exists`);
+      this.audit(scope, id, 'create', API_ACTOR, now, { newVersion: 1, newContent: input.content });
     })();
     const [memory] = await this.getMemories(scope, [id]);
     return memory!;
@@ -282,6 +295,12 @@ export class SqliteStore implements Store {
         id,
       ) as { seq: number } | undefined;
       if (!row) throw new CairnError('not_found', `memory ${id} not found`);
+      this.audit(scope, id, 'update', API_ACTOR, new Date().toISOString(), {
+        oldVersion: current.version,
+        newVersion: current.version + 1,
+        oldContent: current.content,
+        newContent: next.content,
+      });
       if (next.content !== current.content) {
         this.stmt('DELETE FROM memories_fts WHERE rowid = ?').run(row.seq);
         this.stmt('INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)').run(row.seq, analyzeForIndex(next.content));
@@ -294,7 +313,15 @@ export class SqliteStore implements Store {
   }
 
   async deleteMemory(scope: Scope, id: string): Promise<boolean> {
-    return this.stmt('DELETE FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?').run(scope.userId, scope.agentId, id).changes > 0;
+    return this.db.transaction(() => {
+      const old = this.stmt('DELETE FROM memories WHERE user_id = ? AND agent_id = ? AND id = ? RETURNING version, content').get(
+        scope.userId,
+        scope.agentId,
+        id,
+      ) as { version: number; content: string } | undefined;
+      if (old) this.audit(scope, id, 'delete', API_ACTOR, new Date().toISOString(), { oldVersion: old.version, oldContent: old.content });
+      return old !== undefined;
+    })();
   }
 
   async searchMemoriesByKeyword(scope: Scope, terms: readonly string[], filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
@@ -350,6 +377,298 @@ export class SqliteStore implements Store {
     return row.n;
   }
 
+  // ---- API keys --------------------------------------------------------------------------
+
+  async createApiKey(input: NewApiKey): Promise<ApiKey> {
+    const createdAt = new Date().toISOString();
+    const info = this.stmt(
+      `INSERT INTO api_keys (id, secret_hash, user_id, agent_id, label, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+    ).run(input.id, input.secretHash, input.userId, input.agentId, input.label, createdAt);
+    if (info.changes === 0) throw new CairnError('conflict', `API key ${input.id} already exists`);
+    return { id: input.id, userId: input.userId, agentId: input.agentId, label: input.label, createdAt, revokedAt: null };
+  }
+
+  async findApiKey(id: string): Promise<StoredApiKey | null> {
+    const row = this.stmt('SELECT * FROM api_keys WHERE id = ? AND revoked_at IS NULL').get(id) as ApiKeyRow | undefined;
+    return row ? { ...toApiKey(row), secretHash: row.secret_hash } : null;
+  }
+
+  async listApiKeys(): Promise<ApiKey[]> {
+    return (this.stmt('SELECT * FROM api_keys ORDER BY created_at, id').all() as ApiKeyRow[]).map(toApiKey);
+  }
+
+  async revokeApiKey(id: string): Promise<boolean> {
+    return this.stmt('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(new Date().toISOString(), id).changes > 0;
+  }
+
+  // ---- memory pipeline ---------------------------------------------------------------------
+
+  async pipelineState(scope: Scope, sessionKey: string): Promise<PipelineState> {
+    const row = this.stmt(
+      'SELECT * FROM pipeline_cursors WHERE user_id = ? AND agent_id = ? AND session_key = ?',
+    ).get(scope.userId, scope.agentId, sessionKey) as CursorRow | undefined;
+    return this.toPipelineState(scope, sessionKey, row);
+  }
+
+  async pipelineBacklog(): Promise<PipelineState[]> {
+    // The per-session maximum comes from the covering index messages_by_session.
+    const rows = this.stmt(
+      `SELECT s.user_id AS user_id, s.agent_id AS agent_id, s.session_key AS session_key, c.last_seq AS last_seq, c.batches AS batches,
+         c.failures AS failures, c.last_error AS last_error, c.last_run_at AS last_run_at
+       FROM (SELECT user_id, agent_id, session_key, max(seq) AS max_seq FROM messages GROUP BY user_id, agent_id, session_key) s
+       LEFT JOIN pipeline_cursors c ON c.user_id = s.user_id AND c.agent_id = s.agent_id AND c.session_key = s.session_key
+       WHERE s.max_seq > coalesce(c.last_seq, 0) OR c.failures > 0
+       ORDER BY s.user_id, s.agent_id, s.session_key`,
+    ).all() as (CursorRow & { user_id: string; agent_id: string; session_key: string })[];
+    return rows.map((row) =>
+      this.toPipelineState({ userId: row.user_id, agentId: row.agent_id }, row.session_key, row.last_seq === null ? undefined : row),
+    );
+  }
+
+  async messagesAfter(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
+    const rows = this.stmt(
+      'SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq > ? ORDER BY seq LIMIT ?',
+    ).all(scope.userId, scope.agentId, sessionKey, cursor, limit) as MessageRow[];
+    return rows.map((row) => ({ ...toMessage(row), seq: row.seq }));
+  }
+
+  async messagesBefore(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
+    const rows = this.stmt(
+      'SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq <= ? ORDER BY seq DESC LIMIT ?',
+    ).all(scope.userId, scope.agentId, sessionKey, cursor, limit) as MessageRow[];
+    return rows.reverse().map((row) => ({ ...toMessage(row), seq: row.seq }));
+  }
+
+  async commitExtraction(commit: ExtractionCommit): Promise<void> {
+    const { scope, sessionKey } = commit;
+    this.db.transaction(() => {
+      const cursor = this.stmt('SELECT last_seq FROM pipeline_cursors WHERE user_id = ? AND agent_id = ? AND session_key = ?').get(
+        scope.userId,
+        scope.agentId,
+        sessionKey,
+      ) as { last_seq: number } | undefined;
+      const at = cursor?.last_seq ?? 0;
+      if (at !== commit.fromCursor) {
+        throw new CairnError('conflict', `extraction cursor of session ${sessionKey} is at ${at}, not ${commit.fromCursor}: the batch was already committed`);
+      }
+      const now = new Date().toISOString();
+      for (const memory of commit.memories) {
+        const targets = this.stmt(
+          `SELECT id, version, content FROM memories
+           WHERE user_id = ? AND agent_id = ? AND superseded_by IS NULL AND id IN (SELECT value FROM json_each(?))`,
+        ).all(scope.userId, scope.agentId, JSON.stringify(memory.supersedes)) as { id: string; version: number; content: string }[];
+        const version = 1 + Math.max(0, ...targets.map((t) => t.version));
+        if (!this.insertMemory(scope, memory, memory.extractor, version, now)) continue;
+        this.audit(scope, memory.id, 'create', commit.actor, now, { newVersion: version, newContent: memory.content });
+        for (const target of targets) {
+          this.stmt('UPDATE memories SET superseded_by = ?, superseded_in = ? WHERE user_id = ? AND agent_id = ? AND id = ?').run(
+            memory.id,
+            memory.id,
+            scope.userId,
+            scope.agentId,
+            target.id,
+          );
+          this.audit(scope, target.id, 'supersede', commit.actor, now, {
+            oldVersion: target.version,
+            newVersion: version,
+            oldContent: target.content,
+            newContent: memory.content,
+            relatedId: memory.id,
+          });
+        }
+      }
+      this.stmt(
+        `INSERT INTO pipeline_cursors (user_id, agent_id, session_key, last_seq, batches, failures, last_error, last_run_at)
+         VALUES (?, ?, ?, ?, 1, 0, NULL, ?)
+         ON CONFLICT (user_id, agent_id, session_key) DO UPDATE SET
+           last_seq = excluded.last_seq, batches = batches + 1, failures = 0, last_error = NULL, last_run_at = excluded.last_run_at`,
+      ).run(scope.userId, scope.agentId, sessionKey, commit.toCursor, now);
+    })();
+  }
+
+  async recordPipelineFailure(scope: Scope, sessionKey: string, error: string): Promise<void> {
+    this.stmt(
+      `INSERT INTO pipeline_cursors (user_id, agent_id, session_key, failures, last_error, last_run_at) VALUES (?, ?, ?, 1, ?, ?)
+       ON CONFLICT (user_id, agent_id, session_key) DO UPDATE SET
+         failures = failures + 1, last_error = excluded.last_error, last_run_at = excluded.last_run_at`,
+    ).run(scope.userId, scope.agentId, sessionKey, error, new Date().toISOString());
+  }
+
+  async topMemories(scope: Scope, types: readonly MemoryType[], limit: number): Promise<Memory[]> {
+    const rows = this.stmt(
+      `SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND superseded_by IS NULL AND type IN (SELECT value FROM json_each(?))
+       ORDER BY priority < 0 DESC, priority DESC, updated_at DESC, seq DESC LIMIT ?`,
+    ).all(scope.userId, scope.agentId, JSON.stringify(types), limit) as MemoryRow[];
+    return rows.map(toMemory);
+  }
+
+  async restoreSuperseded(scope: Scope, id: string, actor: string): Promise<Memory[]> {
+    const restored = this.db.transaction(() => {
+      const target = this.stmt('SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as
+        | MemoryRow
+        | undefined;
+      if (!target) throw new CairnError('not_found', `memory ${id} not found`);
+      if (target.superseded_by === null) throw new CairnError('invalid_input', `memory ${id} is not superseded; nothing to undo`);
+      const now = new Date().toISOString();
+      const decision = target.superseded_in ?? '';
+      // Everything the same decision superseded comes back (both halves of a merge), nothing else. The rows
+      // keep the decision's id, so that undoing this undo can supersede exactly them again.
+      const back = this.stmt(
+        `UPDATE memories SET superseded_by = NULL
+         WHERE user_id = ? AND agent_id = ? AND superseded_by = ? AND superseded_in IS ? RETURNING id, version, content`,
+      ).all(scope.userId, scope.agentId, target.superseded_by, target.superseded_in) as { id: string; version: number; content: string }[];
+      for (const row of back) {
+        this.audit(scope, row.id, 'restore', actor, now, { oldVersion: row.version, newVersion: row.version, newContent: row.content, relatedId: target.superseded_by });
+      }
+      const hidden = decision.startsWith(UNDO_DECISION)
+        ? // Undoing an undo: what that undo restored is superseded again, by the memory now restored.
+          (this.stmt(
+            `UPDATE memories SET superseded_by = ?, superseded_in = ?
+             WHERE user_id = ? AND agent_id = ? AND superseded_in = ? AND superseded_by IS NULL AND id != ? RETURNING id, version, content`,
+          ).all(id, decision.slice(UNDO_DECISION.length), scope.userId, scope.agentId, decision.slice(UNDO_DECISION.length), id) as {
+            id: string;
+            version: number;
+            content: string;
+          }[])
+        : (this.stmt(
+            `UPDATE memories SET superseded_by = ?, superseded_in = ?
+             WHERE user_id = ? AND agent_id = ? AND id = ? AND superseded_by IS NULL RETURNING id, version, content`,
+          ).all(id, `${UNDO_DECISION}${decision}`, scope.userId, scope.agentId, target.superseded_by) as { id: string; version: number; content: string }[]);
+      for (const row of hidden) {
+        this.audit(scope, row.id, 'supersede', actor, now, {
+          oldVersion: row.version,
+          newVersion: row.version,
+          oldContent: row.content,
+          newContent: target.content,
+          relatedId: id,
+        });
+      }
+      return back.map((row) => row.id);
+    })();
+    return this.getMemories(scope, restored);
+  }
+
+  async memoryAudit(scope: Scope, id: string): Promise<MemoryAuditEntry[]> {
+    const rows = this.stmt('SELECT * FROM memory_audit WHERE user_id = ? AND agent_id = ? AND memory_id = ? ORDER BY seq').all(
+      scope.userId,
+      scope.agentId,
+      id,
+    ) as AuditRow[];
+    return rows.map((row) => ({
+      memoryId: row.memory_id,
+      action: row.action,
+      actor: row.actor,
+      at: row.at,
+      oldVersion: row.old_version,
+      newVersion: row.new_version,
+      oldContent: row.old_content,
+      newContent: row.new_content,
+      relatedId: row.related_id,
+    }));
+  }
+
+  /** Inserts a memory row and its keyword index entry; false when the id exists already. */
+  private insertMemory(scope: Scope, input: NewMemory & { id: string }, extractor: string, version: number, now: string): boolean {
+    const info = this.stmt(
+      `INSERT INTO memories (id, user_id, agent_id, content, type, priority, scene_name, created_at, updated_at,
+         activity_start, activity_end, source_message_ids, version, extractor)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+    ).run(
+      input.id,
+      scope.userId,
+      scope.agentId,
+      input.content,
+      input.type,
+      input.priority ?? DEFAULT_PRIORITY,
+      input.sceneName ?? '',
+      now,
+      now,
+      input.activityStart ?? null,
+      input.activityEnd ?? null,
+      JSON.stringify(input.sourceMessageIds ?? []),
+      version,
+      extractor,
+    );
+    if (info.changes === 0) return false;
+    this.stmt('INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)').run(info.lastInsertRowid, analyzeForIndex(input.content));
+    return true;
+  }
+
+  private audit(
+    scope: Scope,
+    memoryId: string,
+    action: MemoryAuditAction,
+    actor: string,
+    at: string,
+    change: { oldVersion?: number; newVersion?: number; oldContent?: string; newContent?: string; relatedId?: string },
+  ): void {
+    this.stmt(
+      `INSERT INTO memory_audit (memory_id, user_id, agent_id, action, actor, at, old_version, new_version, old_content, new_content, related_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      memoryId,
+      scope.userId,
+      scope.agentId,
+      action,
+      actor,
+      at,
+      change.oldVersion ?? null,
+      change.newVersion ?? null,
+      change.oldContent ?? null,
+      change.newContent ?? null,
+      change.relatedId ?? null,
+    );
+  }
+
+  private toPipelineState(scope: Scope, sessionKey: string, row: CursorRow | undefined): PipelineState {
+    const cursor = row?.last_seq ?? 0;
+    const pending = this.stmt(
+      `SELECT count(*) AS messages, coalesce(sum(role = 'user'), 0) AS user_turns FROM messages
+       WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq > ?`,
+    ).get(scope.userId, scope.agentId, sessionKey, cursor) as { messages: number; user_turns: number };
+    return {
+      scope,
+      sessionKey,
+      cursor,
+      batches: row?.batches ?? 0,
+      failures: row?.failures ?? 0,
+      lastError: row?.last_error ?? null,
+      lastRunAt: row?.last_run_at ?? null,
+      pendingMessages: pending.messages,
+      pendingUserTurns: pending.user_turns,
+    };
+  }
+
+  // ---- knowledge resources (knowledge-tables.ts) -------------------------------------------
+
+  createKnowledgeResource(input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {
+    return this.knowledge.createKnowledgeResource(input);
+  }
+
+  getKnowledgeResource(id: string): Promise<KnowledgeResourceRecord | null> {
+    return this.knowledge.getKnowledgeResource(id);
+  }
+
+  listKnowledgeResources(): Promise<KnowledgeResourceRecord[]> {
+    return this.knowledge.listKnowledgeResources();
+  }
+
+  updateKnowledgeResource(id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
+    return this.knowledge.updateKnowledgeResource(id, patch);
+  }
+
+  deleteKnowledgeResource(id: string): Promise<boolean> {
+    return this.knowledge.deleteKnowledgeResource(id);
+  }
+
+  listKnowledgeFiles(resourceId: string, options?: { withData?: boolean }): Promise<KnowledgeFileRecord[]> {
+    return this.knowledge.listKnowledgeFiles(resourceId, options);
+  }
+
+  applyKnowledgeSync(resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
+    return this.knowledge.applyKnowledgeSync(resourceId, change);
+  }
+
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
   }
@@ -363,13 +682,14 @@ export class SqliteStore implements Store {
 function memoryFilterSql(filter: MemoryFilter): { clause: string; params: unknown[] } {
   const parts: string[] = [];
   const params: unknown[] = [];
+  if (filter.includeSuperseded !== true) parts.push('AND m.superseded_by IS NULL');
   if (filter.type !== undefined) {
     parts.push('AND m.type = ?');
     params.push(filter.type);
   }
   if (filter.scene !== undefined && filter.scene !== '') {
     // instr() rather than LIKE so that % and _ in the user's text are literal.
-    parts.push('AND instr(lower(m.scene_name), lower(?)) > 0');
+    parts.push('AND instr(casefold(m.scene_name), casefold(?)) > 0');
     params.push(filter.scene);
   }
   return { clause: parts.join(' '), params };
@@ -410,6 +730,40 @@ function toMessage(row: MessageRow): Message {
   };
 }
 
+type CursorRow = {
+  last_seq: number;
+  batches: number;
+  failures: number;
+  last_error: string | null;
+  last_run_at: string | null;
+};
+
+type AuditRow = {
+  memory_id: string;
+  action: MemoryAuditAction;
+  actor: string;
+  at: string;
+  old_version: number | null;
+  new_version: number | null;
+  old_content: string | null;
+  new_content: string | null;
+  related_id: string | null;
+};
+
+type ApiKeyRow = {
+  id: string;
+  secret_hash: string;
+  user_id: string;
+  agent_id: string | null;
+  label: string;
+  created_at: string;
+  revoked_at: string | null;
+};
+
+function toApiKey(row: ApiKeyRow): ApiKey {
+  return { id: row.id, userId: row.user_id, agentId: row.agent_id, label: row.label, createdAt: row.created_at, revokedAt: row.revoked_at };
+}
+
 function toMemory(row: MemoryRow): Memory {
   return {
     id: row.id,
@@ -424,5 +778,7 @@ function toMemory(row: MemoryRow): Memory {
     activityEnd: row.activity_end,
     sourceMessageIds: JSON.parse(row.source_message_ids) as string[],
     version: row.version,
+    extractor: row.extractor,
+    supersededBy: row.superseded_by,
   };
 }

@@ -1,0 +1,69 @@
+/**
+ * `npm run bench` entry: runs the named benches (all when none is named), writes each one's results to
+ * bench/results/<name>.json and regenerates BENCHMARKS.md from every results file present.
+ *
+ *   node bench/run.mjs            # every bench
+ *   node bench/run.mjs locomo     # only LoCoMo
+ *   node bench/run.mjs speed
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, platform, release, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runLocomo } from './locomo.mjs';
+import { round } from './metrics.mjs';
+import { writeReport } from './report.mjs';
+import { runSpeed } from './speed.mjs';
+
+const BENCH = dirname(fileURLToPath(import.meta.url));
+const RESULTS = join(BENCH, 'results');
+const REPORT = resolve(BENCH, '..', 'BENCHMARKS.md');
+
+/** Every bench by name; each returns a results document, or null when it skipped itself. */
+const BENCHES = {
+  locomo: runLocomo,
+  speed: runSpeed,
+};
+
+const log = (message) => process.stderr.write(`${message}\n`);
+
+async function main(args) {
+  const unknown = args.filter((name) => !(name in BENCHES));
+  if (unknown.length > 0) {
+    log(`unknown bench: ${unknown.join(', ')} (known: ${Object.keys(BENCHES).join(', ')})`);
+    process.exit(2);
+  }
+  const names = args.length > 0 ? args : Object.keys(BENCHES);
+  mkdirSync(RESULTS, { recursive: true });
+  for (const name of names) {
+    const start = performance.now();
+    // Timings are only as good as the machine is idle; the load average at the start is recorded with them.
+    const load = round(loadavg()[0], 2);
+    const result = await BENCHES[name]({ log });
+    if (result === null) continue;
+    result.machine = { ...machine(), load_average: load, duration_s: Math.round((performance.now() - start) / 1000) };
+    writeFileSync(join(RESULTS, `${name}.json`), `${stableStringify(result)}\n`);
+    log(`${name}: wrote bench/results/${name}.json`);
+  }
+  writeReport(RESULTS, REPORT);
+  log('wrote BENCHMARKS.md');
+}
+
+function machine() {
+  const cpu = cpus();
+  return {
+    node: process.version,
+    cpu: cpu[0]?.model.trim() ?? 'unknown',
+    cores: cpu.length,
+    memory_gb: Math.round(totalmem() / 2 ** 30),
+    os: `${platform()} ${release()}`,
+    date: new Date().toISOString().slice(0, 10),
+  };
+}
+
+/** JSON with object keys sorted at every level, so reruns diff cleanly; arrays keep their order. */
+function stableStringify(value) {
+  return JSON.stringify(value, (_key, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v), 2);
+}
+
+await main(process.argv.slice(2));

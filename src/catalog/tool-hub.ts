@@ -1,0 +1,281 @@
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolsConfig } from '../config.js';
+import type { Embedder } from '../embed/embedder.js';
+import { CairnError, describeError, isCairnError } from '../errors.js';
+import { prepareArguments, type ArgumentFailure } from './args.js';
+import {
+  bridgeToolDefinitions,
+  normalizeCalls,
+  resolveCall,
+  toolDescribe,
+  toolSearch,
+  unknownToolError,
+  type BridgeError,
+  type SearchLimits,
+  type ToolDefinition,
+  type ToolDescribeAnswer,
+  type ToolSearchAnswer,
+} from './bridge.js';
+import { Catalog, catalogName, type CatalogTool, type Disclosure, type DisclosureSettings } from './catalog.js';
+import { DownstreamServer } from './downstream.js';
+import { HybridToolSearch } from './hybrid-search.js';
+import type { ToolCaller, ToolCallRecorder } from './recorder.js';
+import { isRecord, type JsonObject } from './schema.js';
+import type { ToolTextOptions } from './tool-index.js';
+
+export type ToolHubOptions = {
+  /** Cairn's version, sent to downstream servers as the MCP client version. */
+  clientVersion: string;
+  /** Told about every call through the hub (the history tools); null records nothing. */
+  recorder?: ToolCallRecorder | null;
+  /** Used for hybrid tool search when `tools.hybrid` is on. */
+  embedder?: Embedder | null;
+  /** Where connection trouble is reported. Default: stderr. */
+  warn?: (message: string) => void;
+};
+
+/**
+ * What a call through the hub came to: the downstream result (which may itself be an error result),
+ * an unknown name, arguments refused before dispatch, or a failure below the tool.
+ */
+export type InvokeOutcome =
+  | { kind: 'result'; tool: CatalogTool; result: CallToolResult; hint: string | null }
+  | { kind: 'unknown'; message: string }
+  | { kind: 'invalid'; tool: CatalogTool; failure: ArgumentFailure }
+  | { kind: 'failed'; tool: CatalogTool; code: 'unavailable' | 'downstream_failed'; message: string; hint: string | null };
+
+/** Filter of {@link ToolHub.list}. */
+export type ToolListFilter = { source?: string | undefined; query?: string | undefined };
+
+/**
+ * The tool hub: downstream MCP servers merged into one catalog of `<server>__<tool>` names, searched,
+ * described and called through the bridge (MCP) or `/v3/tools/*` (HTTP). Connections start on
+ * {@link start} (or the first use) and stop with {@link stop}; a server that goes away takes its tools
+ * out of the catalog until it reconnects.
+ */
+export class ToolHub {
+  readonly config: ToolsConfig;
+  private readonly servers: DownstreamServer[];
+  private readonly recorder: ToolCallRecorder | null;
+  private readonly warn: (message: string) => void;
+  private readonly textOptions: ToolTextOptions;
+  private readonly hybrid: HybridToolSearch | null;
+  private readonly listeners = new Set<() => void>();
+  private readonly coreNames = new Set<string>();
+  private snapshot: Catalog | null = null;
+  private started: Promise<void> | null = null;
+  private stopped = false;
+  private lastStates = new Map<string, string>();
+
+  constructor(config: ToolsConfig, options: ToolHubOptions) {
+    this.config = config;
+    this.recorder = options.recorder ?? null;
+    this.warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
+    this.textOptions = { cjk: config.cjk, paramDescriptions: config.index_param_descriptions, camelCase: config.split_camel_case };
+    this.hybrid = config.hybrid && options.embedder ? new HybridToolSearch(options.embedder, this.warn) : null;
+    const timing = {
+      connectTimeoutMs: config.connect_timeout_ms,
+      callTimeoutMs: config.call_timeout_ms,
+      reconnectInitialMs: config.reconnect_initial_ms,
+      reconnectMaxMs: config.reconnect_max_ms,
+      healthCheckMs: config.health_check_ms,
+    };
+    this.servers = config.servers.map(
+      (s) => new DownstreamServer(s, { ...timing, clientVersion: options.clientVersion, onChange: () => this.changed() }),
+    );
+  }
+
+  /** Connects every configured server; resolves when each first attempt has settled (bounded by `connect_timeout_ms`). */
+  start(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    this.started ??= Promise.all(this.servers.map((s) => s.start())).then(() => undefined);
+    return this.started;
+  }
+
+  /** Disconnects every server for good. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all(this.servers.map((s) => s.stop()));
+    this.listeners.clear();
+  }
+
+  /** Calls `listener` whenever the catalog or a server's state changes; returns the unsubscribe function. */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The current catalog snapshot (without waiting for connections). */
+  catalog(): Catalog {
+    if (!this.snapshot) {
+      const tools: CatalogTool[] = [];
+      for (const s of this.servers) {
+        for (const t of s.tools) {
+          tools.push({ name: catalogName(s.name, t.name), source: s.name, toolName: t.name, description: t.description, inputSchema: t.inputSchema });
+        }
+      }
+      const sources = this.servers.map((s) => ({ name: s.name, state: s.state, toolCount: s.tools.length, lastToolCount: s.lastToolCount, reason: s.reason }));
+      this.snapshot = new Catalog(tools, sources, this.textOptions);
+    }
+    return this.snapshot;
+  }
+
+  /** Starts connections if needed, then returns the catalog. */
+  async ready(): Promise<Catalog> {
+    await this.start();
+    return this.catalog();
+  }
+
+  /** Names of tools the MCP surface lists directly (Cairn's own); the bridge refers callers to them. */
+  setCoreTools(names: Iterable<string>): void {
+    for (const n of names) this.coreNames.add(n);
+  }
+
+  isCore(name: string): boolean {
+    return this.coreNames.has(name);
+  }
+
+  /** Search limits from the config. */
+  get limits(): SearchLimits {
+    return { defaultLimit: this.config.search_default_limit, maxLimit: this.config.max_search_limit };
+  }
+
+  /** The disclosure tier and listing for the current catalog and a client's context length (default `context_length`). */
+  disclosure(contextLength: number = this.config.context_length): Disclosure {
+    const settings: DisclosureSettings = {
+      enabled: this.config.enabled,
+      listing: this.config.listing,
+      thresholdPct: this.config.threshold_pct,
+      listingMaxTokens: this.config.listing_max_tokens,
+    };
+    return this.catalog().disclosure(settings, contextLength);
+  }
+
+  /** The bridge tool definitions for the current catalog (tool_search carries the listing). */
+  bridgeTools(contextLength?: number): ToolDefinition[] {
+    return bridgeToolDefinitions(this.disclosure(contextLength), this.limits);
+  }
+
+  /** tool_search. */
+  async search(args: unknown): Promise<ToolSearchAnswer | BridgeError> {
+    const catalog = await this.ready();
+    return toolSearch(catalog, args, this.limits, (query, limit) => this.find(catalog, query, limit));
+  }
+
+  /** tool_describe. */
+  async describe(args: unknown): Promise<ToolDescribeAnswer | BridgeError> {
+    return toolDescribe(await this.ready(), args, (name) => this.isCore(name));
+  }
+
+  /** tool_call: normalise, resolve to one tool, validate, dispatch, record. Returns an MCP tool result. */
+  async call(args: unknown, caller: ToolCaller): Promise<CallToolResult> {
+    const catalog = await this.ready();
+    const started = Date.now();
+    const normalized = normalizeCalls(args);
+    const resolved = 'error' in normalized ? normalized : resolveCall(catalog, normalized.entries, (name) => this.isCore(name));
+    if ('error' in resolved) {
+      const requested = 'entries' in normalized ? normalized.entries[0]!.name : 'tool_call';
+      await this.record(caller, requested, isRecord(args) ? args : {}, resolved, true, started);
+      return errorResult(resolved);
+    }
+    return toCallResult(await this.dispatch(resolved.tool, resolved.arguments, caller));
+  }
+
+  /** Calls one catalog tool by name with `args` (validated and recorded like tool_call): `POST /v3/tools/call`. */
+  async invoke(name: string, args: JsonObject, caller: ToolCaller): Promise<InvokeOutcome> {
+    const catalog = await this.ready();
+    const tool = catalog.get(name);
+    if (!tool) {
+      const message = unknownToolError(catalog, name, (n) => this.isCore(n));
+      await this.record(caller, name, args, { error: message }, true, Date.now());
+      return { kind: 'unknown', message };
+    }
+    return this.dispatch(tool, args, caller);
+  }
+
+  /** Like {@link invoke}, answered as an MCP tool result (for tools listed directly when the bridge is off). */
+  async callByName(name: string, args: JsonObject, caller: ToolCaller): Promise<CallToolResult> {
+    return toCallResult(await this.invoke(name, args, caller));
+  }
+
+  /** Catalog tools, optionally of one source and, with `query`, ranked by the same retrieval as tool_search. */
+  async list(filter: ToolListFilter = {}): Promise<CatalogTool[]> {
+    const catalog = await this.ready();
+    if (filter.source !== undefined && !catalog.sources.some((s) => s.name === filter.source) && !catalog.tools.some((t) => t.source === filter.source)) {
+      throw new CairnError('not_found', `unknown tool source '${filter.source}'; sources: ${catalog.sourceSummary().map((s) => s.name).join(', ') || 'none'}`);
+    }
+    const tools = filter.query?.trim() ? await this.find(catalog, filter.query, catalog.tools.length) : catalog.tools;
+    return filter.source === undefined ? [...tools] : tools.filter((t) => t.source === filter.source);
+  }
+
+  private async find(catalog: Catalog, query: string, limit: number): Promise<CatalogTool[]> {
+    if (this.hybrid) return this.hybrid.search(catalog, query, limit);
+    return catalog.search(query, limit);
+  }
+
+  private async dispatch(tool: CatalogTool, args: JsonObject, caller: ToolCaller): Promise<InvokeOutcome> {
+    const started = Date.now();
+    const prepared = prepareArguments(tool.name, args, tool.inputSchema);
+    if (!prepared.ok) {
+      await this.record(caller, tool.name, args, prepared.failure, true, started);
+      return { kind: 'invalid', tool, failure: prepared.failure };
+    }
+    const server = this.servers.find((s) => s.name === tool.source);
+    try {
+      if (!server) throw new CairnError('unavailable', `server '${tool.source}' is not configured`);
+      const result = await server.callTool(tool.toolName, prepared.arguments);
+      const note = await this.record(caller, tool.name, prepared.arguments, result, result.isError === true, started);
+      return { kind: 'result', tool, result, hint: result.isError ? note : null };
+    } catch (err) {
+      if (!isCairnError(err)) throw err;
+      const message = describeError(err);
+      const hint = await this.record(caller, tool.name, prepared.arguments, { error: message }, true, started);
+      return { kind: 'failed', tool, code: err.code === 'unavailable' ? 'unavailable' : 'downstream_failed', message, hint };
+    }
+  }
+
+  /** Reports a call to the recorder; returns the hint it gave for a failure, if any. Never throws. */
+  private async record(caller: ToolCaller, name: string, args: unknown, result: unknown, isError: boolean, started: number): Promise<string | null> {
+    if (!this.recorder) return null;
+    try {
+      const note = await this.recorder.recordToolCall({ ...caller, name, arguments: args, result, isError, durationMs: Date.now() - started });
+      return note?.hint?.text || null;
+    } catch (err) {
+      this.warn(`recording tool call ${name} failed: ${describeError(err)}`);
+      return null;
+    }
+  }
+
+  private changed(): void {
+    this.snapshot = null;
+    for (const s of this.servers) {
+      const state = `${s.state}:${s.reason ?? ''}`;
+      if (this.lastStates.get(s.name) !== state && s.state === 'unavailable') this.warn(`tool server ${s.name} unavailable: ${s.reason}`);
+      this.lastStates.set(s.name, state);
+    }
+    for (const listener of this.listeners) {
+      try {
+        listener();
+      } catch (err) {
+        this.warn(`tool catalog listener failed: ${describeError(err)}`);
+      }
+    }
+  }
+}
+
+function toCallResult(outcome: InvokeOutcome): CallToolResult {
+  switch (outcome.kind) {
+    case 'result':
+      return outcome.hint ? { ...outcome.result, content: [...outcome.result.content, { type: 'text', text: outcome.hint }] } : outcome.result;
+    case 'invalid':
+      return errorResult(outcome.failure);
+    case 'unknown':
+      return errorResult({ error: outcome.message });
+    case 'failed':
+      return errorResult(outcome.hint ? { error: outcome.message, hint: outcome.hint } : { error: outcome.message });
+  }
+}
+
+function errorResult(body: object): CallToolResult {
+  return { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true };
+}

@@ -1,0 +1,252 @@
+import snowball from 'snowball-stemmers';
+import { analyze, foldWord } from '../text/analyze.js';
+import { ENGLISH_STOPWORDS } from '../text/stopwords.js';
+import { isRecord, topLevelProperties } from './schema.js';
+
+/**
+ * Lexical retrieval over a tool catalog (DESIGN.md, "Tool search"): one bag of words per tool, Snowball
+ * English stemming on both sides, Okapi BM25, and the admission rules of the reference tool search — a
+ * tool must contain the query's rarest token and, once a query has four or more answerable terms, at
+ * least half of them; a query equal to a tool's name always returns that tool first.
+ */
+
+/** BM25 term-frequency saturation. */
+export const BM25_K1 = 1.5;
+/** BM25 length normalisation. */
+export const BM25_B = 0.75;
+/** Share of a query's answerable terms a tool must contain once the floor engages. */
+export const MIN_QUERY_TERM_COVERAGE = 0.5;
+/** The relevance floor engages from this many answerable (catalog-known) query terms up. */
+export const MIN_ANSWERABLE_TERMS_FOR_COVERAGE = 4;
+
+/** What the index needs to know about one tool. */
+export type IndexableTool = {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments; its top-level property names (and optionally descriptions) are indexed. */
+  inputSchema?: unknown;
+  /** Label of the tool's source (its server), indexed when the name does not already hold it as a word. */
+  source?: string | undefined;
+};
+
+/** Tokenizer and field choices; the index and its queries always share them. */
+export type ToolTextOptions = {
+  /** Segment Han runs with jieba and kana into bigrams instead of dropping them. Default true. */
+  cjk?: boolean;
+  /** Also index the descriptions of top-level parameters. Default true. */
+  paramDescriptions?: boolean;
+  /** Split camelCase tool names into words (`getUserProfile` → get user profile). Default true. */
+  camelCase?: boolean;
+};
+
+/**
+ * How search admits tools. `strict` (tool_search): the rarest-token rule and the relevance floor.
+ * `rank`: every tool sharing a scored term, by BM25 — for callers that want an ordering, not a verdict.
+ */
+export type Admission = 'strict' | 'rank';
+
+/** One result: a position in the indexed list and its BM25 score (`Infinity` for an exact name). */
+export type ToolHit = { index: number; score: number };
+
+// Han ideographs | kana | any other run of letters, marks and digits. `_ . : -` and punctuation separate.
+const RUN_PATTERN = /(\p{Script=Han}+)|([\p{Script=Hiragana}\p{Script=Katakana}ー]+)|([\p{L}\p{M}\p{N}]+)/gu;
+const ASCII_WORD = /^[a-z0-9]+$/;
+const CAMEL_LOWER_UPPER = /(\p{Ll}|\p{N})(\p{Lu})/gu;
+const CAMEL_ACRONYM = /(\p{Lu})(\p{Lu}\p{Ll})/gu;
+
+const stemmer = snowball.newStemmer('english');
+const stemCache = new Map<string, string>();
+const STEM_CACHE_LIMIT = 100_000;
+
+function stem(word: string): string {
+  let stemmed = stemCache.get(word);
+  if (stemmed === undefined) {
+    stemmed = stemmer.stem(word);
+    if (stemCache.size >= STEM_CACHE_LIMIT) stemCache.clear();
+    stemCache.set(word, stemmed);
+  }
+  return stemmed;
+}
+
+// Stop words stay in the index and still gate and count toward the floor; they only stop scoring.
+const STOP_STEMS: ReadonlySet<string> = new Set([...ENGLISH_STOPWORDS].map(stem));
+
+/**
+ * Tokens of tool text or of a query, in order, duplicates kept. Latin words are lower-cased, stripped of
+ * diacritics and Porter2-stemmed (`issues` → `issu`); stop words are kept. With `cjk`, Han runs are
+ * segmented by jieba and kana become bigrams; without it they are dropped, as in the reference.
+ */
+export function toolTokens(text: string, options: ToolTextOptions = {}): string[] {
+  const cjk = options.cjk ?? true;
+  const tokens: string[] = [];
+  if (!text) return tokens;
+  for (const [, han, kana, word] of text.normalize('NFKC').matchAll(RUN_PATTERN)) {
+    if (word !== undefined) {
+      const folded = foldWord(word);
+      if (folded !== '') tokens.push(ASCII_WORD.test(folded) ? stem(folded) : folded);
+    } else if (cjk) {
+      tokens.push(...analyze((han ?? kana)!, { stem: false, dropStopwords: false }));
+    }
+  }
+  return tokens;
+}
+
+/**
+ * The searchable text of one tool: name words (a leading `mcp__` dropped, `_ . : -` as spaces, camelCase
+ * split when asked), the source label when the name does not already hold it as a word, the full
+ * description, and the top-level parameter names (plus their descriptions when asked).
+ */
+export function toolSearchText(tool: IndexableTool, options: ToolTextOptions = {}): string {
+  let nameWords = tool.name.replace(/^mcp__/, '').replace(/[_.:-]/g, ' ');
+  if (options.camelCase ?? true) nameWords = nameWords.replace(CAMEL_LOWER_UPPER, '$1 $2').replace(CAMEL_ACRONYM, '$1 $2');
+  const label = tool.source && !nameWords.split(/\s+/).includes(tool.source) ? tool.source : '';
+  const properties = topLevelProperties(tool.inputSchema);
+  const parts = [nameWords, label, tool.description, Object.keys(properties).join(' ')];
+  if (options.paramDescriptions ?? true) {
+    for (const p of Object.values(properties)) if (isRecord(p) && typeof p.description === 'string') parts.push(p.description);
+  }
+  return parts.filter((s) => s !== '').join(' ');
+}
+
+type Posting = { docs: Uint32Array; freqs: Float64Array; idf: number };
+
+/** An immutable in-memory BM25 index over a list of tools; results are positions in that list. */
+export class ToolIndex {
+  readonly size: number;
+  readonly options: ToolTextOptions;
+  private readonly docTerms: Map<string, number>[] = [];
+  /** k1 · (1 − b + b · dl / avgdl) per document, the length part of the BM25 denominator. */
+  private readonly norms: Float64Array;
+  private readonly postings = new Map<string, Posting>();
+  private readonly byName = new Map<string, number[]>();
+
+  constructor(tools: readonly IndexableTool[], options: ToolTextOptions = {}) {
+    this.options = options;
+    this.size = tools.length;
+    const lengths = new Float64Array(tools.length);
+    const lists = new Map<string, { docs: number[]; freqs: number[] }>();
+    tools.forEach((tool, i) => {
+      const tokens = toolTokens(toolSearchText(tool, options), options);
+      const tf = new Map<string, number>();
+      for (const t of tokens) tf.set(t, (tf.get(t) ?? 0) + 1);
+      this.docTerms.push(tf);
+      lengths[i] = tokens.length;
+      for (const [t, f] of tf) {
+        let list = lists.get(t);
+        if (!list) lists.set(t, (list = { docs: [], freqs: [] }));
+        list.docs.push(i);
+        list.freqs.push(f);
+      }
+      const key = tool.name.toLowerCase();
+      const same = this.byName.get(key);
+      if (same) same.push(i);
+      else this.byName.set(key, [i]);
+    });
+    const avg = tools.length > 0 ? lengths.reduce((a, b) => a + b, 0) / tools.length : 0;
+    this.norms = lengths.map((dl) => BM25_K1 * (1 - BM25_B + (BM25_B * dl) / Math.max(avg, 1)));
+    for (const [t, list] of lists) {
+      this.postings.set(t, { docs: Uint32Array.from(list.docs), freqs: Float64Array.from(list.freqs), idf: this.idfOf(list.docs.length) });
+    }
+  }
+
+  /** Number of tools containing `token`. */
+  docFreq(token: string): number {
+    return this.postings.get(token)?.docs.length ?? 0;
+  }
+
+  /** ln(1 + (N − df + 0.5) / (df + 0.5)): always positive, largest for a token no tool has. */
+  idf(token: string): number {
+    return this.postings.get(token)?.idf ?? this.idfOf(0);
+  }
+
+  /** Query tokens, analysed exactly as the tools were. */
+  tokens(query: string): string[] {
+    return toolTokens(query, this.options);
+  }
+
+  /** Positions of the best `limit` tools for `query`, best first; equal scores keep catalog order. */
+  search(query: string, limit: number, admission: Admission = 'strict'): number[] {
+    return this.scored(query, limit, admission).map((hit) => hit.index);
+  }
+
+  /**
+   * The best `limit` hits for `query` with their scores. An exact (case-insensitive) tool name always
+   * matches and ranks first; otherwise `admission` decides which tools are results.
+   */
+  scored(query: string, limit: number, admission: Admission = 'strict'): ToolHit[] {
+    if (this.size === 0 || !(limit > 0)) return [];
+    const terms = this.tokens(query);
+    if (terms.length === 0) return [];
+    const exact = this.byName.get(query.trim().toLowerCase()) ?? [];
+    const scoring = scoringTerms(terms);
+    const hits = admission === 'strict' ? this.strict(terms, scoring, exact) : this.ranked(scoring, exact);
+    // Hits arrive in catalog order and the sort is stable, so ties keep catalog order.
+    hits.sort((a, b) => b.score - a.score);
+    return hits.slice(0, limit);
+  }
+
+  /** The gate (rarest token) and floor of the reference: tools holding the gate and enough answerable terms. */
+  private strict(terms: readonly string[], scoring: readonly string[], exact: readonly number[]): ToolHit[] {
+    let gate = terms[0]!;
+    for (const t of terms) if (this.idf(t) > this.idf(gate)) gate = t; // strict `>`: the earliest rarest token gates
+    const answerable = [...new Set(terms)].filter((t) => this.postings.has(t));
+    const required = answerable.length < MIN_ANSWERABLE_TERMS_FOR_COVERAGE ? 1 : Math.ceil(answerable.length * MIN_QUERY_TERM_COVERAGE);
+    const admitted = new Set(exact);
+    for (const i of this.postings.get(gate)?.docs ?? []) {
+      const tf = this.docTerms[i]!;
+      let covered = 0;
+      for (const t of answerable) if (tf.has(t)) covered++;
+      if (covered >= required) admitted.add(i);
+    }
+    const exactSet = new Set(exact);
+    return [...admitted]
+      .sort((a, b) => a - b)
+      .map((index) => ({ index, score: exactSet.has(index) ? Infinity : this.bm25(index, scoring) }));
+  }
+
+  /** Plain BM25 over the postings of the scoring terms: every tool with a positive score. */
+  private ranked(scoring: readonly string[], exact: readonly number[]): ToolHit[] {
+    const scores = new Float64Array(this.size);
+    for (const t of scoring) {
+      const p = this.postings.get(t);
+      if (!p) continue;
+      for (let j = 0; j < p.docs.length; j++) {
+        const i = p.docs[j]!;
+        const f = p.freqs[j]!;
+        scores[i]! += (p.idf * f * (BM25_K1 + 1)) / (f + this.norms[i]!);
+      }
+    }
+    for (const i of exact) scores[i] = Infinity;
+    const hits: ToolHit[] = [];
+    scores.forEach((score, index) => {
+      if (score > 0) hits.push({ index, score });
+    });
+    return hits;
+  }
+
+  private bm25(index: number, scoring: readonly string[]): number {
+    const tf = this.docTerms[index]!;
+    const norm = this.norms[index]!;
+    let score = 0;
+    for (const t of scoring) {
+      const f = tf.get(t);
+      if (f !== undefined) score += (this.postings.get(t)!.idf * f * (BM25_K1 + 1)) / (f + norm);
+    }
+    return score;
+  }
+
+  private idfOf(df: number): number {
+    return Math.log(1 + (this.size - df + 0.5) / (df + 0.5));
+  }
+}
+
+/**
+ * The terms that score: distinct, without stop words (all distinct terms when the query is only stop
+ * words). Measured on BFCL, MetaTool and Seal-Tools, both raise recall over counting every query token
+ * (BENCHMARKS.md); admission still sees every token.
+ */
+function scoringTerms(terms: readonly string[]): string[] {
+  const distinct = [...new Set(terms)];
+  const content = distinct.filter((t) => !STOP_STEMS.has(t));
+  return content.length > 0 ? content : distinct;
+}

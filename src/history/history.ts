@@ -1,0 +1,180 @@
+import type { z } from 'zod';
+import type { ToolCallNote, ToolCallRecord, ToolCallRecorder } from '../catalog/recorder.js';
+import type { CairnConfig } from '../config.js';
+import type { Embedder } from '../embed/embedder.js';
+import { CairnError, describeError } from '../errors.js';
+import { createChatModel } from '../llm/chat-client.js';
+import { scopeSchema } from '../memory/schemas.js';
+import type { HistoryStore, Run } from '../store/store.js';
+import type { Scope } from '../types.js';
+import { ChatHistory, chatHistoryParams, type ChatHistoryResult } from './chat-history.js';
+import { ErrorHistory, errorHistoryParams, writeErrorParams, type ErrorHistoryResult, type FailureHint, type WriteErrorResult } from './error-history.js';
+import { Guides, reasoningGuideParams, type ReasoningGuideResult } from './guides.js';
+import { EmbeddingJudge, LlmJudge, type RelevanceJudge } from './relevance.js';
+import { resultText, RunLog, runInput, toolCallInput, type RunInput } from './runs.js';
+import { ResultWriter, resolveOutputDir, writeResultParams, type WriteResultReceipt } from './write-result.js';
+
+/** Who is asking for a session's history: the scope, the session and, when known, the turn (its run's task id). */
+export type HistoryCaller = { scope: Scope; sessionKey?: string | undefined; turnId?: string | undefined };
+
+/** What history adds to a hub tool call: the run it joined and, when the call failed, the failure hint. */
+export type HistoryToolCallNote = ToolCallNote & {
+  /** Null when the caller named no session, so there was no run to join. */
+  taskId: string | null;
+  hint: FailureHint | null;
+};
+
+export type HistoryDeps = {
+  store: HistoryStore;
+  config: CairnConfig;
+  embedder: Embedder | null;
+  /** Overrides the judge `history.judge` selects; null withholds nothing. */
+  judge?: RelevanceJudge | null | undefined;
+  warn: (message: string) => void;
+};
+
+/**
+ * The history tools behind one object (the façade exposes it as `cairn.history`): the run log and
+ * chat_history, the failure memory (write_error, error_history, failure hints), reasoning_guide and
+ * write_result. Every method validates its input; surfaces pass what they received.
+ */
+export class History implements ToolCallRecorder {
+  readonly runs: RunLog;
+  private readonly chat: ChatHistory;
+  private readonly errors: ErrorHistory;
+  private readonly guides: Guides;
+  private readonly results: ResultWriter;
+  /** The judge in use, or null when none is configured (nothing is withheld then). */
+  readonly judge: RelevanceJudge | null;
+  private readonly warn: (message: string) => void;
+
+  constructor(deps: HistoryDeps) {
+    const { store, config, embedder, warn } = deps;
+    this.warn = warn;
+    const h = config.history;
+    this.runs = new RunLog(store, { retentionDays: h.retention_days, referenceTools: h.reference_tools });
+    this.judge = deps.judge === undefined ? defaultJudge(config, embedder, warn) : deps.judge;
+    this.chat = new ChatHistory({
+      store,
+      runs: this.runs,
+      embedder,
+      judge: this.judge,
+      withhold: { confidence: h.withhold_confidence, minChars: h.withhold_min_chars, timeoutMs: h.judge_timeout_ms },
+      queryTimeoutMs: config.embedding.query_timeout_ms,
+      warn,
+    });
+    this.errors = new ErrorHistory({ store, embedder, queryTimeoutMs: config.embedding.query_timeout_ms, warn });
+    this.guides = new Guides(h.guides_dir, warn);
+    this.results = new ResultWriter(resolveOutputDir(h.output_dir, config.data_dir));
+  }
+
+  /** Records a run (`POST /v1/runs`): creates it or merges into it; tool calls are appended. */
+  async recordRun(scope: Scope, input: RunInput): Promise<Run> {
+    return this.runs.record(checkScope(scope), parseInput(runInput, input, 'run'));
+  }
+
+  /** chat_history over the caller's session. */
+  async chatHistory(caller: HistoryCaller, params: unknown): Promise<ChatHistoryResult> {
+    const scope = checkScope(caller.scope);
+    const sessionKey = requireSession(caller.sessionKey);
+    const currentTaskId = await this.runs.currentTaskId({ scope, sessionKey, turnId: caller.turnId });
+    return this.chat.run({ scope, sessionKey, currentTaskId }, parseInput(chatHistoryParams, params ?? {}, 'chat_history'));
+  }
+
+  /** write_error: stores a resolved failure with its fix; other outcomes are discarded. */
+  async writeError(scope: Scope, params: unknown): Promise<WriteErrorResult> {
+    return this.errors.write(checkScope(scope), parseInput(writeErrorParams, params, 'write_error'));
+  }
+
+  /** error_history: search by keyword or read by hash. */
+  async errorHistory(scope: Scope, params: unknown): Promise<ErrorHistoryResult> {
+    return this.errors.run(checkScope(scope), parseInput(errorHistoryParams, params ?? {}, 'error_history'));
+  }
+
+  /** The related-errors line and `next:` line a failed call of `toolName` is answered with. */
+  async failureHint(scope: Scope, toolName: string, errorText: string): Promise<FailureHint> {
+    return this.errors.failureHint(checkScope(scope), toolName, errorText);
+  }
+
+  /** reasoning_guide: the requested guides under `## <topic>` headings. */
+  reasoningGuide(params: unknown): ReasoningGuideResult {
+    return this.guides.read(parseInput(reasoningGuideParams, params, 'reasoning_guide'));
+  }
+
+  /** Every reasoning_guide topic (built-in and from `history.guides_dir`), sorted. */
+  guideTopics(): string[] {
+    return this.guides.topics();
+  }
+
+  /** write_result: saves a Markdown or checked HTML deliverable and returns the receipt. */
+  writeResult(params: unknown): WriteResultReceipt {
+    return this.results.write(parseInput(writeResultParams, params, 'write_result'));
+  }
+
+  /**
+   * Appends a hub tool call to the caller's current run (the turn's run, else the session's open run,
+   * else a new one) and, when it failed, returns the failure hint. Never throws: recording must not
+   * break the call it records.
+   */
+  async recordToolCall(call: ToolCallRecord): Promise<HistoryToolCallNote> {
+    let taskId: string | null = null;
+    let hint: FailureHint | null = null;
+    try {
+      const scope = checkScope(call.scope);
+      if (call.sessionKey !== undefined && call.sessionKey.trim() !== '') {
+        const valid = parseInput(
+          toolCallInput,
+          { name: call.name, arguments: call.arguments, result: call.result, isError: call.isError, durationMs: call.durationMs },
+          'tool call',
+        );
+        taskId = await this.runs.appendToolCall({ scope, sessionKey: call.sessionKey, turnId: call.turnId }, valid, 'bridge');
+      }
+      if (call.isError) hint = await this.errors.failureHint(scope, call.name, resultText(call.result));
+    } catch (err) {
+      this.warn(`recording tool call ${call.name} failed: ${describeError(err)}`);
+    }
+    return { taskId, hint };
+  }
+
+  /** Deletes runs past the retention; returns how many. */
+  async prune(): Promise<number> {
+    return this.runs.prune();
+  }
+}
+
+function defaultJudge(config: CairnConfig, embedder: Embedder | null, warn: (message: string) => void): RelevanceJudge | null {
+  switch (config.history.judge) {
+    case 'none':
+      return null;
+    case 'embedding':
+      // No embedder: the judge abstains and every run is shown in full (documented in README/DESIGN).
+      return embedder ? new EmbeddingJudge(embedder) : null;
+    case 'llm': {
+      const model = createChatModel(config.llm);
+      if (!model) warn('history.judge is llm but llm.provider is none: chat_history withholds nothing');
+      return model ? new LlmJudge(model) : null;
+    }
+  }
+}
+
+function requireSession(sessionKey: string | undefined): string {
+  if (sessionKey === undefined || sessionKey.trim() === '') {
+    throw new CairnError(
+      'invalid_input',
+      'chat_history reads one session’s runs: name the session (MCP: the connection’s session or _meta.sessionKey; REST: session_key or the x-cairn-session-key header)',
+    );
+  }
+  return sessionKey;
+}
+
+function checkScope(scope: Scope): Scope {
+  return parseInput(scopeSchema, scope, 'scope');
+}
+
+function parseInput<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const at = issue.path.length > 0 ? `.${issue.path.join('.')}` : '';
+  throw new CairnError('invalid_input', `invalid ${what}${at}: ${issue.message}`);
+}

@@ -1,0 +1,37 @@
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { describeError, isCairnError, type CairnErrorCode } from '../errors.js';
+
+/** The one table from error code to HTTP status. */
+export const STATUS_BY_CODE: Readonly<Record<CairnErrorCode, ContentfulStatusCode>> = {
+  invalid_input: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  scope_required: 422,
+  budget_exhausted: 429,
+  internal: 500,
+  config_invalid: 500,
+  embedding_failed: 502,
+  llm_failed: 502,
+  downstream_failed: 502,
+  unavailable: 503,
+};
+
+/** Every error response body. */
+export type ErrorBody = { error: { code: CairnErrorCode; message: string } };
+
+/**
+ * Status and body for any thrown value. Cairn's own errors keep their message; anything else is logged
+ * and reported as `internal` with no detail, so no stack or SQL ever reaches the client.
+ */
+export function toErrorResponse(err: unknown, log: (message: string) => void): { status: ContentfulStatusCode; body: ErrorBody } {
+  if (isCairnError(err) && err.code !== 'internal') {
+    return { status: STATUS_BY_CODE[err.code], body: { error: { code: err.code, message: err.message } } };
+  }
+  log(`internal error: ${describeError(err)}`);
+  return { status: 500, body: { error: { code: 'internal', message: 'internal error' } } };
+}

@@ -1,0 +1,39 @@
+import type { Hono } from 'hono';
+import type { z } from 'zod';
+import type { Cairn, TurnSearchResult } from '../cairn.js';
+import type { ConversationSearchResult } from '../memory/conversation-search.js';
+import type { MemorySearchResult } from '../memory/memory-search.js';
+import type { NewMessage } from '../types.js';
+import { claimOf, requestScope, resolveScope, turnOf, type AppEnv, type AuthMode } from './caller.js';
+import { captureBody, readBody, searchConversationsBody, searchMemoriesBody, type searchResponse } from './wire.js';
+
+/** The seed's gateway endpoints: `POST /search/memories`, `POST /search/conversations`, `POST /capture`. */
+export function addSeedRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
+  app.post('/search/memories', async (c) => {
+    const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h));
+    const body = await readBody(c, searchMemoriesBody);
+    return c.json(toSearchResponse(await cairn.searchMemoriesInTurn(turn, body)));
+  });
+
+  app.post('/search/conversations', async (c) => {
+    const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h));
+    const body = await readBody(c, searchConversationsBody);
+    return c.json(toSearchResponse(await cairn.searchConversationsInTurn(turn, body)));
+  });
+
+  app.post('/capture', async (c) => {
+    const body = await readBody(c, captureBody);
+    const scope = resolveScope(mode, c.get('key'), claimOf((h) => c.req.header(h), { userId: body.user_id, agentId: body.agent_id }));
+    const common = { scope, sessionKey: body.session_key, timestamp: body.timestamp ?? null };
+    const messages: NewMessage[] = [{ ...common, role: 'user', content: body.user_content }];
+    if (body.assistant_content !== '') messages.push({ ...common, role: 'assistant', content: body.assistant_content });
+    const result = await cairn.recordMessages(messages);
+    return c.json({ l0_recorded: result.inserted });
+  });
+}
+
+function toSearchResponse(r: TurnSearchResult<MemorySearchResult | ConversationSearchResult>): z.infer<typeof searchResponse> {
+  const body: z.infer<typeof searchResponse> = { results: r.text, total: r.results.length, strategy: r.strategy };
+  if (!r.budget.allowed) body.budget_exhausted = true;
+  return body;
+}

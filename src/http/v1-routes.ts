@@ -1,0 +1,97 @@
+import type { Hono } from 'hono';
+import type { Cairn } from '../cairn.js';
+import { CairnError } from '../errors.js';
+import type { MemoryPatch } from '../types.js';
+import { requestScope, type AppEnv, type AuthMode } from './caller.js';
+import {
+  addConversationBody,
+  listConversationsQuery,
+  listMemoriesQuery,
+  memoryPatchBody,
+  newMemoryBody,
+  readBody,
+  readQuery,
+  toMemoryWire,
+  toMessageWire,
+} from './wire.js';
+
+/** Cairn's resource API: conversations, messages and memories under `/v1`, all in the request's scope. */
+export function addV1Routes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
+  app.post('/v1/conversations', async (c) => {
+    const scope = requestScope(c, mode);
+    const body = await readBody(c, addConversationBody);
+    const result = await cairn.recordMessages(
+      body.messages.map((m) => ({ id: m.id, scope, sessionKey: body.session_key, role: m.role, content: m.content, timestamp: m.timestamp })),
+    );
+    return c.json({ ids: result.ids, inserted: result.inserted, skipped: result.skipped }, 201);
+  });
+
+  app.get('/v1/conversations', async (c) => {
+    const scope = requestScope(c, mode);
+    const q = readQuery(c, listConversationsQuery);
+    const messages = await cairn.listMessages(scope, { sessionKey: q.session_key, limit: q.limit, offset: q.offset });
+    return c.json({ messages: messages.map(toMessageWire), limit: q.limit, offset: q.offset });
+  });
+
+  app.delete('/v1/conversations/:session_key', async (c) => {
+    const scope = requestScope(c, mode);
+    const sessionKey = c.req.param('session_key');
+    const deleted = await cairn.deleteSession(scope, sessionKey);
+    if (deleted === 0) throw new CairnError('not_found', `session ${sessionKey} not found`);
+    return c.json({ deleted });
+  });
+
+  app.delete('/v1/messages/:id', async (c) => {
+    const scope = requestScope(c, mode);
+    const id = c.req.param('id');
+    if (!(await cairn.deleteMessage(scope, id))) throw new CairnError('not_found', `message ${id} not found`);
+    return c.json({ deleted: 1 });
+  });
+
+  app.post('/v1/memories', async (c) => {
+    const scope = requestScope(c, mode);
+    const body = await readBody(c, newMemoryBody);
+    const memory = await cairn.remember(scope, {
+      content: body.content,
+      type: body.type,
+      priority: body.priority,
+      sceneName: body.scene_name,
+      activityStart: body.activity_start,
+      activityEnd: body.activity_end,
+    });
+    return c.json({ id: memory.id, version: memory.version }, 201);
+  });
+
+  app.get('/v1/memories', async (c) => {
+    const scope = requestScope(c, mode);
+    const q = readQuery(c, listMemoriesQuery);
+    const memories = await cairn.listMemories(scope, { type: q.type, scene: q.scene, limit: q.limit, offset: q.offset });
+    return c.json({ memories: memories.map(toMemoryWire), limit: q.limit, offset: q.offset });
+  });
+
+  app.get('/v1/memories/:id', async (c) => {
+    const scope = requestScope(c, mode);
+    return c.json(toMemoryWire(await cairn.getMemory(scope, c.req.param('id'))));
+  });
+
+  app.patch('/v1/memories/:id', async (c) => {
+    const scope = requestScope(c, mode);
+    const body = await readBody(c, memoryPatchBody);
+    const patch: MemoryPatch = {
+      content: body.content,
+      type: body.type,
+      priority: body.priority,
+      sceneName: body.scene_name,
+      activityStart: body.activity_start,
+      activityEnd: body.activity_end,
+    };
+    return c.json(toMemoryWire(await cairn.updateMemory(scope, c.req.param('id'), patch)));
+  });
+
+  app.delete('/v1/memories/:id', async (c) => {
+    const scope = requestScope(c, mode);
+    const id = c.req.param('id');
+    if (!(await cairn.deleteMemory(scope, id))) throw new CairnError('not_found', `memory ${id} not found`);
+    return c.json({ deleted: 1 });
+  });
+}

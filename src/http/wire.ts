@@ -1,0 +1,178 @@
+import type { Context } from 'hono';
+import { z } from 'zod';
+import { CairnError, describeError, type CairnErrorCode } from '../errors.js';
+import { conversationSearchParams, memorySearchParams } from '../memory/search-params.js';
+import { MEMORY_TYPES, MESSAGE_ROLES, type Memory, type Message } from '../types.js';
+import { STATUS_BY_CODE, type ErrorBody } from './error-response.js';
+
+// Request bodies are strict: an unknown field is a 400, never silently dropped. Field names are the
+// seed's snake_case wire names. Lengths and blank checks are the façade's (one set of limits).
+
+const query = z
+  .string({ error: (issue) => (issue.input === undefined ? 'query is required' : 'query must be a string') })
+  .refine((s) => s.trim() !== '', 'query must not be empty')
+  .describe('What to look for.');
+
+const listLimit = z.coerce.number().int().min(1).max(1000).default(50).describe('Page size (1-1000, default 50).');
+const listOffset = z.coerce.number().int().min(0).default(0).describe('Rows to skip.');
+
+export const searchMemoriesBody = z.strictObject({
+  query,
+  limit: memorySearchParams.shape.limit,
+  type: memorySearchParams.shape.type,
+  scene: memorySearchParams.shape.scene,
+});
+
+export const searchConversationsBody = z.strictObject({
+  query,
+  limit: conversationSearchParams.shape.limit,
+  session_key: conversationSearchParams.shape.session_key,
+});
+
+export const captureBody = z.strictObject({
+  session_key: z.string(),
+  user_content: z.string(),
+  assistant_content: z.string().describe('May be empty: then only the user message is recorded.'),
+  user_id: z.string().optional(),
+  agent_id: z.string().optional(),
+  timestamp: z.string().optional().describe('When the exchange happened (ISO-8601); applied to both messages.'),
+});
+
+export const addConversationBody = z.strictObject({
+  session_key: z.string(),
+  messages: z
+    .array(
+      z.strictObject({
+        role: z.enum(MESSAGE_ROLES),
+        content: z.string(),
+        timestamp: z.string().nullish(),
+        id: z.string().optional().describe('Your id for the message; a message whose id exists already is skipped.'),
+      }),
+    )
+    .min(1)
+    .max(500),
+});
+
+export const listConversationsQuery = z.strictObject({
+  session_key: z.string().optional(),
+  limit: listLimit,
+  offset: listOffset,
+});
+
+export const newMemoryBody = z.strictObject({
+  content: z.string(),
+  type: z.enum(MEMORY_TYPES),
+  priority: z.number().int().optional().describe('Higher is more important (default 50); negative marks a global instruction.'),
+  scene_name: z.string().optional(),
+  activity_start: z.string().nullish(),
+  activity_end: z.string().nullish(),
+});
+
+export const memoryPatchBody = newMemoryBody.partial();
+
+export const listMemoriesQuery = z.strictObject({
+  type: z.enum(MEMORY_TYPES).optional(),
+  scene: z.string().optional().describe('Only scenes containing this text (case-insensitive).'),
+  limit: listLimit,
+  offset: listOffset,
+});
+
+// ---- responses (documented in openapi.ts; the mappers below are typed against them) ----------
+
+export const searchResponse = z.object({
+  results: z.string().describe('The formatted text the agent sees.'),
+  total: z.number().int(),
+  strategy: z.enum(['hybrid', 'embedding', 'fts', 'none']),
+  budget_exhausted: z.boolean().optional().describe('True when the per-turn search budget was spent and no search ran.'),
+});
+
+export const messageWire = z.object({
+  id: z.string(),
+  user_id: z.string(),
+  agent_id: z.string(),
+  session_key: z.string(),
+  role: z.enum(MESSAGE_ROLES),
+  content: z.string(),
+  recorded_at: z.string(),
+  timestamp: z.string().nullable(),
+});
+
+export const memoryWire = z.object({
+  id: z.string(),
+  user_id: z.string(),
+  agent_id: z.string(),
+  content: z.string(),
+  type: z.enum(MEMORY_TYPES),
+  priority: z.number().int(),
+  scene_name: z.string(),
+  activity_start: z.string().nullable(),
+  activity_end: z.string().nullable(),
+  source_message_ids: z.array(z.string()),
+  created_at: z.string(),
+  updated_at: z.string(),
+  version: z.number().int(),
+});
+
+export const errorBody = z.object({
+  error: z.object({ code: z.enum(Object.keys(STATUS_BY_CODE) as [CairnErrorCode, ...CairnErrorCode[]]), message: z.string() }),
+}) satisfies z.ZodType<ErrorBody, unknown>;
+
+export function toMessageWire(m: Message): z.infer<typeof messageWire> {
+  return {
+    id: m.id,
+    user_id: m.scope.userId,
+    agent_id: m.scope.agentId,
+    session_key: m.sessionKey,
+    role: m.role,
+    content: m.content,
+    recorded_at: m.recordedAt,
+    timestamp: m.timestamp,
+  };
+}
+
+export function toMemoryWire(m: Memory): z.infer<typeof memoryWire> {
+  return {
+    id: m.id,
+    user_id: m.scope.userId,
+    agent_id: m.scope.agentId,
+    content: m.content,
+    type: m.type,
+    priority: m.priority,
+    scene_name: m.sceneName,
+    activity_start: m.activityStart,
+    activity_end: m.activityEnd,
+    source_message_ids: m.sourceMessageIds,
+    created_at: m.createdAt,
+    updated_at: m.updatedAt,
+    version: m.version,
+  };
+}
+
+/** The JSON body, validated: 415 unless it is declared JSON, 400 when malformed or invalid. */
+export async function readBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
+  const type = c.req.header('content-type') ?? '';
+  if (!/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
+    // Requiring JSON also makes browsers preflight cross-site writes, which this server never allows.
+    throw new CairnError('unsupported_media_type', 'the request body must be JSON (Content-Type: application/json)');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(await c.req.text());
+  } catch (err) {
+    throw new CairnError('invalid_input', `malformed JSON body: ${describeError(err)}`);
+  }
+  return parseWire(schema, value, 'body');
+}
+
+/** The query string, validated. */
+export function readQuery<S extends z.ZodType>(c: Context, schema: S): z.infer<S> {
+  return parseWire(schema, c.req.query(), 'query string');
+}
+
+function parseWire<S extends z.ZodType>(schema: S, value: unknown, where: string): z.infer<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const at = issue.path.length > 0 ? ` at ${issue.path.join('.')}` : '';
+  throw new CairnError('invalid_input', `invalid ${where}${at}: ${issue.message}`);
+}

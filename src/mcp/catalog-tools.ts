@@ -1,0 +1,101 @@
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { ToolDefinition } from '../catalog/bridge.js';
+import { toolDefinition } from '../catalog/catalog.js';
+import type { ToolHub } from '../catalog/tool-hub.js';
+import { runTool, turnOf, type ToolContext, type ToolExtra } from './tool-context.js';
+
+/**
+ * The tool hub on an MCP server (DESIGN.md, "Tool hub"): `tool_search`, `tool_describe` and `tool_call`
+ * stand in for the downstream tools, with the deferred-tool listing in tool_search's description. At
+ * tier 0 (no downstream tools) the bridge is hidden; with `tools.enabled: off` the downstream tools are
+ * listed directly instead. A long-lived server (stdio) follows catalog changes and tells its client.
+ * Register it after Cairn's own tools: the names registered before it are the core tools.
+ */
+export function registerCatalogTools(server: McpServer, ctx: ToolContext): void {
+  const hub = ctx.cairn.tools;
+  hub.setCoreTools(registeredToolNames(server));
+  void hub.start();
+
+  const [search, describe, call] = hub.bridgeTools();
+  const bridge = {
+    tool_search: register(server, search!, { readOnlyHint: true, openWorldHint: false }, (args) =>
+      runTool(ctx, 'tool_search', async () => jsonResult(await hub.search(args))),
+    ),
+    tool_describe: register(server, describe!, { readOnlyHint: true, openWorldHint: false }, (args) =>
+      runTool(ctx, 'tool_describe', async () => jsonResult(await hub.describe(args))),
+    ),
+    tool_call: register(server, call!, { openWorldHint: true }, (args, extra) =>
+      runTool(ctx, 'tool_call', () => hub.call(args, turnOf(ctx, extra))),
+    ),
+  };
+  const direct = new Map<string, RegisteredTool>();
+
+  const sync = () => {
+    const disclosure = hub.disclosure();
+    const [searchNow] = hub.bridgeTools();
+    if (bridge.tool_search.description !== searchNow!.description) bridge.tool_search.update({ description: searchNow!.description });
+    for (const tool of Object.values(bridge)) {
+      if (disclosure.tier === 0 && tool.enabled) tool.disable();
+      if (disclosure.tier !== 0 && !tool.enabled) tool.enable();
+    }
+    syncDirectTools(server, ctx, hub, direct);
+  };
+  sync();
+  const unsubscribe = hub.onChange(sync);
+  const previous = server.server.onclose;
+  server.server.onclose = () => {
+    unsubscribe();
+    previous?.();
+  };
+}
+
+/** With the bridge off, each downstream tool is registered under its catalog name, following the catalog. */
+function syncDirectTools(server: McpServer, ctx: ToolContext, hub: ToolHub, direct: Map<string, RegisteredTool>): void {
+  const wanted = hub.config.enabled === 'off' ? hub.catalog().tools : [];
+  const names = new Set(wanted.map((t) => t.name));
+  for (const [name, registered] of direct) {
+    if (!names.has(name)) {
+      registered.remove();
+      direct.delete(name);
+    }
+  }
+  for (const tool of wanted) {
+    if (direct.has(tool.name) || hub.isCore(tool.name)) continue;
+    const definition = toolDefinition(tool);
+    direct.set(
+      tool.name,
+      register(server, definition, { openWorldHint: true }, (args, extra) =>
+        runTool(ctx, tool.name, () => hub.callByName(tool.name, args, turnOf(ctx, extra))),
+      ),
+    );
+  }
+}
+
+type Handler = (args: Record<string, unknown>, extra: ToolExtra) => Promise<CallToolResult>;
+
+/**
+ * Registers a tool whose input schema is plain JSON Schema: the SDK lists it as given and passes the
+ * arguments through untouched, so Cairn's own normalisation and validation judge them.
+ */
+function register(server: McpServer, def: ToolDefinition, annotations: Record<string, boolean>, handler: Handler): RegisteredTool {
+  // `id` would be taken by zod's registry as a registry key (and collide across requests): never pass it.
+  const { id: _id, ...schema } = def.inputSchema;
+  return server.registerTool(
+    def.name,
+    { description: def.description, inputSchema: z.looseObject({}).meta(schema), annotations },
+    (args: Record<string, unknown>, extra) => handler(args, extra),
+  );
+}
+
+function jsonResult(answer: object): CallToolResult {
+  const text = JSON.stringify(answer);
+  return 'error' in answer ? { content: [{ type: 'text', text }], isError: true } : { content: [{ type: 'text', text }] };
+}
+
+/** Names of the tools already on `server`. The SDK has no public accessor; its registry field is read directly. */
+function registeredToolNames(server: McpServer): string[] {
+  const registry = (server as unknown as { _registeredTools?: Record<string, unknown> })._registeredTools;
+  return registry ? Object.keys(registry) : [];
+}

@@ -1,0 +1,63 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Cairn, TurnRef } from '../cairn.js';
+import { describeError, isCairnError } from '../errors.js';
+import type { Scope } from '../types.js';
+
+/** What the SDK hands a tool handler besides its arguments. */
+export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** Who a tool call acts for: the connection's scope and, optionally, its conversation session. */
+export type ToolCaller = { scope: Scope; sessionKey?: string | undefined };
+
+/** Everything a tool registration may use. Tools reach data only through the façade. */
+export type ToolContext = {
+  cairn: Cairn;
+  /** The caller of one tool call (fixed per connection: stdio flags, or the HTTP request's key and headers). */
+  resolveCaller: (extra: ToolExtra) => ToolCaller;
+  /** Where unexpected failures are logged (never stdout). Default: stderr. */
+  log?: (message: string) => void;
+};
+
+/** Adds one group of tools to a server; `createMcpServer` runs a list of these. */
+export type ToolRegistration = (server: McpServer, ctx: ToolContext) => void;
+
+/**
+ * The turn a tool call belongs to: the caller's scope and session, with the request's `_meta.turnId`
+ * (and `_meta.sessionKey`, which names the conversation when the connection does not).
+ */
+export function turnOf(ctx: ToolContext, extra: ToolExtra): TurnRef {
+  const caller = ctx.resolveCaller(extra);
+  const meta = extra._meta ?? {};
+  return { scope: caller.scope, sessionKey: metaString(meta.sessionKey) ?? caller.sessionKey, turnId: metaString(meta.turnId) };
+}
+
+/**
+ * Runs a tool body and turns any failure into an `isError` result: the one place the MCP edge
+ * translates errors. Cairn's own errors keep their message; anything else is logged and reported
+ * without internals.
+ */
+export async function runTool(ctx: ToolContext, tool: string, body: () => Promise<CallToolResult>): Promise<CallToolResult> {
+  try {
+    return await body();
+  } catch (err) {
+    if (isCairnError(err) && err.code !== 'internal') return errorResult(`${tool} failed: ${err.message}`);
+    (ctx.log ?? ((m: string) => process.stderr.write(`cairn: ${m}\n`)))(`${tool}: ${describeError(err)}`);
+    return errorResult(`${tool} failed: internal error`);
+  }
+}
+
+/** A successful text result, with structured content when given. */
+export function textResult(text: string, structuredContent?: Record<string, unknown>): CallToolResult {
+  return structuredContent ? { content: [{ type: 'text', text }], structuredContent } : { content: [{ type: 'text', text }] };
+}
+
+function errorResult(text: string): CallToolResult {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+function metaString(value: unknown): string | undefined {
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}

@@ -1,0 +1,120 @@
+import type Database from 'better-sqlite3';
+import { CairnError } from '../../errors.js';
+import type {
+  KnowledgeFileRecord,
+  KnowledgeResourcePatch,
+  KnowledgeResourceRecord,
+  KnowledgeStatus,
+  KnowledgeStore,
+  KnowledgeSyncChange,
+  KnowledgeType,
+  NewKnowledgeResource,
+} from '../store.js';
+
+type ResourceRow = {
+  id: string;
+  type: KnowledgeType;
+  name: string;
+  root: string;
+  status: KnowledgeStatus;
+  error: string | null;
+  summary: string;
+  stats: string;
+  created_at: string;
+  synced_at: string | null;
+  version: number;
+};
+
+type FileRow = { path: string; hash: string; size: number; mtime_ms: number; data: string };
+
+/** Patchable fields and their columns; fixed strings, never user input. */
+const PATCH_COLUMNS = { status: 'status', error: 'error', summary: 'summary', stats: 'stats', syncedAt: 'synced_at' } as const;
+
+/** The knowledge tables of the SQLite store (`knowledge_resources`, `knowledge_files`); the SqliteStore delegates to it. */
+export class KnowledgeTables implements KnowledgeStore {
+  constructor(private readonly db: Database.Database) {}
+
+  async createKnowledgeResource(input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {
+    const info = this.db
+      .prepare(
+        `INSERT INTO knowledge_resources (id, type, name, root, status, created_at) VALUES (?, ?, ?, ?, 'indexing', ?) ON CONFLICT (id) DO NOTHING`,
+      )
+      .run(input.id, input.type, input.name, input.root, new Date().toISOString());
+    if (info.changes === 0) throw new CairnError('conflict', `knowledge resource ${input.id} already exists`);
+    return (await this.getKnowledgeResource(input.id))!;
+  }
+
+  async getKnowledgeResource(id: string): Promise<KnowledgeResourceRecord | null> {
+    const row = this.db.prepare('SELECT * FROM knowledge_resources WHERE id = ?').get(id) as ResourceRow | undefined;
+    return row ? toResource(row) : null;
+  }
+
+  async listKnowledgeResources(): Promise<KnowledgeResourceRecord[]> {
+    return (this.db.prepare('SELECT * FROM knowledge_resources ORDER BY created_at, id').all() as ResourceRow[]).map(toResource);
+  }
+
+  async updateKnowledgeResource(id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
+    if (!this.patch(id, patch, false)) return null;
+    return this.getKnowledgeResource(id);
+  }
+
+  async deleteKnowledgeResource(id: string): Promise<boolean> {
+    return this.db.transaction(() => {
+      this.db.prepare('DELETE FROM knowledge_files WHERE resource_id = ?').run(id);
+      return this.db.prepare('DELETE FROM knowledge_resources WHERE id = ?').run(id).changes > 0;
+    })();
+  }
+
+  async listKnowledgeFiles(resourceId: string, options: { withData?: boolean } = {}): Promise<KnowledgeFileRecord[]> {
+    const data = options.withData === false ? `'' AS data` : 'data';
+    const rows = this.db
+      .prepare(`SELECT path, hash, size, mtime_ms, ${data} FROM knowledge_files WHERE resource_id = ? ORDER BY path`)
+      .all(resourceId) as FileRow[];
+    return rows.map((r) => ({ path: r.path, hash: r.hash, size: r.size, mtimeMs: r.mtime_ms, data: r.data }));
+  }
+
+  async applyKnowledgeSync(resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
+    const upsert = this.db.prepare(
+      `INSERT INTO knowledge_files (resource_id, path, hash, size, mtime_ms, data) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (resource_id, path) DO UPDATE SET hash = excluded.hash, size = excluded.size, mtime_ms = excluded.mtime_ms, data = excluded.data`,
+    );
+    const remove = this.db.prepare('DELETE FROM knowledge_files WHERE resource_id = ? AND path = ?');
+    const applied = this.db.transaction(() => {
+      // Patch first: when the resource was removed mid-sync nothing else may be written.
+      if (!this.patch(resourceId, change.patch, true)) return false;
+      for (const path of change.deletes) remove.run(resourceId, path);
+      for (const f of change.upserts) upsert.run(resourceId, f.path, f.hash, f.size, f.mtimeMs, f.data);
+      return true;
+    })();
+    return applied ? this.getKnowledgeResource(resourceId) : null;
+  }
+
+  private patch(id: string, patch: KnowledgeResourcePatch, bumpVersion: boolean): boolean {
+    const sets: string[] = bumpVersion ? ['version = version + 1'] : [];
+    const params: unknown[] = [];
+    for (const [key, column] of Object.entries(PATCH_COLUMNS) as [keyof KnowledgeResourcePatch, string][]) {
+      const value = patch[key];
+      if (value === undefined) continue;
+      sets.push(`${column} = ?`);
+      params.push(key === 'stats' ? JSON.stringify(value) : value);
+    }
+    if (sets.length === 0) return this.db.prepare('SELECT 1 FROM knowledge_resources WHERE id = ?').get(id) !== undefined;
+    return this.db.prepare(`UPDATE knowledge_resources SET ${sets.join(', ')} WHERE id = ?`).run(...params, id).changes > 0;
+  }
+}
+
+function toResource(row: ResourceRow): KnowledgeResourceRecord {
+  return {
+    id: row.id,
+    type: row.type,
+    name: row.name,
+    root: row.root,
+    status: row.status,
+    error: row.error,
+    summary: row.summary,
+    stats: JSON.parse(row.stats) as Record<string, number>,
+    createdAt: row.created_at,
+    syncedAt: row.synced_at,
+    version: row.version,
+  };
+}

