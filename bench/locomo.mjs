@@ -28,6 +28,12 @@ export const LOCOMO_FILE = process.env.BENCH_LOCOMO_FILE ?? resolve(REPO, '..', 
 export const CAIRN_CONFIGS = [
   { name: 'cairn-keyword', label: 'Cairn, zero-config keyword default', env: {} },
   { name: 'cairn-hash-hybrid', label: 'Cairn, hybrid with the hash embedder', env: { CAIRN_EMBEDDING_PROVIDER: 'hash' } },
+  {
+    name: 'cairn-word-vectors',
+    label: 'Cairn, word vectors only (keyword path off)',
+    env: { CAIRN_EMBEDDING_PROVIDER: 'word_vectors', CAIRN_SEARCH_KEYWORD: 'false' },
+  },
+  { name: 'cairn-word-vectors-hybrid', label: 'Cairn, hybrid with word vectors', env: { CAIRN_EMBEDDING_PROVIDER: 'word_vectors' } },
 ];
 
 /** The in-bench BM25 baselines (bench/bm25.mjs), measured before Cairn on the same questions. */

@@ -157,6 +157,7 @@ export class Cairn {
       maxFileBytes: config.knowledge.max_file_bytes,
       maxFiles: config.knowledge.max_files,
     });
+    this.tools.addProvider(this.knowledge);
     if (options.watchKnowledge) this.knowledge.watch();
     this.budget = new TurnBudget({
       callsPerTurn: config.budget.calls_per_turn,

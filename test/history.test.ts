@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Cairn } from '../src/cairn.js';
 import { isCairnError } from '../src/errors.js';
 import { errorRecordId } from '../src/history/error-history.js';
+import { FakeLlmServer } from './fixtures/fake-llm-server.js';
 import { Fixtures } from './http-fixtures.js';
 
 // The history tools through the façade, on real SQLite stores in temporary directories.
@@ -272,6 +273,33 @@ describe('chat_history withheld note', () => {
   it('the open run is the current request when no turn id is given', async () => {
     const cairn = await seeded({ embedding: { provider: 'hash' } });
     expect((await chat(cairn, { task_id: 'gpu' })).text).toContain('withheld: judged unrelated');
+  });
+
+  it('judge llm: the configured chat model decides, and a failing model shows the run in full', async () => {
+    const llm = await new FakeLlmServer((request) => {
+      const asked = request.messages.at(-1)!.content;
+      return { content: asked.includes('GPU graphics card') ? '{"related": false, "confidence": 0.9}' : '{"related": true, "confidence": 0.8}' };
+    }).start();
+    try {
+      const warnings: string[] = [];
+      const cairn = await fx.cairn(
+        { llm: { provider: 'openai_compatible', base_url: llm.url, model: 'judge', max_retries: 0 }, pipeline: { enabled: false }, history: { judge: 'llm' } },
+        warnings,
+      );
+      await run(cairn, 'gpu', 'compare graphics card prices', [{ name: 'fetch_page', result: gpuPage }], daysAgo(1));
+      await run(cairn, 'dinner', 'dinner ideas', [{ name: 'fetch_page', result: dinnerPage }], daysAgo(1));
+      await cairn.history.recordRun(scope, { taskId: 'current', sessionKey: session, objective: 'plan a vegetarian dinner menu' });
+      const text = (await chat(cairn, { task_id: ['gpu', 'dinner'] }, 'current')).text;
+      expect(text).toMatch(/^task gpu — withheld: judged unrelated to the current request \(confidence 0\.9\)/);
+      expect(text).toContain('vegetarian dinner menu saturday recipes');
+      expect(llm.requests.at(-1)!.messages.at(-1)!.content).toMatch(/^Current request:\nplan a vegetarian dinner menu\n/);
+      llm.respond = () => ({ status: 500 });
+      await run(cairn, 'gpu2', 'more graphics card prices', [{ name: 'fetch_page', result: gpuPage }], daysAgo(1));
+      expect((await chat(cairn, { task_id: 'gpu2' }, 'current')).text).toContain('GPU graphics card price listing 119');
+      expect(warnings.some((w) => /llm relevance judge failed, showing run gpu2 in full/.test(w))).toBe(true);
+    } finally {
+      await llm.stop();
+    }
   });
 
   it('withholds nothing without an embedder (the default judge abstains) or with judge none', async () => {

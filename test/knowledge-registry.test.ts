@@ -179,12 +179,16 @@ describe('knowledge registry', () => {
     expect(search.params.kind?.enum).toEqual(['file', 'function', 'method', 'class', 'interface', 'type', 'variable', 'route']);
     expect(listing.tools.find((t) => t.name === 'impact')!.params.depth).toMatchObject({ default: 2 });
 
-    const catalog = await cairn.knowledge.catalogTools();
-    expect(catalog.map((t) => t.name)).toContain(`${id}__impact`);
-    expect(catalog.find((t) => t.name === `${id}__impact`)!.description).toMatch(/Resource: code graph 'ts-project'/);
+    const catalog = cairn.knowledge.catalogTools();
+    expect(catalog).toHaveLength(9);
+    const impact = catalog.find((t) => t.toolName === 'impact')!;
+    expect(impact.source).toBe(id);
+    expect(impact.description).toMatch(/Resource: code graph 'ts-project' \(cg-[0-9a-f]{8}\): 10 source file/);
+    expect(impact.inputSchema).toMatchObject({ type: 'object', required: ['symbol'], additionalProperties: false });
 
     await cairn.knowledge.remove(id);
     expect(await cairn.knowledge.list()).toEqual([]);
+    expect(cairn.knowledge.catalogTools()).toEqual([]);
     expect(await failure(cairn.knowledge.get(id))).toMatchObject({ code: 'not_found' });
     expect(readFileSync(join(FIXTURES.code, 'src/app.ts'), 'utf8')).toContain('registerUser');
   });

@@ -27,8 +27,7 @@ afterEach(async () => {
 
 const scope = { userId: 'u1', agentId: 'a1' };
 
-async function setup(config: Omit<CairnConfigInput, 'data_dir'> = {}, warnings: string[] = []): Promise<Cairn> {
-  const dir = mkdtempSync(join(tmpdir(), 'cairn-pipeline-'));
+async function setup(config: Omit<CairnConfigInput, 'data_dir'> = {}, warnings: string[] = [], dir = mkdtempSync(join(tmpdir(), 'cairn-pipeline-'))): Promise<Cairn> {
   dirs.push(dir);
   const llm = { provider: 'openai_compatible', base_url: server.url, model: 'fake-model', retry_base_ms: 1, timeout_ms: 5_000, ...config.llm } as const;
   const pipeline = { enabled: false, ...config.pipeline };
@@ -120,6 +119,22 @@ describe('LLM extraction', () => {
     expect(await cairn.flush(scope, 's1')).toMatchObject({ batches: 0, messages: 0 });
     expect(server.of('extract')).toHaveLength(3);
     expect((await cairn.pipelineStatus()).sessions).toEqual([]);
+  });
+});
+
+describe('concurrency', () => {
+  it('two instances flushing one session at once commit every batch exactly once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-pipeline-'));
+    const a = await setup({ pipeline: { batch_size: 4 } }, [], dir);
+    const b = await setup({ pipeline: { batch_size: 4 } }, [], dir);
+    await a.recordMessages(conversation(12));
+    const [ra, rb] = await Promise.all([a.flush(scope, 's1'), b.flush(scope, 's1')]);
+    // Both asked the model for the first batch; only the first commit counted, the other moved on.
+    expect(server.of('extract').filter((r) => promptLines(r, 'new')[0]!.ref === 'm1' && promptLines(r, 'new')[0]!.text.includes('number 1 ')).length).toBe(2);
+    expect(ra.batches + rb.batches).toBe(3);
+    expect(ra.messages + rb.messages).toBe(12);
+    const sources = (await memories(a)).map((m) => m.sourceMessageIds.join()).sort();
+    expect(sources).toEqual(['m01', 'm03', 'm05', 'm07', 'm09', 'm11']);
   });
 });
 

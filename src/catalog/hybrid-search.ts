@@ -2,6 +2,7 @@ import type { Embedder } from '../embed/embedder.js';
 import { describeError } from '../errors.js';
 import { rrfFuse } from '../search/rrf.js';
 import type { Catalog, CatalogTool } from './catalog.js';
+import type { Admission } from './tool-index.js';
 
 /** Candidates each path contributes to the fusion. */
 const POOL = 50;
@@ -22,8 +23,8 @@ export class HybridToolSearch {
     private readonly minSimilarity = MIN_TOOL_SIMILARITY,
   ) {}
 
-  async search(catalog: Catalog, query: string, limit: number): Promise<CatalogTool[]> {
-    const lexical = catalog.index.scored(query, Math.max(limit, POOL));
+  async search(catalog: Catalog, query: string, limit: number, admission: Admission = 'strict'): Promise<CatalogTool[]> {
+    const lexical = catalog.index.scored(query, Math.max(limit, POOL), admission);
     const pinned = lexical.filter((h) => h.score === Infinity).map((h) => h.index);
     let vector: number[] = [];
     try {

@@ -16,7 +16,7 @@ import {
   type ToolDescribeAnswer,
   type ToolSearchAnswer,
 } from './bridge.js';
-import { Catalog, catalogName, type CatalogTool, type Disclosure, type DisclosureSettings } from './catalog.js';
+import { Catalog, catalogName, type CatalogTool, type Disclosure, type DisclosureSettings, type SourceStatus } from './catalog.js';
 import { DownstreamServer } from './downstream.js';
 import { HybridToolSearch } from './hybrid-search.js';
 import type { ToolCaller, ToolCallRecorder } from './recorder.js';
@@ -44,6 +44,21 @@ export type InvokeOutcome =
   | { kind: 'invalid'; tool: CatalogTool; failure: ArgumentFailure }
   | { kind: 'failed'; tool: CatalogTool; code: 'unavailable' | 'downstream_failed'; message: string; hint: string | null };
 
+/** A tool a provider adds to the catalog, named `<source>__<toolName>` there. */
+export type ProvidedTool = { source: string; toolName: string; description: string; inputSchema: JsonObject };
+
+/**
+ * Local tools that join the deferred catalog beside the downstream servers (e.g. knowledge resources):
+ * searched, described, validated and recorded like any catalog tool, and run by the provider.
+ */
+export interface ToolProvider {
+  catalogTools(): readonly ProvidedTool[];
+  /** Calls `listener` when the provider's tools change; returns the unsubscribe function. */
+  onCatalogChange(listener: () => void): () => void;
+  /** Runs one tool with arguments the hub has validated; failures of the tool come back as error results. */
+  callCatalogTool(source: string, toolName: string, args: JsonObject): Promise<CallToolResult>;
+}
+
 /** Filter of {@link ToolHub.list}. */
 export type ToolListFilter = { source?: string | undefined; query?: string | undefined };
 
@@ -62,6 +77,9 @@ export class ToolHub {
   private readonly hybrid: HybridToolSearch | null;
   private readonly listeners = new Set<() => void>();
   private readonly coreNames = new Set<string>();
+  private readonly providers: { provider: ToolProvider; unsubscribe: () => void }[] = [];
+  /** Which provider runs each provided catalog tool (rebuilt with the snapshot). */
+  private providedBy = new Map<string, ToolProvider>();
   private snapshot: Catalog | null = null;
   private started: Promise<void> | null = null;
   private stopped = false;
@@ -96,7 +114,14 @@ export class ToolHub {
   async stop(): Promise<void> {
     this.stopped = true;
     await Promise.all(this.servers.map((s) => s.stop()));
+    for (const p of this.providers) p.unsubscribe();
     this.listeners.clear();
+  }
+
+  /** Adds a provider's tools to the catalog (after the downstream servers' tools), following its changes. */
+  addProvider(provider: ToolProvider): void {
+    this.providers.push({ provider, unsubscribe: provider.onCatalogChange(() => this.changed()) });
+    this.changed();
   }
 
   /** Calls `listener` whenever the catalog or a server's state changes; returns the unsubscribe function. */
@@ -114,7 +139,28 @@ export class ToolHub {
           tools.push({ name: catalogName(s.name, t.name), source: s.name, toolName: t.name, description: t.description, inputSchema: t.inputSchema });
         }
       }
-      const sources = this.servers.map((s) => ({ name: s.name, state: s.state, toolCount: s.tools.length, lastToolCount: s.lastToolCount, reason: s.reason }));
+      const sources: SourceStatus[] = this.servers.map((s) => ({
+        name: s.name,
+        state: s.state,
+        toolCount: s.tools.length,
+        lastToolCount: s.lastToolCount,
+        reason: s.reason,
+      }));
+      const taken = new Set(tools.map((t) => t.name));
+      const providedBy = new Map<string, ToolProvider>();
+      for (const { provider } of this.providers) {
+        for (const t of provider.catalogTools()) {
+          const name = catalogName(t.source, t.toolName);
+          if (taken.has(name)) continue;
+          taken.add(name);
+          providedBy.set(name, provider);
+          tools.push({ name, source: t.source, toolName: t.toolName, description: t.description, inputSchema: t.inputSchema });
+          const source = sources.find((s) => s.name === t.source);
+          if (source) source.toolCount = source.lastToolCount = (source.lastToolCount ?? 0) + 1;
+          else sources.push({ name: t.source, state: 'connected', toolCount: 1, lastToolCount: 1, reason: null });
+        }
+      }
+      this.providedBy = providedBy;
       this.snapshot = new Catalog(tools, sources, this.textOptions);
     }
     return this.snapshot;
@@ -220,10 +266,13 @@ export class ToolHub {
       await this.record(caller, tool.name, args, prepared.failure, true, started);
       return { kind: 'invalid', tool, failure: prepared.failure };
     }
-    const server = this.servers.find((s) => s.name === tool.source);
+    const provider = this.providedBy.get(tool.name);
+    const server = provider ? undefined : this.servers.find((s) => s.name === tool.source);
     try {
-      if (!server) throw new CairnError('unavailable', `server '${tool.source}' is not configured`);
-      const result = await server.callTool(tool.toolName, prepared.arguments);
+      if (!provider && !server) throw new CairnError('unavailable', `server '${tool.source}' is not configured`);
+      const result = provider
+        ? await provider.callCatalogTool(tool.source, tool.toolName, prepared.arguments)
+        : await server!.callTool(tool.toolName, prepared.arguments);
       const note = await this.record(caller, tool.name, prepared.arguments, result, result.isError === true, started);
       return { kind: 'result', tool, result, hint: result.isError ? note : null };
     } catch (err) {

@@ -1,13 +1,16 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Argument, Command, InvalidArgumentError, Option } from 'commander';
 import { z } from 'zod';
 import { createCairn, type Cairn } from '../cairn.js';
 import { loadConfig, type CairnConfig } from '../config.js';
 import { CairnError, describeError, isCairnError } from '../errors.js';
+import { toKnowledgeWire } from '../http/knowledge-routes.js';
 import { isLoopbackHost, startServer, type RunningServer } from '../http/server.js';
 import { serveStdio } from '../mcp/stdio.js';
 import { MEMORY_TYPES, MESSAGE_ROLES, type NewMessage, type Scope } from '../types.js';
+import { offlineToolSearch } from '../catalog/offline-search.js';
+import { openEmbedder } from '../embed/create-embedder.js';
 import { readJsonl, type JsonlError } from './jsonl.js';
 import { ProgressBar } from './progress.js';
 
@@ -156,6 +159,8 @@ export function buildProgram(): Command {
   addServerCommands(program);
   addDoctorCommand(program);
   addHistoryCommands(program);
+  addToolCommands(program);
+  addKnowledgeCommands(program);
 
   return program;
 }
@@ -225,7 +230,7 @@ function addServerCommands(program: Command): void {
     .option('--insecure', 'allow a non-loopback host without auth.mode: keys')
     .action(async (opts: { host?: string; port?: number; insecure?: boolean }, cmd: Command) => {
       const config = configOf(cmd, { server: { host: opts.host, port: opts.port } });
-      const cairn = await createCairn(config);
+      const cairn = await createCairn(config, { watchKnowledge: true });
       let running: RunningServer;
       try {
         running = await startServer(cairn, { insecure: opts.insecure });
@@ -475,4 +480,142 @@ function badLines(file: string, errors: JsonlError[], consequence: string): Cair
   const shown = errors.slice(0, 20).map((e) => `  line ${e.line}: ${e.message}`);
   if (errors.length > shown.length) shown.push(`  … and ${errors.length - shown.length} more`);
   return new CairnError('invalid_input', `${errors.length} bad line(s) in ${file}; ${consequence}:\n${shown.join('\n')}`);
+}
+
+/** One line of a `cairn tools search --batch` file. */
+const toolQueryLine = z.object({ qid: z.union([z.string(), z.number()]), query: z.string() }).strict();
+
+/** `cairn tools list` (the live catalog by server) and `cairn tools search` (a fixed catalog file, no server). */
+function addToolCommands(program: Command): void {
+  const tools = program.command('tools').description('the tool hub: downstream MCP servers behind tool_search');
+  tools
+    .command('list')
+    .description('connect to the configured tool servers and print the catalog grouped by server')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      await withCairn(cmd, async (cairn) => {
+        const catalog = await cairn.tools.ready();
+        const sources = catalog.sources.map((s) => ({ ...s, tools: catalog.tools.filter((t) => t.source === s.name) }));
+        if (opts.json) {
+          return print(JSON.stringify(sources.map((s) => ({ name: s.name, state: s.state, reason: s.reason, tools: s.tools.map((t) => ({ name: t.name, description: t.description })) })), null, 2));
+        }
+        if (sources.length === 0) return print('No tool servers configured (add them under tools.servers in the config file).');
+        for (const s of sources) {
+          print(s.state === 'connected' ? `${s.name} (${s.tools.length} tools)` : `${s.name} (${s.state}${s.reason ? `: ${s.reason}` : ''})`);
+          for (const t of s.tools) print(`  ${t.name}${t.description ? `  ${t.description.replace(/\s+/g, ' ').slice(0, 100)}` : ''}`);
+        }
+      });
+    });
+
+  tools
+    .command('search')
+    .description('search a tool catalog file the way tool_search does (no server needed)')
+    .argument('[query]', 'keywords: service + action + object')
+    .requiredOption('--catalog <file>', 'JSON array of {name, description, inputSchema, server?}')
+    .option('--batch <file>', 'JSONL of {"qid","query"}; prints one {"qid","names"} line per query')
+    .option('--limit <n>', 'names per query (1-1000)', '5')
+    .addOption(new Option('--admission <mode>', 'strict: as tool_search (rarest-token rule, relevance floor); rank: plain BM25 order').choices(['strict', 'rank']).default('strict'))
+    .option('--json', 'print JSON')
+    .action(async (query: string | undefined, opts: { catalog: string; batch?: string; limit: string; admission: 'strict' | 'rank'; json?: boolean }, cmd: Command) => {
+      const config = configOf(cmd);
+      const limit = Number(opts.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CairnError('invalid_input', '--limit must be an integer from 1 to 1000');
+      let entries: unknown;
+      try {
+        entries = JSON.parse(readFileSync(opts.catalog, 'utf8'));
+      } catch (err) {
+        throw new CairnError('invalid_input', `cannot read catalog ${opts.catalog}: ${describeError(err)}`);
+      }
+      const embedder = config.tools.hybrid ? openEmbedder(config.embedding, { dataDir: config.data_dir }).embedder : null;
+      const searcher = offlineToolSearch(entries, { config: config.tools, embedder, admission: opts.admission, warn: (m) => process.stderr.write(`cairn: ${m}\n`) });
+      if (opts.batch) {
+        const { values, errors } = await readJsonl(opts.batch, toolQueryLine);
+        if (errors.length > 0) throw badLines(opts.batch, errors, 'no query was run');
+        const out: string[] = [];
+        for (const { value } of values) out.push(JSON.stringify({ qid: value.qid, names: await searcher.search(value.query, limit) }));
+        if (out.length > 0) print(out.join('\n'));
+        return;
+      }
+      if (query === undefined) throw new CairnError('invalid_input', 'a query is required (or --batch FILE)');
+      const names = await searcher.search(query, limit);
+      if (opts.json) return print(JSON.stringify({ query, names }));
+      print(names.length > 0 ? names.join('\n') : 'No tool matched (every query word must appear in some tool).');
+    });
+}
+
+/** `cairn knowledge add|list|sync|remove`: wiki folders and code graphs behind the per-resource tools. */
+function addKnowledgeCommands(program: Command): void {
+  const knowledge = program.command('knowledge').description('knowledge resources: wiki folders and code graphs that agents query with per-resource tools');
+  knowledge
+    .command('add')
+    .description('register a folder and index it (Markdown wiki, or TypeScript/JavaScript code graph)')
+    .addArgument(new Argument('<type>', 'resource type').choices(['wiki', 'code']))
+    .argument('<dir>', 'the folder to index')
+    .option('--name <name>', 'display name (default: the folder name)')
+    .option('--json', 'print JSON')
+    .action(async (type: 'wiki' | 'code', dir: string, opts: { name?: string; json?: boolean }, cmd: Command) => {
+      await withCairn(cmd, async (cairn) => {
+        const added = await cairn.knowledge.add({ type, path: dir, name: opts.name });
+        const { resource, lastSync } = await cairn.knowledge.whenIdle(added.id, indexingBar());
+        if (resource.status === 'error') {
+          // The first index failed: nothing usable was registered, so nothing stays registered.
+          await cairn.knowledge.remove(added.id);
+          throw new CairnError('invalid_input', `cannot index ${resource.root}: ${resource.error ?? 'unknown error'}`);
+        }
+        if (opts.json) return print(JSON.stringify(toKnowledgeWire(resource), null, 2));
+        print(`${resource.id}  ${resource.type}  ${resource.name}  ${resource.status} (${lastSync?.reindexed.length ?? 0} file(s) in ${lastSync?.durationMs ?? 0} ms)`);
+        print(`  ${resource.summary}`);
+      });
+    });
+  knowledge
+    .command('list')
+    .description('list knowledge resources')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      await withCairn(cmd, async (cairn) => {
+        const resources = await cairn.knowledge.list();
+        if (opts.json) return print(JSON.stringify(resources.map(toKnowledgeWire), null, 2));
+        if (resources.length === 0) return print('No knowledge resources (add one with: cairn knowledge add wiki|code DIR).');
+        for (const r of resources) {
+          print(`${r.id}  ${r.type.padEnd(4)}  ${r.status.padEnd(8)}  ${r.name}  ${r.root}${r.error ? `  (${r.error})` : ''}`);
+          if (r.summary) print(`  ${r.summary}`);
+        }
+      });
+    });
+  knowledge
+    .command('sync')
+    .description('re-index the files of a resource whose content changed')
+    .argument('<id>', 'resource id (wiki-… or cg-…)')
+    .action(async (id: string, _opts: unknown, cmd: Command) => {
+      await withCairn(cmd, async (cairn) => {
+        await cairn.knowledge.sync(id);
+        const { resource, lastSync } = await cairn.knowledge.whenIdle(id, indexingBar());
+        if (resource.status === 'error') throw new CairnError('unavailable', `sync of ${id} failed: ${resource.error ?? 'unknown error'}`);
+        const r = lastSync!;
+        print(`${id}: ${r.reindexed.length} re-indexed, ${r.removed.length} removed, ${r.unchanged} unchanged${r.skipped.length ? `, ${r.skipped.length} too large` : ''} (${r.durationMs} ms)`);
+      });
+    });
+  knowledge
+    .command('remove')
+    .description('unregister a resource and drop its index (the folder is not touched)')
+    .argument('<id>', 'resource id (wiki-… or cg-…)')
+    .action(async (id: string, _opts: unknown, cmd: Command) => {
+      await withCairn(cmd, async (cairn) => {
+        await cairn.knowledge.remove(id);
+        print(`removed ${id}`);
+      });
+    });
+}
+
+/** Progress of an index job on stderr: one bar per pass (a code graph may re-resolve a few files after the first). */
+function indexingBar(): (progress: { done: number; total: number }) => void {
+  let bar: ProgressBar | null = null;
+  let total = -1;
+  return (p) => {
+    if (p.total !== total) {
+      total = p.total;
+      bar = new ProgressBar('indexing', p.total, process.stderr, 1);
+    }
+    bar!.update(p.done);
+  };
 }

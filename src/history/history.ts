@@ -77,6 +77,7 @@ export class History implements ToolCallRecorder {
   async chatHistory(caller: HistoryCaller, params: unknown): Promise<ChatHistoryResult> {
     const scope = checkScope(caller.scope);
     const sessionKey = requireSession(caller.sessionKey);
+    await this.runs.pruneIfDue();
     const currentTaskId = await this.runs.currentTaskId({ scope, sessionKey, turnId: caller.turnId });
     return this.chat.run({ scope, sessionKey, currentTaskId }, parseInput(chatHistoryParams, params ?? {}, 'chat_history'));
   }

@@ -137,7 +137,8 @@ export class RunLog {
     return this.options.referenceTools.some((pattern) => (pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern));
   }
 
-  private async pruneIfDue(): Promise<void> {
+  /** Applies the retention when it has not run for an hour (reads and writes call it, so expired runs never show). */
+  async pruneIfDue(): Promise<void> {
     if (Date.now() >= this.nextPruneAt) await this.prune();
   }
 }

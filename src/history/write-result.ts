@@ -1,8 +1,9 @@
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parse, type DefaultTreeAdapterMap } from 'parse5';
-import ts from 'typescript';
+import type TypeScript from 'typescript';
 import { z } from 'zod';
 import { CairnError, describeError } from '../errors.js';
 
@@ -175,15 +176,24 @@ function checkScript(el: Element, at: (offset: number) => string): string[] {
   return checkJavaScript(text, type === 'module').map((p) => `${at(start + p.offset)}: inline <script>: ${p.message}`);
 }
 
+let typescript: typeof TypeScript | undefined;
+
+/** The TypeScript compiler, loaded on first use: importing it costs seconds, and most calls never check a script. */
+function compiler(): typeof TypeScript {
+  typescript ??= createRequire(import.meta.url)('typescript') as typeof TypeScript;
+  return typescript;
+}
+
 /** Syntax problems of a script, with their offsets in it; `module` allows import/export and top-level await. */
 export function checkJavaScript(code: string, module: boolean): { offset: number; message: string }[] {
+  const ts = compiler();
   const fileName = module ? 'inline.mjs' : 'inline.js';
   const out = ts
     .transpileModule(code, { fileName, reportDiagnostics: true, compilerOptions: { allowJs: true, target: ts.ScriptTarget.ESNext } })
     .diagnostics?.map((d) => ({ offset: d.start ?? 0, message: ts.flattenDiagnosticMessageText(d.messageText, ' ') })) ?? [];
   // TypeScript reads .js files as JSX-capable and as modules; a browser does neither for a classic script.
   const source = ts.createSourceFile(fileName, code, ts.ScriptTarget.ESNext, true, ts.ScriptKind.JS);
-  const visit = (node: ts.Node): void => {
+  const visit = (node: TypeScript.Node): void => {
     if (ts.isJsxElement(node) || ts.isJsxSelfClosingElement(node) || ts.isJsxFragment(node)) {
       out.push({ offset: node.getStart(source), message: 'JSX is not JavaScript' });
       return;

@@ -7,6 +7,7 @@ import { isRecord, requiredNames, topLevelProperties } from '../catalog/schema.j
 import { CairnError } from '../errors.js';
 import { requestScope, turnOf, type AppEnv, type AuthMode } from './caller.js';
 import { STATUS_BY_CODE } from './error-response.js';
+import { addKnowledgeRoutes, knowledgeIdField, knowledgeToolCall, knowledgeToolList, withKnowledgeEntries } from './knowledge-routes.js';
 import { readBody } from './wire.js';
 
 const listBody = z.strictObject({
@@ -14,11 +15,13 @@ const listBody = z.strictObject({
   source: z.string().min(1).optional(),
   /** Rank by the same retrieval as tool_search (keywords: service + action + object). */
   query: z.string().optional(),
+  knowledge_id: knowledgeIdField,
 });
 
 const callBody = z.strictObject({
   tool_name: z.string().trim().min(1, 'tool_name must not be empty'),
   params: z.unknown().optional(),
+  knowledge_id: knowledgeIdField,
 });
 
 /** One parameter as `/v3/tools/list` describes it. */
@@ -33,14 +36,16 @@ const DISCOVER = 'Discover the available tools with POST /v3/tools/list.';
 export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
   app.post('/v3/tools/list', async (c) => {
     const body = await readBody(c, listBody);
+    if (body.knowledge_id !== undefined) return c.json(await knowledgeToolList(cairn, body.knowledge_id));
     const tools = await cairn.tools.list({ source: body.source, query: body.query });
-    return c.json({ tools: tools.map(toToolWire), sources: (await cairn.tools.ready()).sourceSummary() });
+    return c.json({ tools: await withKnowledgeEntries(cairn, tools.map(toToolWire), body.source), sources: (await cairn.tools.ready()).sourceSummary() });
   });
 
   app.post('/v3/tools/call', async (c) => {
     const caller = turnOf(requestScope(c, mode), (h) => c.req.header(h));
     const body = await readBody(c, callBody);
-    const params = body.params ?? {};
+    if (body.knowledge_id !== undefined) return c.json(await knowledgeToolCall(cairn, body.knowledge_id, body.tool_name, body.params));
+    const params = body.params === undefined ? {} : body.params;
     if (!isRecord(params)) throw new CairnError('invalid_input', `params must be a JSON object of the tool's arguments, not ${kindOf(params)}`);
     const outcome = await cairn.tools.invoke(body.tool_name, params, caller);
     switch (outcome.kind) {
@@ -60,6 +65,8 @@ export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
         return c.json({ result: outcome.result });
     }
   });
+
+  addKnowledgeRoutes(app, cairn, mode);
 }
 
 function toToolWire(t: CatalogTool): { name: string; source: string; description: string; params: Record<string, ParamWire> } {

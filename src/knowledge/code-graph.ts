@@ -1,8 +1,49 @@
 import { posix } from 'node:path';
 import { analyze, foldWord } from '../text/analyze.js';
 import { Bm25Index } from './bm25-index.js';
-import type { CodeEdgeData, CodeEdgeKind, CodeFileData, CodeSymbolData, CodeSymbolKind } from './code-extract.js';
 import { readFolderFile } from './scan-folder.js';
+
+/** Source files a code graph indexes (TypeScript and JavaScript). */
+export const CODE_EXTENSIONS: readonly string[] = ['.ts', '.tsx', '.mts', '.cts', '.js', '.jsx', '.mjs', '.cjs'];
+
+export const CODE_SYMBOL_KINDS = ['file', 'function', 'method', 'class', 'interface', 'type', 'variable', 'route'] as const;
+export type CodeSymbolKind = (typeof CODE_SYMBOL_KINDS)[number];
+/** How the `from` symbol depends on the `to` symbol. */
+export type CodeEdgeKind = 'calls' | 'references' | 'extends' | 'implements' | 'overrides' | 'imports' | 'exports';
+
+/** A symbol; `id` is `<path>#<qualified name>`, or the path itself for a file. Lines are 1-based. */
+export type CodeSymbolData = {
+  id: string;
+  name: string;
+  qualifiedName: string;
+  kind: CodeSymbolKind;
+  line: number;
+  column: number;
+  endLine: number;
+  exported: boolean;
+  signature: string;
+  doc: string;
+  /** Qualified name of the enclosing class, interface or namespace; for a route, the symbol registering it. */
+  container: string | null;
+};
+/** An edge stored with the file it occurs in; `lines` are its first sites there, `via` the files an import passed through. */
+export type CodeEdgeData = { from: string; to: string; kind: CodeEdgeKind; lines: number[]; via?: string[] };
+/** A call into an imported package (its module is not part of the graph). */
+export type CodeExternalCall = { from: string; name: string; module: string; line: number };
+/** Index data of one source file (stored as JSON per file). */
+export type CodeFileData = {
+  kind: 'code';
+  language: 'ts' | 'tsx' | 'js' | 'jsx';
+  lines: number;
+  symbols: CodeSymbolData[];
+  edges: CodeEdgeData[];
+  imports: { specifier: string; file: string | null }[];
+  external: CodeExternalCall[];
+};
+
+export function isCodePath(path: string): boolean {
+  return CODE_EXTENSIONS.includes(posix.extname(path).toLowerCase());
+}
 
 /** A stored file of a code-graph resource, as the graph loads it. */
 export type CodeFile = { path: string; size: number; mtimeMs: number; data: CodeFileData };

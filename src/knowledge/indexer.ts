@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { CairnError, describeError } from '../errors.js';
 import type { KnowledgeFileRecord, KnowledgeType } from '../store/store.js';
-import { extractCodeFiles, isCodePath } from './code-extract.js';
+import { isCodePath } from './code-graph.js';
 import { IGNORED_CODE_DIRS, readFolderFile, scanFolder } from './scan-folder.js';
 import { parseWikiFile } from './wiki.js';
 
@@ -86,6 +86,8 @@ export async function runIndexJob(job: IndexJob, onProgress?: (progress: IndexPr
     }
   } else if (total > 0) {
     let done = 0;
+    // The compiler (several MB of JavaScript) loads only when a code graph has files to parse.
+    const { extractCodeFiles } = await import('./code-extract.js');
     const extracted = extractCodeFiles(
       job.root,
       contents,

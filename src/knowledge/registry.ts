@@ -3,15 +3,17 @@ import { watch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { z } from 'zod';
-import { CairnError, describeError } from '../errors.js';
+import { CairnError, describeError, isCairnError } from '../errors.js';
 import type { KnowledgeResourceRecord, KnowledgeStore, KnowledgeType } from '../store/store.js';
-import { isCodePath, type CodeFileData } from './code-extract.js';
-import { CodeGraph } from './code-graph.js';
+import { CodeGraph, isCodePath, type CodeFileData } from './code-graph.js';
 import { IndexRunner } from './index-runner.js';
 import type { IndexJobResult, IndexProgress } from './indexer.js';
 import { IGNORED_CODE_DIRS, IGNORED_DIRS } from './scan-folder.js';
 import { notReadyAnswer, paramsDoc, paramsJsonSchema, toolsOf, type KnowledgeTool, type ToolParamDoc } from './tools.js';
 import { WikiIndex, type WikiFileData } from './wiki.js';
+
+/** How often a watching registry looks for resources added or removed by another process (the CLI). */
+const RESOURCE_POLL_MS = 5_000;
 
 /** `wiki-` or `cg-` and eight hex digits. */
 export const KNOWLEDGE_ID_PATTERN = /^(wiki|cg)-[0-9a-f]{8}$/;
@@ -54,14 +56,11 @@ export type KnowledgeToolListing = {
   tools: { name: string; description: string; params: Record<string, ToolParamDoc> }[];
 };
 
-/** A knowledge tool as a deferred tool of the MCP catalog (`<resource id>__<tool>`). */
-export type KnowledgeCatalogTool = {
-  name: string;
-  knowledgeId: string;
-  toolName: string;
-  description: string;
-  inputSchema: Record<string, unknown>;
-};
+/** A knowledge tool as a deferred tool of the tool hub's catalog: `source` is the resource id, so its name is `<resource id>__<tool>`. */
+export type KnowledgeCatalogTool = { source: string; toolName: string; description: string; inputSchema: Record<string, unknown> };
+
+/** A tool result in MCP form (what the tool hub returns for a catalog tool). */
+export type KnowledgeToolResult = { content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };
 
 export type KnowledgeRegistryOptions = {
   warn: (message: string) => void;
@@ -93,6 +92,9 @@ export class KnowledgeRegistry {
   private readonly reports = new Map<string, SyncReport>();
   private readonly watchers = new Map<string, FSWatcher>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  private catalog: readonly KnowledgeCatalogTool[] = [];
+  private readonly catalogListeners = new Set<() => void>();
+  private poller: NodeJS.Timeout | null = null;
   private watching = false;
   private closed = false;
 
@@ -101,6 +103,7 @@ export class KnowledgeRegistry {
     private readonly options: KnowledgeRegistryOptions,
   ) {
     this.runner = options.runner ?? new IndexRunner();
+    void this.refreshCatalog();
   }
 
   /** Registers a folder and starts indexing it in the background; returns at once with status `indexing`. */
@@ -120,6 +123,7 @@ export class KnowledgeRegistry {
     const record = await this.store.createKnowledgeResource({ id, type: valid.type, name: valid.name ?? basename(root), root });
     void this.schedule(id);
     if (this.watching) this.watchResource(record);
+    await this.refreshCatalog();
     return this.view(record);
   }
 
@@ -140,6 +144,7 @@ export class KnowledgeRegistry {
     await this.store.deleteKnowledgeResource(record.id);
     this.loaded.delete(record.id);
     this.reports.delete(record.id);
+    await this.refreshCatalog();
   }
 
   /** Starts a re-sync (or queues one behind a running sync); returns at once. */
@@ -201,21 +206,65 @@ export class KnowledgeRegistry {
     return (tool as KnowledgeTool<Index>).run({ resource, index, lastSync: this.reports.get(record.id) ?? null }, valid);
   }
 
-  /** Every knowledge tool as a deferred catalog tool, so `tool_search` finds them. */
-  async catalogTools(): Promise<KnowledgeCatalogTool[]> {
-    const resources = await this.store.listKnowledgeResources();
-    return resources.flatMap((r) =>
+  // ---- the tool hub's catalog provider -------------------------------------------------------
+
+  /** Every tool of every resource, as deferred catalog tools (`<resource id>__<tool>`) that `tool_search` finds. */
+  catalogTools(): readonly KnowledgeCatalogTool[] {
+    return this.catalog;
+  }
+
+  /** Calls `listener` when resources are added, removed or re-summarised; returns the unsubscribe function. */
+  onCatalogChange(listener: () => void): () => void {
+    this.catalogListeners.add(listener);
+    return () => this.catalogListeners.delete(listener);
+  }
+
+  /** Runs a catalog tool (the hub has validated the arguments against its schema); Cairn errors become error results. */
+  async callCatalogTool(source: string, toolName: string, args: Record<string, unknown>): Promise<KnowledgeToolResult> {
+    try {
+      const data = (await this.callTool(source, toolName, args)) as Record<string, unknown>;
+      return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };
+    } catch (err) {
+      if (isCairnError(err) && err.code !== 'internal') return { content: [{ type: 'text', text: err.message }], isError: true };
+      throw err;
+    }
+  }
+
+  /** Rebuilds the catalog from the stored resources; listeners hear of it when it changed. */
+  private async refreshCatalog(): Promise<void> {
+    let resources: KnowledgeResourceRecord[];
+    try {
+      resources = await this.store.listKnowledgeResources();
+    } catch (err) {
+      if (!this.closed) this.options.warn(`knowledge: cannot list resources: ${describeError(err)}`);
+      return;
+    }
+    const next = resources.flatMap((r) =>
       toolsOf(r.type).map((t) => ({
-        name: `${r.id}__${t.name}`,
-        knowledgeId: r.id,
+        source: r.id,
         toolName: t.name,
         description: `${t.description} Resource: ${r.type === 'wiki' ? 'wiki' : 'code graph'} '${r.name}' (${r.id})${r.summary ? `: ${clip(r.summary, 160)}` : ''}.`,
         inputSchema: paramsJsonSchema(t),
       })),
     );
+    const key = (list: readonly KnowledgeCatalogTool[]) => list.map((t) => `${t.source}__${t.toolName}\u0000${t.description}`).join('\n');
+    if (key(next) === key(this.catalog)) return;
+    this.catalog = next;
+    for (const listener of this.catalogListeners) {
+      try {
+        listener();
+      } catch (err) {
+        this.options.warn(`knowledge: catalog listener failed: ${describeError(err)}`);
+      }
+    }
   }
 
-  /** Watches every resource's folder and re-syncs after changes (debounced); catches up on changes made meanwhile. */
+  // ---- watching ----------------------------------------------------------------------------
+
+  /**
+   * Watches every resource's folder and re-syncs after changes (debounced), catching up on changes made
+   * while not watching; picks up resources another process (the CLI) adds or removes meanwhile.
+   */
   watch(): void {
     if (this.watching || this.closed) return;
     this.watching = true;
@@ -229,11 +278,24 @@ export class KnowledgeRegistry {
       },
       (err: unknown) => this.options.warn(`knowledge: cannot list resources to watch: ${describeError(err)}`),
     );
+    this.poller = setInterval(() => void this.pollResources(), RESOURCE_POLL_MS).unref();
+  }
+
+  private async pollResources(): Promise<void> {
+    if (this.closed) return;
+    const records = await this.store.listKnowledgeResources().catch(() => null);
+    if (!records || this.closed) return;
+    const ids = new Set(records.map((r) => r.id));
+    for (const record of records) this.watchResource(record);
+    for (const id of this.watchers.keys()) if (!ids.has(id)) this.unwatch(id);
+    await this.refreshCatalog();
   }
 
   /** Stops watching and indexing; waits for a sync that is writing its result. */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.poller) clearInterval(this.poller);
+    this.catalogListeners.clear();
     for (const id of [...this.watchers.keys(), ...this.timers.keys()]) this.unwatch(id);
     await this.runner.close();
     await Promise.allSettled([...this.jobs.values()]);
@@ -290,6 +352,8 @@ export class KnowledgeRegistry {
       report.durationMs = Math.round(performance.now() - started);
       if (!this.closed) this.reports.set(id, report);
     }
+    // The catalog's descriptions carry the summary, which changes with the index.
+    if (!this.closed) await this.refreshCatalog();
   }
 
   private async index(record: KnowledgeResourceRecord, force: readonly string[]): Promise<IndexJobResult> {

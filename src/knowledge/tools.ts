@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { KnowledgeType } from '../store/store.js';
-import { CODE_SYMBOL_KINDS } from './code-extract.js';
-import type { CodeGraph } from './code-graph.js';
+import { CODE_SYMBOL_KINDS, type CodeGraph } from './code-graph.js';
 import type { KnowledgeResource, SyncReport } from './registry.js';
 import type { WikiIndex } from './wiki.js';
 

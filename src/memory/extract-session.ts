@@ -35,9 +35,9 @@ export type ExtractionRun = {
  */
 export async function extractSession(deps: PipelineDeps, scope: Scope, sessionKey: string, signal?: AbortSignal): Promise<ExtractionRun> {
   const run: ExtractionRun = { batches: 0, messages: 0, created: 0, skipped: 0, superseded: 0 };
+  let { cursor } = await deps.store.pipelineState(scope, sessionKey);
   for (;;) {
     signal?.throwIfAborted();
-    const { cursor } = await deps.store.pipelineState(scope, sessionKey);
     const messages = await deps.store.messagesAfter(scope, sessionKey, cursor, deps.batchSize);
     if (messages.length === 0) return run;
     const context = deps.contextSize > 0 && cursor > 0 ? await deps.store.messagesBefore(scope, sessionKey, cursor, deps.contextSize) : [];
@@ -57,9 +57,11 @@ export async function extractSession(deps: PipelineDeps, scope: Scope, sessionKe
       await deps.store.commitExtraction({ scope, sessionKey, fromCursor: cursor, toCursor, actor: `pipeline:${deps.extractor.name}`, memories: writes });
     } catch (err) {
       // Another process committed this batch first: its result stands, and this run moves on from there.
-      if (isCairnError(err, 'conflict')) continue;
-      throw err;
+      if (!isCairnError(err, 'conflict')) throw err;
+      ({ cursor } = await deps.store.pipelineState(scope, sessionKey));
+      continue;
     }
+    cursor = toCursor;
     run.batches++;
     run.messages += messages.length;
     run.created += writes.length;

@@ -7,7 +7,7 @@ import { readWinkVectors } from './wink-json-reader.js';
 
 /**
  * The compact binary form of a word-vector package, built once from its JSON and then loaded with one
- * read and no parsing (DESIGN.md, "Word vectors"). Little-endian, every section 4-byte aligned:
+ * read and no parsing (DESIGN.md, "Embeddings"). Little-endian, every section 4-byte aligned:
  *
  *   "CAIRNWV\0" · u32 format · u32 header length · header JSON (space-padded)
  *   ranks      u32[count]          source frequency rank of each row (0 = most frequent)

@@ -36,11 +36,12 @@ describe('WordVectorEmbedder', () => {
     const built = await first.embed(texts);
     expect(existsSync(cachePath)).toBe(true);
     expect(first.status).toBe('ready');
-    expect(first.describe()).toMatch(/16 words loaded in \d+ ms/);
+    expect(first.describe()).toMatch(/16 words \(cache built in [\d.]+ s, loaded in \d+ ms\)/);
 
     const second = new WordVectorEmbedder({ source, cachePath });
     expect(second.describe()).toMatch(/cache ready/);
     const reloaded = await second.embed(texts);
+    expect(second.describe()).toMatch(/16 words \(loaded in \d+ ms\)/);
     expect(reloaded.map((v) => Array.from(v!))).toEqual(built.map((v) => Array.from(v!)));
     expect(second.id).toBe(first.id);
   });

@@ -1,0 +1,253 @@
+/**
+ * The word-vector embedder (src/embed/word-vectors/): what its one-off cache build costs, how fast and
+ * how big the cache loads, how many messages per second it embeds, and — on LoCoMo, when the data is
+ * present — how its settings compare, alone and fused with Cairn's keyword path. Runs on the built
+ * library (`npm run build`); skips itself when the optional package is not installed.
+ *
+ *   node bench/word-vectors.mjs            # prints the results document as JSON
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { syntheticCorpus } from './corpus.mjs';
+import { LOCOMO_FILE, loadLocomo } from './locomo.mjs';
+import { median, round, scoreRuns } from './metrics.mjs';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const DIST = join(REPO, 'dist');
+const THIS_FILE = fileURLToPath(import.meta.url);
+
+export const WORD_VECTOR_DEFAULTS = {
+  /** Timed repetitions of each load and throughput measurement; tables show the median. */
+  repeats: 7,
+  /** Synthetic messages for the throughput row that needs no data set. */
+  syntheticMessages: 20_000,
+  /** Fusion depths (candidates per path) measured on LoCoMo; conversation_search uses 3 × limit. */
+  depths: [15, 30, 60],
+};
+
+/** The LoCoMo ablation: each row changes one setting from the chosen default. */
+const VARIANTS = [
+  { name: 'default: a 0.01, stop words dropped', settings: {} },
+  { name: 'stop words kept', settings: { dropStopwords: false } },
+  { name: 'a 0.001', settings: { a: 0.001 } },
+  { name: 'a 0.001, stop words kept', settings: { a: 0.001, dropStopwords: false } },
+  { name: 'a 0.1', settings: { a: 0.1 } },
+  { name: 'common component removed', settings: { removeCommonComponent: true } },
+];
+
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+export async function run({ log = () => {}, ...overrides } = {}) {
+  const options = { ...WORD_VECTOR_DEFAULTS, ...overrides };
+  const lib = await import(pathToFileURL(join(DIST, 'embed', 'word-vectors', 'word-vector-embedder.js')).href);
+  const source = lib.findWordVectorPackage();
+  if (source === null) {
+    log(`word-vectors: skipped, the optional package ${lib.WORD_VECTOR_PACKAGE} is not installed`);
+    return null;
+  }
+  const work = mkdtempSync(join(tmpdir(), 'cairn-word-vectors-'));
+  try {
+    const cachePath = lib.wordVectorCachePath(work, source);
+    log(`word-vectors: building the cache from ${source.path}`);
+    const buildWall = performance.now();
+    const buildCpu = cpuMs();
+    await new lib.WordVectorEmbedder({ source, cachePath }).prepare();
+    const build = { seconds: (performance.now() - buildWall) / 1000, cpuSeconds: (cpuMs() - buildCpu) / 1000 };
+    const cacheBytes = statSync(cachePath).size;
+
+    const loads = [];
+    for (let r = 0; r < options.repeats; r++) {
+      const start = performance.now();
+      await new lib.WordVectorEmbedder({ source, cachePath }).prepare();
+      loads.push(performance.now() - start);
+    }
+    const memory = probeMemory(work);
+    log(`word-vectors: build ${round(build.seconds, 1)} s, cache ${round(cacheBytes / 1e6, 1)} MB, load ${round(median(loads), 0)} ms, RSS +${memory.deltaMb} MB`);
+
+    const embedder = new lib.WordVectorEmbedder({ source, cachePath });
+    await embedder.prepare();
+    const corpora = [];
+    const locomo = existsSync(LOCOMO_FILE) ? loadLocomo() : null;
+    if (locomo) corpora.push({ name: 'LoCoMo turns', texts: locomo.flatMap((s) => s.turns.map((t) => t.text)) });
+    corpora.push({ name: 'synthetic chat (bench/corpus.mjs)', texts: syntheticCorpus({ count: options.syntheticMessages }).messages.map((m) => m.content) });
+    const throughput = [];
+    for (const corpus of corpora) throughput.push(await measureThroughput(embedder, corpus, options.repeats));
+    for (const t of throughput) log(`word-vectors: ${t.corpus}: ${t.perSecond} messages/s (CPU time: ${t.perCpuSecond}/s)`);
+
+    const ablation = locomo ? await locomoAblation(lib, source, cachePath, locomo, options, log) : null;
+    return document({ source, build, cacheBytes, loads, memory, throughput, ablation, options });
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** Embeds the whole corpus `repeats` times (after one warm-up pass); rates are medians. */
+async function measureThroughput(embedder, corpus, repeats) {
+  await embedder.embed(corpus.texts);
+  const wall = [];
+  const cpu = [];
+  let vectors = [];
+  for (let r = 0; r < repeats; r++) {
+    const start = performance.now();
+    const startCpu = cpuMs();
+    vectors = await embedder.embed(corpus.texts);
+    wall.push(performance.now() - start);
+    cpu.push(cpuMs() - startCpu);
+  }
+  const n = corpus.texts.length;
+  return {
+    corpus: corpus.name,
+    messages: n,
+    meanChars: Math.round(corpus.texts.reduce((sum, t) => sum + t.length, 0) / n),
+    withoutVector: vectors.filter((v) => v === null).length,
+    perSecond: Math.round(n / (median(wall) / 1000)),
+    perCpuSecond: Math.round(n / (median(cpu) / 1000)),
+  };
+}
+
+/** Resident memory of a fresh process before and after loading the cache (measured in a child). */
+function probeMemory(work) {
+  const child = spawnSync(process.execPath, [THIS_FILE, '--probe-memory', work], { encoding: 'utf8' });
+  if (child.status !== 0) throw new Error(`word-vectors: memory probe failed: ${child.stderr}`);
+  return JSON.parse(child.stdout);
+}
+
+async function memoryProbe(work) {
+  const lib = await import(pathToFileURL(join(DIST, 'embed', 'word-vectors', 'word-vector-embedder.js')).href);
+  const source = lib.findWordVectorPackage();
+  const embedder = new lib.WordVectorEmbedder({ source, cachePath: lib.wordVectorCachePath(work, source) });
+  // Analysis tables load lazily; warm them so that the delta is the vectors alone.
+  (await import(pathToFileURL(join(DIST, 'text', 'analyze.js')).href)).analyze('warm up');
+  const before = process.memoryUsage().rss;
+  await embedder.prepare();
+  await embedder.embed(['one short message to touch the code path']);
+  const after = process.memoryUsage().rss;
+  const mb = (bytes) => round(bytes / 2 ** 20, 1);
+  process.stdout.write(JSON.stringify({ beforeMb: mb(before), afterMb: mb(after), deltaMb: mb(after - before) }));
+}
+
+/**
+ * LoCoMo §3.1 (categories 1–4, recall@10), in process: Cairn's keyword path (the SQLite store's BM25 on
+ * analysed terms), the vector path as exact cosine over the embedder's vectors (what the store computes),
+ * and both fused with Cairn's RRF (K = 60) at several candidate depths per path.
+ */
+async function locomoAblation(lib, source, cachePath, samples, options, log) {
+  const { SqliteStore } = await import(pathToFileURL(join(DIST, 'store', 'sqlite', 'sqlite-store.js')).href);
+  const { analyze } = await import(pathToFileURL(join(DIST, 'text', 'analyze.js')).href);
+  const { rrfFuse } = await import(pathToFileURL(join(DIST, 'search', 'rrf.js')).href);
+  const questions = samples.flatMap((s) => s.questions.filter((q) => q.category !== '5').map((q) => ({ ...q, sample: s })));
+  const depth = Math.max(...options.depths);
+
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-word-vectors-locomo-'));
+  const keyword = new Map();
+  try {
+    const store = SqliteStore.open({ path: join(dir, 'cairn.db') });
+    for (const s of samples) {
+      const scope = { userId: s.sampleId, agentId: 'default' };
+      await store.addMessages(s.turns.map((t) => ({ id: t.id, scope, sessionKey: t.sessionKey, role: t.role, content: t.text, timestamp: t.timestamp })));
+    }
+    for (const q of questions) {
+      const terms = analyze(q.question);
+      const hits = terms.length === 0 ? [] : await store.searchMessagesByKeyword({ userId: q.sample.sampleId, agentId: 'default' }, terms, {}, depth);
+      keyword.set(q.qid, hits.map((h) => h.id));
+    }
+    await store.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const score = (ranked) => {
+    const out = { all: scoreRuns(questions.map((q) => ({ ranked: ranked.get(q.qid) ?? [], gold: q.gold }))) };
+    for (const c of ['1', '2', '3', '4']) out[c] = scoreRuns(questions.filter((q) => q.category === c).map((q) => ({ ranked: ranked.get(q.qid) ?? [], gold: q.gold })));
+    return out;
+  };
+  const rows = [{ name: 'keyword only (Cairn BM25)', path: 'keyword', depth: null, ...score(keyword) }];
+  for (const variant of VARIANTS) {
+    const embedder = new lib.WordVectorEmbedder({ source, cachePath, settings: variant.settings });
+    const vector = new Map();
+    for (const s of samples) {
+      const turnVectors = await embedder.embed(s.turns.map((t) => t.text));
+      const queryVectors = await embedder.embed(s.questions.map((q) => q.question));
+      s.questions.forEach((q, i) => vector.set(q.qid, nearest(queryVectors[i], turnVectors, s.turns, depth)));
+    }
+    rows.push({ name: variant.name, id: embedder.id, path: 'vectors', depth: null, ...score(vector) });
+    for (const d of options.depths) {
+      const fused = new Map();
+      for (const q of questions) {
+        const lists = [keyword.get(q.qid), vector.get(q.qid)].map((ids) => ids.slice(0, d).map((id) => ({ id, score: 0 })));
+        fused.set(q.qid, rrfFuse(lists).map((h) => h.id));
+      }
+      rows.push({ name: variant.name, id: embedder.id, path: 'fused', depth: d, ...score(fused) });
+    }
+    log(`word-vectors: LoCoMo ${variant.name}: vectors ${rows.at(-1 - options.depths.length).all['recall@10']}, fused@30 ${rows.find((r) => r.id === embedder.id && r.depth === 30)?.all['recall@10']}`);
+  }
+  return { questions: questions.length, rows };
+}
+
+function nearest(query, turnVectors, turns, k) {
+  if (!query) return [];
+  const scored = [];
+  turnVectors.forEach((v, i) => {
+    if (!v) return;
+    let dot = 0;
+    for (let d = 0; d < v.length; d++) dot += query[d] * v[d];
+    scored.push({ id: turns[i].id, dot, i });
+  });
+  scored.sort((a, b) => b.dot - a.dot || a.i - b.i);
+  return scored.slice(0, k).map((s) => s.id);
+}
+
+function document({ source, build, cacheBytes, loads, memory, throughput, ablation, options }) {
+  const tables = [
+    {
+      title: 'Cache and memory',
+      columns: ['package', 'cache build s (wall)', 'cache build s (CPU)', 'cache MB', 'load ms (median)', 'RSS before load MB', 'RSS after load MB'],
+      rows: [[`${source.name} ${source.version}`, round(build.seconds, 1), round(build.cpuSeconds, 1), round(cacheBytes / 1e6, 1), round(median(loads), 0), memory.beforeMb, memory.afterMb]],
+      notes: 'The build converts the package JSON once per data directory and package version; every later start only loads the cache.',
+    },
+    {
+      title: 'Embedding throughput (one core)',
+      columns: ['corpus', 'messages', 'mean chars', 'without vector', 'messages/s (wall)', 'messages/s (CPU time)'],
+      rows: throughput.map((t) => [t.corpus, t.messages, t.meanChars, t.withoutVector, t.perSecond, t.perCpuSecond]),
+      notes: `Median of ${options.repeats} passes over the whole corpus after one warm-up pass.`,
+    },
+  ];
+  if (ablation) {
+    const cats = ['4', '2', '1', '3'];
+    tables.push({
+      title: `LoCoMo recall@10 by setting, alone and fused with the keyword path (${ablation.questions} questions, categories 1–4)`,
+      columns: ['setting', 'path', 'depth per path', 'recall@10', 'cat 4', 'cat 2', 'cat 1', 'cat 3', 'recall@20', 'nDCG@10'],
+      rows: ablation.rows.map((r) => [r.name, r.path, r.depth, r.all['recall@10'], ...cats.map((c) => r[c]['recall@10']), r.all['recall@20'], r.all['ndcg@10']]),
+      digits: [null, null, null, 4, 3, 3, 3, 3, 3, 3],
+      notes:
+        'Fused = Cairn’s RRF (K = 60) over the top `depth` candidates of each path; conversation_search uses 3 × limit (30 for limit 10). ' +
+        'The vector path is exact cosine, as the SQLite store computes it.',
+    });
+  }
+  return {
+    name: 'word-vectors',
+    title: 'Word vectors (offline embedder)',
+    order: 30,
+    summary: [
+      `The \`word_vectors\` embedder over ${source.name} ${source.version}: sentence vectors are SIF-weighted sums of word vectors over Cairn’s own unstemmed tokens (src/embed/word-vectors/).`,
+      'Setting choices are measured on LoCoMo §3.1 only; the chosen defaults are the first row of the LoCoMo table.',
+    ].join(' '),
+    data: { source, build, cacheBytes, loadsMs: loads.map((l) => round(l, 1)), memory, throughput, ablation },
+    tables,
+  };
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === THIS_FILE) {
+  if (process.argv[2] === '--probe-memory') {
+    await memoryProbe(process.argv[3]);
+  } else {
+    const result = await run({ log: (message) => process.stderr.write(`${message}\n`) });
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+  }
+}

@@ -1,0 +1,43 @@
+import type { ToolsConfig } from '../config.js';
+import type { Embedder } from '../embed/embedder.js';
+import { CairnError } from '../errors.js';
+import { catalogEntrySchema, staticCatalog, type Catalog } from './catalog.js';
+import { HybridToolSearch } from './hybrid-search.js';
+import type { Admission } from './tool-index.js';
+
+export type OfflineSearchOptions = {
+  /** Index choices (`index_param_descriptions`, `split_camel_case`, `cjk`) and `hybrid`. */
+  config: Pick<ToolsConfig, 'index_param_descriptions' | 'split_camel_case' | 'cjk' | 'hybrid'>;
+  /** Needed for hybrid search; without one the search is lexical. */
+  embedder?: Embedder | null;
+  /** `strict` (default) answers as tool_search does; `rank` orders every tool sharing a term. */
+  admission?: Admission;
+  warn?: (message: string) => void;
+};
+
+/** Searches a fixed catalog with no servers (`cairn tools search --catalog`, benchmarks): names, best first. */
+export type OfflineSearch = { catalog: Catalog; search(query: string, limit: number): Promise<string[]> };
+
+/** Builds an {@link OfflineSearch} over catalog entries `{name, description, inputSchema, server?}`. */
+export function offlineToolSearch(entries: unknown, options: OfflineSearchOptions): OfflineSearch {
+  if (!Array.isArray(entries)) throw new CairnError('invalid_input', 'a tool catalog must be a JSON array of {name, description, inputSchema, server?}');
+  const valid = entries.map((e, i) => {
+    const parsed = catalogEntrySchema.safeParse(e);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new CairnError('invalid_input', `catalog entry ${i}${issue.path.length ? `.${issue.path.join('.')}` : ''}: ${issue.message}`);
+    }
+    return parsed.data;
+  });
+  const c = options.config;
+  const catalog = staticCatalog(valid, { paramDescriptions: c.index_param_descriptions, camelCase: c.split_camel_case, cjk: c.cjk });
+  const admission = options.admission ?? 'strict';
+  const hybrid = c.hybrid && options.embedder ? new HybridToolSearch(options.embedder, options.warn ?? (() => undefined)) : null;
+  return {
+    catalog,
+    async search(query, limit) {
+      const tools = hybrid ? await hybrid.search(catalog, query, limit, admission) : catalog.search(query, limit, admission);
+      return tools.map((t) => t.name);
+    },
+  };
+}

@@ -1,0 +1,130 @@
+import type { Hono } from 'hono';
+import { z } from 'zod';
+import type { Cairn } from '../cairn.js';
+import { KNOWLEDGE_ID_PATTERN, newKnowledgeSchema, type KnowledgeResource, type KnowledgeToolListing } from '../knowledge/registry.js';
+import { requestScope, type AppEnv, type AuthMode } from './caller.js';
+import type { Operation } from './openapi.js';
+import { readBody } from './wire.js';
+
+// Knowledge resources over REST: `/v1/knowledge` to manage them, and the knowledge branch of
+// discover-then-invoke (`/v3/tools/list` and `/v3/tools/call` with a `knowledge_id`, see tools-routes.ts).
+
+/** The `knowledge_id` field of `/v3/tools/list` and `/v3/tools/call` bodies; the registry validates it (400 when malformed). */
+export const knowledgeIdField = z.unknown().optional().describe('A knowledge resource (`wiki-xxxxxxxx` or `cg-xxxxxxxx`): list or call its tools.');
+
+const progressWire = z.object({ done: z.number().int(), total: z.number().int() }).nullable();
+
+export const knowledgeWire = z.object({
+  id: z.string(),
+  type: z.enum(['wiki', 'code']),
+  name: z.string(),
+  root: z.string(),
+  status: z.enum(['indexing', 'ready', 'error']),
+  error: z.string().nullable(),
+  summary: z.string(),
+  stats: z.record(z.string(), z.number()),
+  created_at: z.string(),
+  synced_at: z.string().nullable(),
+  syncing: z.boolean().describe('A sync is running; a ready resource keeps answering from its last index meanwhile.'),
+  progress: progressWire,
+});
+
+/** The knowledge REST operations, for the OpenAPI document. */
+export const KNOWLEDGE_OPERATIONS: readonly Operation[] = [
+  { method: 'post', path: '/v1/knowledge', summary: 'Register a wiki folder or a code folder; indexing runs in the background', body: newKnowledgeSchema, response: knowledgeWire, status: 201 },
+  { method: 'get', path: '/v1/knowledge', summary: 'List knowledge resources', response: z.object({ resources: z.array(knowledgeWire) }) },
+  { method: 'get', path: '/v1/knowledge/{id}', summary: 'One knowledge resource', response: knowledgeWire },
+  { method: 'post', path: '/v1/knowledge/{id}/sync', summary: 'Re-sync incrementally (only files whose content changed)', response: knowledgeWire, status: 202 },
+  { method: 'delete', path: '/v1/knowledge/{id}', summary: 'Unregister a resource (its folder is left alone)', response: z.object({ deleted: z.string() }) },
+];
+
+/** `/v1/knowledge`: register, list, read, sync and remove knowledge resources. */
+export function addKnowledgeRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
+  app.post('/v1/knowledge', async (c) => {
+    requestScope(c, mode);
+    const resource = await cairn.knowledge.add(await readBody(c, newKnowledgeSchema));
+    return c.json(toKnowledgeWire(resource), 201);
+  });
+
+  app.get('/v1/knowledge', async (c) => {
+    requestScope(c, mode);
+    return c.json({ resources: (await cairn.knowledge.list()).map(toKnowledgeWire) });
+  });
+
+  app.get('/v1/knowledge/:id', async (c) => {
+    requestScope(c, mode);
+    return c.json(toKnowledgeWire(await cairn.knowledge.get(c.req.param('id'))));
+  });
+
+  app.post('/v1/knowledge/:id/sync', async (c) => {
+    requestScope(c, mode);
+    return c.json(toKnowledgeWire(await cairn.knowledge.sync(c.req.param('id'))), 202);
+  });
+
+  app.delete('/v1/knowledge/:id', async (c) => {
+    requestScope(c, mode);
+    const id = c.req.param('id');
+    await cairn.knowledge.remove(id);
+    return c.json({ deleted: id });
+  });
+}
+
+/** `POST /v3/tools/list` with a `knowledge_id`: the resource and its tools with parameter docs. */
+export async function knowledgeToolList(cairn: Cairn, knowledgeId: unknown): Promise<KnowledgeToolListing> {
+  return cairn.knowledge.describeTools(knowledgeId);
+}
+
+/** `POST /v3/tools/call` with a `knowledge_id`: `{data}`, the tool's answer (or the resource's status while it is not ready). */
+export async function knowledgeToolCall(cairn: Cairn, knowledgeId: unknown, toolName: unknown, params: unknown): Promise<{ data: unknown }> {
+  return { data: await cairn.knowledge.callTool(knowledgeId, toolName, params) };
+}
+
+/** An entry of the general `/v3/tools/list` for one knowledge resource (its tools are listed with its `knowledge_id`). */
+export type KnowledgeListingEntry = {
+  name: string;
+  source: 'knowledge';
+  knowledge_id: string;
+  type: 'wiki' | 'code';
+  status: KnowledgeResource['status'];
+  description: string;
+  params: Record<string, never>;
+};
+
+/**
+ * The general listing (no `source` filter): the catalog's tools without the per-resource knowledge tools
+ * (those are listed with a `knowledge_id`), plus one entry per knowledge resource.
+ */
+export async function withKnowledgeEntries<T extends { source: string }>(cairn: Cairn, tools: readonly T[], source?: string): Promise<(T | KnowledgeListingEntry)[]> {
+  if (source !== undefined) return [...tools];
+  const entries = (await cairn.knowledge.list()).map(
+    (r): KnowledgeListingEntry => ({
+      name: r.id,
+      source: 'knowledge',
+      knowledge_id: r.id,
+      type: r.type,
+      status: r.status,
+      description:
+        `${r.type === 'wiki' ? 'Wiki' : 'Code graph'} '${r.name}'${r.summary ? `: ${r.summary}` : ''}. ` +
+        `List its tools with POST /v3/tools/list {"knowledge_id": "${r.id}"}, then call them with POST /v3/tools/call.`,
+      params: {},
+    }),
+  );
+  return [...tools.filter((t) => !KNOWLEDGE_ID_PATTERN.test(t.source)), ...entries];
+}
+
+export function toKnowledgeWire(r: KnowledgeResource): z.infer<typeof knowledgeWire> {
+  return {
+    id: r.id,
+    type: r.type,
+    name: r.name,
+    root: r.root,
+    status: r.status,
+    error: r.error,
+    summary: r.summary,
+    stats: r.stats,
+    created_at: r.createdAt,
+    synced_at: r.syncedAt,
+    syncing: r.syncing,
+    progress: r.progress,
+  };
+}
