@@ -15,7 +15,7 @@ import { RETRIEVAL_METRICS, round, scoreRuns } from './metrics.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = join(REPO, 'dist', 'cli', 'main.js');
-const run = promisify(execFile);
+const execFileAsync = promisify(execFile);
 
 /** Where the data lives: `$BENCH_LOCOMO_FILE`, else the shared data folder beside the repository. */
 export const LOCOMO_FILE = process.env.BENCH_LOCOMO_FILE ?? resolve(REPO, '..', 'shared', 'data', 'locomo', 'locomo10.json');
@@ -134,10 +134,10 @@ export async function runLocomo({ configs = CAIRN_CONFIGS, log = () => {} } = {}
       const dataDir = join(work, config.name);
       const env = cairnEnv(config.env);
       const importStart = performance.now();
-      await run(process.execPath, [CLI, 'import', messagesFile, '--data', dataDir], { env, maxBuffer: 1 << 26 });
+      await execFileAsync(process.execPath, [CLI, 'import', messagesFile, '--data', dataDir], { env, maxBuffer: 1 << 26 });
       const importSeconds = (performance.now() - importStart) / 1000;
       const searchStart = performance.now();
-      const { stdout } = await run(process.execPath, [CLI, 'search', 'conversations', '--batch', queriesFile, '--limit', String(K), '--json', '--data', dataDir], {
+      const { stdout } = await execFileAsync(process.execPath, [CLI, 'search', 'conversations', '--batch', queriesFile, '--limit', String(K), '--json', '--data', dataDir], {
         env,
         maxBuffer: 1 << 28,
       });
@@ -231,3 +231,6 @@ function document(samples, systems) {
     ],
   };
 }
+
+/** The entry bench/run.mjs calls. */
+export const run = runLocomo;

@@ -4,25 +4,28 @@
  *
  *   node bench/run.mjs            # every bench
  *   node bench/run.mjs locomo     # only LoCoMo
- *   node bench/run.mjs speed
+ *   node bench/run.mjs speed tools
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runLocomo } from './locomo.mjs';
 import { round } from './metrics.mjs';
 import { writeReport } from './report.mjs';
-import { runSpeed } from './speed.mjs';
 
 const BENCH = dirname(fileURLToPath(import.meta.url));
 const RESULTS = join(BENCH, 'results');
 const REPORT = resolve(BENCH, '..', 'BENCHMARKS.md');
 
-/** Every bench by name; each returns a results document, or null when it skipped itself. */
+/**
+ * Every bench by name, in run order. Each module exports `run({ log })`, which returns a results document
+ * (see report.mjs) or null when it skipped itself. Modules load lazily, so one bench can run alone.
+ */
 const BENCHES = {
-  locomo: runLocomo,
-  speed: runSpeed,
+  locomo: './locomo.mjs',
+  speed: './speed.mjs',
+  tools: './tools.mjs',
+  knowledge: './knowledge.mjs',
 };
 
 const log = (message) => process.stderr.write(`${message}\n`);
@@ -39,7 +42,8 @@ async function main(args) {
     const start = performance.now();
     // Timings are only as good as the machine is idle; the load average at the start is recorded with them.
     const load = round(loadavg()[0], 2);
-    const result = await BENCHES[name]({ log });
+    const { run } = await import(BENCHES[name]);
+    const result = await run({ log });
     if (result === null) continue;
     result.machine = { ...machine(), load_average: load, duration_s: Math.round((performance.now() - start) / 1000) };
     writeFileSync(join(RESULTS, `${name}.json`), `${stableStringify(result)}\n`);

@@ -186,3 +186,6 @@ function document(options, imports, searches, embedding) {
     ],
   };
 }
+
+/** The entry bench/run.mjs calls. */
+export const run = runSpeed;

@@ -130,6 +130,10 @@ export class Cairn {
   constructor(config: CairnConfig, store: Store, options: CairnOptions = {}) {
     this.config = config;
     this.store = store;
+    const model = createChatModel(config.llm);
+    if (config.pipeline.extractor === 'llm' && !model) {
+      throw new CairnError('config_invalid', 'invalid config at pipeline.extractor: llm needs llm.provider openai_compatible');
+    }
     const warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
     const embedding = openEmbedder(config.embedding, { dataDir: config.data_dir, onProgress: options.onProgress });
     if (embedding.unavailable) warn(embedding.unavailable);
@@ -164,10 +168,6 @@ export class Cairn {
       maxTurns: config.budget.max_turns,
       idleTurnMs: config.budget.idle_turn_seconds * 1000,
     });
-    const model = createChatModel(config.llm);
-    if (config.pipeline.extractor === 'llm' && !model) {
-      throw new CairnError('config_invalid', 'invalid config at pipeline.extractor: llm needs llm.provider openai_compatible');
-    }
     this.extractor =
       model && config.pipeline.extractor !== 'rules' ? new LlmExtractor(model, { minPriority: config.pipeline.min_priority }) : new RuleExtractor();
     const pipeline = {

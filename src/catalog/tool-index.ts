@@ -4,7 +4,7 @@ import { ENGLISH_STOPWORDS } from '../text/stopwords.js';
 import { isRecord, topLevelProperties } from './schema.js';
 
 /**
- * Lexical retrieval over a tool catalog (DESIGN.md, "Tool search"): one bag of words per tool, Snowball
+ * Lexical retrieval over a tool catalog (DESIGN.md, "Tool hub"): one bag of words per tool, Snowball
  * English stemming on both sides, Okapi BM25, and the admission rules of the reference tool search — a
  * tool must contain the query's rarest token and, once a query has four or more answerable terms, at
  * least half of them; a query equal to a tool's name always returns that tool first.
@@ -37,6 +37,8 @@ export type ToolTextOptions = {
   paramDescriptions?: boolean;
   /** Split camelCase tool names into words (`getUserProfile` → get user profile). Default true. */
   camelCase?: boolean;
+  /** Score every query token, repeats and stop words included, as the reference does (for comparison). Default false. */
+  referenceScoring?: boolean;
 };
 
 /**
@@ -178,7 +180,7 @@ export class ToolIndex {
     const terms = this.tokens(query);
     if (terms.length === 0) return [];
     const exact = this.byName.get(query.trim().toLowerCase()) ?? [];
-    const scoring = scoringTerms(terms);
+    const scoring = this.options.referenceScoring ? terms : scoringTerms(terms);
     const hits = admission === 'strict' ? this.strict(terms, scoring, exact) : this.ranked(scoring, exact);
     // Hits arrive in catalog order and the sort is stable, so ties keep catalog order.
     hits.sort((a, b) => b.score - a.score);
@@ -242,8 +244,8 @@ export class ToolIndex {
 
 /**
  * The terms that score: distinct, without stop words (all distinct terms when the query is only stop
- * words). Measured on BFCL, MetaTool and Seal-Tools, both raise recall over counting every query token
- * (BENCHMARKS.md); admission still sees every token.
+ * words). Both raise recall over scoring every query token on BFCL, MetaTool and Seal-Tools
+ * (BENCHMARKS.md, "Tool retrieval"); admission still sees every token.
  */
 function scoringTerms(terms: readonly string[]): string[] {
   const distinct = [...new Set(terms)];

@@ -365,7 +365,8 @@ function progressBars(): (task: string, done: number, total: number) => void {
   const bars = new Map<string, ProgressBar>();
   return (task, done, total) => {
     let bar = bars.get(task);
-    if (!bar) bars.set(task, (bar = new ProgressBar(task, total)));
+    // Only long jobs report progress, so even a small total deserves a bar.
+    if (!bar) bars.set(task, (bar = new ProgressBar(task, total, process.stderr, 0)));
     bar.update(done);
   };
 }

@@ -10,7 +10,7 @@ import { createWordVectorEmbedder, WORD_VECTOR_PACKAGE, type WordVectorEmbedder 
 export type EmbedderContext = {
   /** Data directory; word vectors keep their cache in `<dataDir>/cache`. Default `~/.cairn`. */
   dataDir?: string;
-  /** Progress of a long one-off preparation (building the word-vector cache), in bytes. */
+  /** Progress of a long one-off preparation (building the word-vector cache, in MB of JSON read). */
   onProgress?: (task: string, done: number, total: number) => void;
 };
 
@@ -72,7 +72,7 @@ export function openEmbedder(config: EmbeddingConfig, context: EmbedderContext =
 function wordVectors(context: EmbedderContext): WordVectorEmbedder | null {
   const onProgress = context.onProgress;
   return createWordVectorEmbedder(context.dataDir ?? join(homedir(), '.cairn'), {
-    onBuildProgress: onProgress ? (done, total) => onProgress('building word-vector cache', done, total) : undefined,
+    onBuildProgress: onProgress ? (done, total) => onProgress('building word-vector cache (MB read)', Math.round(done / 1e6), Math.round(total / 1e6)) : undefined,
   });
 }
 

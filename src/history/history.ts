@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ToolCallNote, ToolCallRecord, ToolCallRecorder } from '../catalog/recorder.js';
+import type { ToolCaller, ToolCallNote, ToolCallRecord, ToolCallRecorder } from '../catalog/recorder.js';
 import type { CairnConfig } from '../config.js';
 import type { Embedder } from '../embed/embedder.js';
 import { CairnError, describeError } from '../errors.js';
@@ -15,7 +15,7 @@ import { resultText, RunLog, runInput, toolCallInput, type RunInput } from './ru
 import { ResultWriter, resolveOutputDir, writeResultParams, type WriteResultReceipt } from './write-result.js';
 
 /** Who is asking for a session's history: the scope, the session and, when known, the turn (its run's task id). */
-export type HistoryCaller = { scope: Scope; sessionKey?: string | undefined; turnId?: string | undefined };
+export type HistoryCaller = ToolCaller;
 
 /** What history adds to a hub tool call: the run it joined and, when the call failed, the failure hint. */
 export type HistoryToolCallNote = ToolCallNote & {

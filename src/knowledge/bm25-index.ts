@@ -13,54 +13,55 @@ export type Bm25Hit = { index: number; score: number };
  */
 export class Bm25Index {
   readonly size: number;
-  private readonly termFreqs: Map<string, number>[] = [];
-  private readonly lengths: Float64Array;
-  private readonly avgLength: number;
-  private readonly postings = new Map<string, number[]>();
+  /** Per document: the length normalisation k1·(1 − b + b·len/avgLen). */
+  private readonly norms: Float64Array;
+  /** Per term: the documents holding it and its frequency in each. */
+  private readonly postings = new Map<string, { docs: number[]; freqs: number[] }>();
 
   constructor(documents: readonly (readonly string[])[]) {
     this.size = documents.length;
-    this.lengths = new Float64Array(documents.length);
+    this.norms = new Float64Array(documents.length);
     let total = 0;
     documents.forEach((tokens, i) => {
       const tf = new Map<string, number>();
       for (const t of tokens) tf.set(t, (tf.get(t) ?? 0) + 1);
-      this.termFreqs.push(tf);
-      this.lengths[i] = tokens.length;
-      total += tokens.length;
-      for (const t of tf.keys()) {
+      for (const [t, f] of tf) {
         const list = this.postings.get(t);
-        if (list) list.push(i);
-        else this.postings.set(t, [i]);
+        if (list) {
+          list.docs.push(i);
+          list.freqs.push(f);
+        } else this.postings.set(t, { docs: [i], freqs: [f] });
       }
+      this.norms[i] = tokens.length;
+      total += tokens.length;
     });
-    this.avgLength = documents.length > 0 ? total / documents.length : 0;
+    const avgLength = Math.max(documents.length > 0 ? total / documents.length : 0, 1);
+    for (let i = 0; i < this.norms.length; i++) this.norms[i] = BM25_K1 * (1 - BM25_B + (BM25_B * this.norms[i]!) / avgLength);
   }
 
   /** ln(1 + (N − df + 0.5) / (df + 0.5)); always positive. */
   idf(token: string): number {
-    const df = this.postings.get(token)?.length ?? 0;
+    const df = this.postings.get(token)?.docs.length ?? 0;
     return Math.log(1 + (this.size - df + 0.5) / (df + 0.5));
   }
 
   /** The best `limit` documents sharing a token with the query, best first; ties keep document order. */
   search(queryTokens: readonly string[], limit: number): Bm25Hit[] {
-    const terms = [...new Set(queryTokens)];
-    const candidates = new Set<number>();
-    for (const t of terms) for (const i of this.postings.get(t) ?? []) candidates.add(i);
-    const hits = [...candidates].sort((a, b) => a - b).map((index) => ({ index, score: this.score(index, terms) }));
-    hits.sort((a, b) => b.score - a.score);
-    return hits.slice(0, Math.max(0, limit));
-  }
-
-  private score(index: number, terms: readonly string[]): number {
-    const tf = this.termFreqs[index]!;
-    const norm = BM25_K1 * (1 - BM25_B + (BM25_B * this.lengths[index]!) / Math.max(this.avgLength, 1));
-    let score = 0;
-    for (const t of terms) {
-      const f = tf.get(t);
-      if (f !== undefined) score += (this.idf(t) * f * (BM25_K1 + 1)) / (f + norm);
+    const scores = new Float64Array(this.size);
+    const touched: number[] = [];
+    // Term at a time: each query term walks its postings once.
+    for (const t of new Set(queryTokens)) {
+      const list = this.postings.get(t);
+      if (!list) continue;
+      const idf = this.idf(t);
+      for (let j = 0; j < list.docs.length; j++) {
+        const doc = list.docs[j]!;
+        const f = list.freqs[j]!;
+        if (scores[doc] === 0) touched.push(doc);
+        scores[doc]! += (idf * f * (BM25_K1 + 1)) / (f + this.norms[doc]!);
+      }
     }
-    return score;
+    touched.sort((a, b) => scores[b]! - scores[a]! || a - b);
+    return touched.slice(0, Math.max(0, limit)).map((index) => ({ index, score: scores[index]! }));
   }
 }

@@ -190,7 +190,9 @@ type Page = {
   links: WikiLinkRef[];
   content: string;
   size: number;
+  pieces?: SnippetPiece[];
 };
+type SnippetPiece = { text: string; line: number; terms: ReadonlySet<string>; penalty: number };
 
 export type WikiEdge = { source: string; target: string; kind: 'wikilink' | 'link' };
 export type WikiUnresolvedLink = { source: string; target: string; kind: 'wikilink' | 'link' };
@@ -512,32 +514,41 @@ function findHeading(headings: readonly WikiHeading[], section: string): WikiHea
 
 /** The line (or, in a long line, the sentence) holding the most distinct query terms, and its section. */
 function bestSnippet(page: Page, wanted: ReadonlySet<string>): { text: string; line: number; section: string | null } {
-  const lines = page.content.split('\n');
+  page.pieces ??= snippetPieces(page.content);
   let best = { score: 0, text: '', line: 0 };
-  let inFence = false;
-  lines.forEach((raw, i) => {
-    if (/^\s*(```|~~~)/.test(raw)) {
-      inFence = !inFence;
-      return;
-    }
-    const text = raw.trim();
-    if (text === '' || /^-{3,}$/.test(text)) return;
-    const pieces = text.length > SNIPPET_CHARS ? text.split(/(?<=[.!?。！？；;])\s*/) : [text];
-    for (const piece of pieces) {
-      let score = 0;
-      for (const t of new Set(analyze(piece))) if (wanted.has(t)) score++;
-      // Prose beats headings and code at equal coverage.
-      const adjusted = score - (text.startsWith('#') || inFence ? 0.5 : 0);
-      if (adjusted > best.score) best = { score: adjusted, text: piece, line: i + 1 };
-    }
-  });
+  for (const piece of page.pieces) {
+    let score = -piece.penalty;
+    for (const t of piece.terms) if (wanted.has(t)) score++;
+    if (score > best.score) best = { score, text: piece.text, line: piece.line };
+  }
   if (best.line === 0) {
+    const lines = page.content.split('\n');
     const first = lines.findIndex((l) => l.trim() !== '' && !l.startsWith('#') && !/^-{3,}$/.test(l.trim()));
     best = { score: 0, text: first === -1 ? '' : lines[first]!.trim(), line: first + 1 };
   }
   const section = [...page.headings].reverse().find((h) => h.line <= best.line)?.text ?? null;
   const text = best.text.length > SNIPPET_CHARS ? `${best.text.slice(0, SNIPPET_CHARS - 1)}…` : best.text;
   return { text, line: best.line, section };
+}
+
+/** Snippet candidates of a page with their analysed terms (computed once per page, on its first search hit). */
+function snippetPieces(content: string): SnippetPiece[] {
+  const pieces: SnippetPiece[] = [];
+  let inFence = false;
+  content.split('\n').forEach((raw, i) => {
+    if (/^\s*(```|~~~)/.test(raw)) {
+      inFence = !inFence;
+      return;
+    }
+    const text = raw.trim();
+    if (text === '' || /^-{3,}$/.test(text)) return;
+    // Prose beats headings and code at equal coverage.
+    const penalty = text.startsWith('#') || inFence ? 0.5 : 0;
+    for (const piece of text.length > SNIPPET_CHARS ? text.split(/(?<=[.!?。！？；;])\s*/) : [text]) {
+      if (piece !== '') pieces.push({ text: piece, line: i + 1, terms: new Set(analyze(piece)), penalty });
+    }
+  });
+  return pieces;
 }
 
 function addTo(map: Map<string, Set<string>>, key: string, value: string): void {

@@ -84,6 +84,7 @@ export async function dedupMemories(
     // A later statement of the same single-valued fact in one batch replaces the earlier one.
     const replaces = slot === null ? [] : kept.filter((k) => k.slot === slot).map((k) => k.index);
     kept.push({ memory: { ...memory }, key, slot, candidates, index: decisions.length, replaces });
+    // A placeholder: kept memories are decided below, once the whole batch is known.
     decisions.push({ action: 'store', memory, supersedes: [], supersedesInBatch: [] });
   }
 
