@@ -418,7 +418,12 @@ export class Cairn {
 /** Opens Cairn on the configured data directory (embedded SQLite). */
 export async function createCairn(config: CairnConfig = loadConfig(), options: CairnOptions = {}): Promise<Cairn> {
   const store = SqliteStore.open({ path: join(config.data_dir, 'cairn.db') });
-  return new Cairn(config, store, options);
+  try {
+    return new Cairn(config, store, options);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
 }
 
 /** The scope for a caller that gave none. */

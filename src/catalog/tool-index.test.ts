@@ -227,4 +227,16 @@ describe('properties', () => {
       }),
     );
   });
+
+  it('a small limit returns exactly the head of the full ranking, ties in catalog order', () => {
+    fc.assert(
+      fc.property(fc.array(tool, { minLength: 1, maxLength: 30 }), fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 4 }), fc.integer({ min: 1, max: 4 }), (tools, q, limit) => {
+        const index = new ToolIndex(tools);
+        const query = q.join(' ');
+        for (const admission of ['strict', 'rank'] as const) {
+          expect(index.search(query, limit, admission)).toEqual(index.search(query, tools.length, admission).slice(0, limit));
+        }
+      }),
+    );
+  });
 });

@@ -182,9 +182,7 @@ export class ToolIndex {
     const exact = this.byName.get(query.trim().toLowerCase()) ?? [];
     const scoring = this.options.referenceScoring ? terms : scoringTerms(terms);
     const hits = admission === 'strict' ? this.strict(terms, scoring, exact) : this.ranked(scoring, exact);
-    // Hits arrive in catalog order and the sort is stable, so ties keep catalog order.
-    hits.sort((a, b) => b.score - a.score);
-    return hits.slice(0, limit);
+    return best(hits, limit);
   }
 
   /** The gate (rarest token) and floor of the reference: tools holding the gate and enough answerable terms. */
@@ -240,6 +238,23 @@ export class ToolIndex {
   private idfOf(df: number): number {
     return Math.log(1 + (this.size - df + 0.5) / (df + 0.5));
   }
+}
+
+/**
+ * The `limit` highest-scoring hits, best first. Hits arrive in catalog order and ties keep it: a stable
+ * sort for short lists, a bounded insertion for long ones (rank admission touches most of a catalog).
+ */
+function best(hits: ToolHit[], limit: number): ToolHit[] {
+  if (hits.length <= limit * 4) return hits.sort((a, b) => b.score - a.score).slice(0, limit);
+  const top: ToolHit[] = [];
+  for (const hit of hits) {
+    if (top.length === limit && hit.score <= top[limit - 1]!.score) continue;
+    let at = top.length;
+    while (at > 0 && top[at - 1]!.score < hit.score) at--;
+    top.splice(at, 0, hit);
+    if (top.length > limit) top.pop();
+  }
+  return top;
 }
 
 /**

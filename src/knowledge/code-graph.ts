@@ -220,9 +220,12 @@ export class CodeGraph {
     if (ref.line !== undefined && candidates.length > 1) {
       const line = ref.line;
       const containing = candidates.filter((s) => s.line <= line && line <= s.endLine);
-      // The innermost symbol around the line: the line names it, nothing is guessed.
-      const innermost = containing.sort((a, b) => a.endLine - a.line - (b.endLine - b.line))[0];
-      if (innermost) candidates = [innermost];
+      // Within one file the line names the innermost symbol around it; across files it names nothing.
+      if (new Set(containing.map((s) => s.file)).size === 1) {
+        candidates = [containing.sort((a, b) => a.endLine - a.line - (b.endLine - b.line))[0]!];
+      } else if (containing.length > 1) {
+        candidates = containing;
+      }
     }
     if (candidates.length === 1) return { symbol: candidates[0]! };
     if (candidates.length > 1) return { ambiguous: candidates.sort(bySite).map(brief) };
