@@ -7,6 +7,7 @@ import {
   toolSearch,
   type BridgeError,
   type CallEntry,
+  type SearchLimits,
   type ToolDescribeAnswer,
   type ToolSearchAnswer,
 } from './bridge.js';
@@ -31,7 +32,7 @@ const issueTools = [
   tool('mq-slack', 'post_message', 'Post a message to a channel.', ['channel', 'text'], ['channel', 'text']),
 ];
 const catalog = new Catalog(issueTools, [connected('mq-linear', 2), connected('mq-slack', 1)]);
-const limits = { defaultLimit: 5, maxLimit: 25 };
+const limits: SearchLimits = { defaultLimit: 5, maxLimit: 25 };
 const core = new Set(['memory_search', 'terminal']);
 const isCore = (n: string) => core.has(n);
 

@@ -1,4 +1,4 @@
-import type { Catalog, CatalogTool, Disclosure, SourceSummary } from './catalog.js';
+import type { Catalog, CatalogTool, Disclosure, SourceStatus, SourceSummary } from './catalog.js';
 import { NAME_SEPARATOR } from './catalog.js';
 import { isRecord, requiredNames, type JsonObject } from './schema.js';
 
@@ -148,14 +148,20 @@ export function resolveCall(catalog: Catalog, entries: readonly CallEntry[], isC
 export function unknownToolError(catalog: Catalog, name: string, isCore: (name: string) => boolean): string {
   const normalized = name.trim().toLowerCase().replace(/[- ]/g, '_');
   if (isCore(name) || isCore(normalized)) return directlyListedError(isCore(name) ? name : normalized);
-  const sep = name.indexOf(NAME_SEPARATOR);
-  const server = sep > 0 ? catalog.sources.find((s) => s.name === name.slice(0, sep)) : undefined;
-  if (server && server.state !== 'connected') {
+  const server = unavailableSourceOf(catalog, name);
+  if (server) {
     return `'${name}' belongs to server '${server.name}', which is unavailable right now (${server.reason ?? server.state}). Its tools come back when it reconnects; tool_search lists the sources that are available.`;
   }
   const suggestions = catalog.suffixMatches(name);
   const next = suggestions.length > 0 ? ` Did you mean ${suggestions.map((s) => `'${s}'`).join(', ')}?` : ' Use tool_search to find the exact name.';
   return `'${name}' is not a known tool name. Deferred tools are called by the exact name tool_search returns (<server>__<tool>).${next}`;
+}
+
+/** The configured source a `<server>__<tool>` name belongs to, when that source is not connected. */
+export function unavailableSourceOf(catalog: Catalog, name: string): SourceStatus | undefined {
+  const sep = name.indexOf(NAME_SEPARATOR);
+  const source = sep > 0 ? catalog.sources.find((s) => s.name === name.slice(0, sep)) : undefined;
+  return source && source.state !== 'connected' ? source : undefined;
 }
 
 /** The error for Cairn's own (directly listed) tools named through the bridge. */

@@ -162,7 +162,7 @@ describe('the tool hub over real MCP servers', () => {
     await until(hub, () => state(hub, 'weather').state === 'unavailable');
     expect(hub.catalog().get('weather__get_alerts')).toBeUndefined();
     const outcome = await hub.invoke('weather__get_alerts', { region: 'x' }, caller);
-    expect(outcome).toMatchObject({ kind: 'unknown', message: expect.stringContaining('unavailable right now') });
+    expect(outcome).toMatchObject({ kind: 'unavailable', message: expect.stringContaining('unavailable right now') });
     const again = await startWeatherServer(port);
     cleanups.push(() => again.close());
     await until(hub, () => state(hub, 'weather').state === 'connected');

@@ -9,6 +9,7 @@ import {
   resolveCall,
   toolDescribe,
   toolSearch,
+  unavailableSourceOf,
   unknownToolError,
   type BridgeError,
   type SearchLimits,
@@ -41,6 +42,7 @@ export type ToolHubOptions = {
 export type InvokeOutcome =
   | { kind: 'result'; tool: CatalogTool; result: CallToolResult; hint: string | null }
   | { kind: 'unknown'; message: string }
+  | { kind: 'unavailable'; message: string }
   | { kind: 'invalid'; tool: CatalogTool; failure: ArgumentFailure }
   | { kind: 'failed'; tool: CatalogTool; code: 'unavailable' | 'downstream_failed'; message: string; hint: string | null };
 
@@ -234,7 +236,7 @@ export class ToolHub {
     if (!tool) {
       const message = unknownToolError(catalog, name, (n) => this.isCore(n));
       await this.record(caller, name, args, { error: message }, true, Date.now());
-      return { kind: 'unknown', message };
+      return { kind: unavailableSourceOf(catalog, name) ? 'unavailable' : 'unknown', message };
     }
     return this.dispatch(tool, args, caller);
   }
@@ -319,6 +321,7 @@ function toCallResult(outcome: InvokeOutcome): CallToolResult {
     case 'invalid':
       return errorResult(outcome.failure);
     case 'unknown':
+    case 'unavailable':
       return errorResult({ error: outcome.message });
     case 'failed':
       return errorResult(outcome.hint ? { error: outcome.message, hint: outcome.hint } : { error: outcome.message });

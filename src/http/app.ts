@@ -73,6 +73,7 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
         embedder_id: embedding.embedderId,
         vector_search: embedding.vectorSearch,
         last_error: embedding.lastError,
+        detail: embedding.detail,
       },
       queue_depth: embedding.pending,
     });

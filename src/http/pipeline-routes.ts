@@ -32,7 +32,7 @@ const auditWire = z.object({
 });
 
 const sourcesResponse = z.object({
-  memory: memoryWire.extend({ superseded_by: z.string().nullable() }),
+  memory: memoryWire,
   extractor: z.string().describe('manual, rules or llm:<model>'),
   messages: z.array(messageWire),
   missing_message_ids: z.array(z.string()).describe('Sources whose messages were deleted since.'),
@@ -91,7 +91,7 @@ export function addPipelineRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMod
   app.get('/v1/memories/:id/sources', async (c) => {
     const sources = await cairn.memorySources(requestScope(c, mode), c.req.param('id'));
     const body: z.infer<typeof sourcesResponse> = {
-      memory: { ...toMemoryWire(sources.memory), superseded_by: sources.memory.supersededBy },
+      memory: toMemoryWire(sources.memory),
       extractor: sources.extractor,
       messages: sources.messages.map(toMessageWire),
       missing_message_ids: sources.missingMessageIds,

@@ -51,6 +51,8 @@ export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
     switch (outcome.kind) {
       case 'unknown':
         throw new CairnError('not_found', `${outcome.message} ${DISCOVER}`);
+      case 'unavailable':
+        throw new CairnError('unavailable', outcome.message);
       case 'invalid': {
         const { error, ...detail } = outcome.failure;
         return c.json({ error: { code: 'invalid_input', message: error, ...detail } }, STATUS_BY_CODE.invalid_input);

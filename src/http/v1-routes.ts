@@ -65,7 +65,13 @@ export function addV1Routes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): vo
   app.get('/v1/memories', async (c) => {
     const scope = requestScope(c, mode);
     const q = readQuery(c, listMemoriesQuery);
-    const memories = await cairn.listMemories(scope, { type: q.type, scene: q.scene, limit: q.limit, offset: q.offset });
+    const memories = await cairn.listMemories(scope, {
+      type: q.type,
+      scene: q.scene,
+      includeSuperseded: q.include_superseded === 'true',
+      limit: q.limit,
+      offset: q.offset,
+    });
     return c.json({ memories: memories.map(toMemoryWire), limit: q.limit, offset: q.offset });
   });
 

@@ -21,6 +21,7 @@ export const searchMemoriesBody = z.strictObject({
   limit: memorySearchParams.shape.limit,
   type: memorySearchParams.shape.type,
   scene: memorySearchParams.shape.scene,
+  include_superseded: memorySearchParams.shape.include_superseded,
 });
 
 export const searchConversationsBody = z.strictObject({
@@ -73,6 +74,7 @@ export const memoryPatchBody = newMemoryBody.partial();
 export const listMemoriesQuery = z.strictObject({
   type: z.enum(MEMORY_TYPES).optional(),
   scene: z.string().optional().describe('Only scenes containing this text (case-insensitive).'),
+  include_superseded: z.enum(['true', 'false']).optional().describe('Also list memories replaced by newer ones (default false).'),
   limit: listLimit,
   offset: listOffset,
 });
@@ -111,6 +113,8 @@ export const memoryWire = z.object({
   created_at: z.string(),
   updated_at: z.string(),
   version: z.number().int(),
+  extractor: z.string().describe('What made the memory: manual, rules or llm:<model>.'),
+  superseded_by: z.string().nullable().describe('The memory that replaced this one, or null while it is live.'),
 });
 
 export const errorBody = z.object({
@@ -145,6 +149,8 @@ export function toMemoryWire(m: Memory): z.infer<typeof memoryWire> {
     created_at: m.createdAt,
     updated_at: m.updatedAt,
     version: m.version,
+    extractor: m.extractor,
+    superseded_by: m.supersededBy,
   };
 }
 

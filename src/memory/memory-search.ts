@@ -34,7 +34,7 @@ export async function memorySearch(ctx: SearchContext, scope: Scope, params: Mem
 
   const limit = clampLimit(params.limit);
   const candidateK = limit * 3;
-  const filter = { type: params.type, scene: params.scene };
+  const filter = { type: params.type, scene: params.scene, includeSuperseded: params.include_superseded };
   const { hits, strategy } = await runHybrid(
     ctx,
     'memory_search',

@@ -22,6 +22,7 @@ export const memorySearchParams = z.object({
   limit: limitField,
   type: z.enum(MEMORY_TYPES).optional().describe('Only memories of this type: persona, episodic or instruction.'),
   scene: z.string().optional().describe('Only memories whose scene name contains this text (case-insensitive).'),
+  include_superseded: z.boolean().optional().describe('Also search memories that newer ones replaced (default false).'),
 });
 export type MemorySearchParams = z.infer<typeof memorySearchParams>;
 
