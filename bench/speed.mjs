@@ -60,6 +60,7 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
         size,
         mode: mode.name,
         runs: runs.length,
+        run_seconds: runs.map((r) => round(r.seconds, 3)),
         seconds: round(seconds, 3),
         messages_per_second: Math.round(size / seconds),
         database_mb: round(runs[0].megabytes, 1),

@@ -1,4 +1,4 @@
-import { appendFileSync, cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { isCairnError } from '../src/errors.js';
@@ -126,6 +126,12 @@ describe('knowledge registry', () => {
       { timeout: 20_000, interval: 50 },
     );
     expect((await cairn.knowledge.whenIdle(id)).lastSync?.reindexed).toEqual(['orphan.md']);
+    // A folder created while watching is watched too.
+    mkdirSync(join(root, 'notes'));
+    writeFileSync(join(root, 'notes/first.md'), '# First note\n\nAbout a wombat.\n');
+    await vi.waitFor(async () => expect((await call(cairn, id, 'search', { query: 'wombat' })).total).toBe(1), { timeout: 20_000, interval: 50 });
+    writeFileSync(join(root, 'notes/first.md'), '# First note\n\nAbout a wombat and a numbat.\n');
+    await vi.waitFor(async () => expect((await call(cairn, id, 'search', { query: 'numbat' })).total).toBe(1), { timeout: 20_000, interval: 50 });
   });
 
   it('reports a folder that cannot be indexed as status error, and recovers on the next sync', async () => {

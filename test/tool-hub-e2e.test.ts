@@ -137,6 +137,9 @@ describe('cairn serve with downstream tool servers', () => {
     const listed = await post(`${server.url}/v3/tools/list`, {});
     expect(listed.body.tools.map((t: JsonBody) => t.source)).not.toContain('weather');
     expect(listed.body.sources).toContainEqual({ name: 'weather', tool_count: 2, unavailable: expect.any(String) });
+    const down = await post(`${server.url}/v3/tools/call`, { tool_name: 'weather__get_alerts', params: { region: 'x' } });
+    expect(down.status).toBe(503);
+    expect(down.body.error).toMatchObject({ code: 'unavailable', message: expect.stringContaining("server 'weather'") });
     const http = await post(`${server.url}/v3/tools/call`, { tool_name: 'notes__search_notes', params: { query: 'pack' } });
     expect(http.status).toBe(200);
     expect(textOf(http.body.result)).toContain('"title":"pack"');

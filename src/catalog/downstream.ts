@@ -126,7 +126,8 @@ export class DownstreamServer {
     this.retryTimer = null;
     if (this.stateValue === 'stopped') return;
     const generation = ++this.generation;
-    this.stateValue = 'connecting';
+    // A retry keeps the server unavailable (with its last reason) until it succeeds.
+    if (this.stateValue !== 'unavailable') this.stateValue = 'connecting';
     const client = new Client({ name: 'cairn', version: this.options.clientVersion }, { capabilities: {} });
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(generation, client));
     client.onclose = () => void this.lost(generation, this.closedReason());

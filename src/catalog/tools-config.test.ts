@@ -33,6 +33,7 @@ describe('tools config', () => {
     expect(tools({ enabled: false }).enabled).toBe('off');
     expect(tools({ enabled: 'on', listing: 'off' })).toMatchObject({ enabled: 'on', listing: 'off' });
     expect(refused({ enabled: 'maybe' })).toMatch(/tools\.enabled/);
+    expect(refused({ listing: 'garbage' })).toMatch(/tools\.listing/);
   });
 
   it('refuses out-of-range values, naming the key', () => {

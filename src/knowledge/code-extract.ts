@@ -10,6 +10,30 @@ import type { CodeEdgeData, CodeEdgeKind, CodeExternalCall, CodeFileData, CodeSy
  * project's own code.
  */
 
+/** Declarations whose `name` is only their own name (a shorthand `{ x }` is not among them: it uses `x`). */
+const NAMED_DECLARATIONS: ReadonlySet<ts.SyntaxKind> = new Set([
+  ts.SyntaxKind.Parameter,
+  ts.SyntaxKind.VariableDeclaration,
+  ts.SyntaxKind.BindingElement,
+  ts.SyntaxKind.PropertyAssignment,
+  ts.SyntaxKind.PropertyDeclaration,
+  ts.SyntaxKind.PropertySignature,
+  ts.SyntaxKind.MethodDeclaration,
+  ts.SyntaxKind.MethodSignature,
+  ts.SyntaxKind.GetAccessor,
+  ts.SyntaxKind.SetAccessor,
+  ts.SyntaxKind.FunctionDeclaration,
+  ts.SyntaxKind.FunctionExpression,
+  ts.SyntaxKind.ClassDeclaration,
+  ts.SyntaxKind.ClassExpression,
+  ts.SyntaxKind.InterfaceDeclaration,
+  ts.SyntaxKind.TypeAliasDeclaration,
+  ts.SyntaxKind.EnumDeclaration,
+  ts.SyntaxKind.EnumMember,
+  ts.SyntaxKind.TypeParameter,
+  ts.SyntaxKind.ModuleDeclaration,
+]);
+
 const HTTP_METHODS = new Set(['get', 'post', 'put', 'patch', 'delete', 'head', 'options', 'all']);
 const MAX_SITES = 5;
 const MAX_SIGNATURE = 200;
@@ -345,6 +369,9 @@ function referenceFile(
   };
 
   const handleIdentifier = (node: ts.Identifier | ts.PrivateIdentifier, owner: string, ownerNode: ts.Node | null): void => {
+    // A declaration's own name refers to nothing else (and resolving a property name in an object literal
+    // would type-check the literal); `{ x }` shorthand is a use of `x` and is resolved below.
+    if (NAMED_DECLARATIONS.has(node.parent.kind) && (node.parent as ts.NamedDeclaration).name === node) return;
     let symbol = checker.getSymbolAtLocation(node);
     if (ts.isShorthandPropertyAssignment(node.parent) && node.parent.name === node) {
       symbol = checker.getShorthandAssignmentValueSymbol(node.parent) ?? symbol;

@@ -15,16 +15,12 @@ type Pending = { resolve: (result: IndexJobResult) => void; reject: (err: Error)
  * does not exist (running from TypeScript sources, as the tests do).
  */
 export class IndexRunner {
-  readonly mode: 'worker' | 'inline';
+  readonly mode: 'worker' | 'inline' = existsSync(fileURLToPath(WORKER_SCRIPT)) ? 'worker' : 'inline';
   private worker: Worker | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
-
-  constructor(mode: 'worker' | 'inline' | 'auto' = 'auto') {
-    this.mode = mode === 'auto' ? (existsSync(fileURLToPath(WORKER_SCRIPT)) ? 'worker' : 'inline') : mode;
-  }
 
   /** Queues a job behind the running one; resolves with its result. */
   run(job: IndexJob, onProgress?: (progress: IndexProgress) => void): Promise<IndexJobResult> {

@@ -4,7 +4,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { CairnError, describeError } from '../errors.js';
 import type { KnowledgeFileRecord, KnowledgeType } from '../store/store.js';
 import { isCodePath } from './code-graph.js';
-import { IGNORED_CODE_DIRS, readFolderFile, scanFolder } from './scan-folder.js';
+import { readFolderFile, scanFolder, skipsDirectory } from './scan-folder.js';
 import { parseWikiFile } from './wiki.js';
 
 /** One sync of one resource, as sent to the indexing worker (plain data, structured-cloneable). */
@@ -46,7 +46,7 @@ export async function runIndexJob(job: IndexJob, onProgress?: (progress: IndexPr
   await requireFolder(job.root);
   const entries = await scanFolder(job.root, {
     include: job.type === 'code' ? isCodePath : () => true,
-    ignoreDirs: job.type === 'code' ? IGNORED_CODE_DIRS : undefined,
+    skipDir: skipsDirectory(job.type),
     maxFiles: job.maxFiles,
   });
   const force = new Set(job.force);

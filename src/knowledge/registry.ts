@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { watch, type FSWatcher } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, resolve } from 'node:path';
 import { z } from 'zod';
 import { CairnError, describeError, isCairnError } from '../errors.js';
 import type { KnowledgeResourceRecord, KnowledgeStore, KnowledgeType } from '../store/store.js';
 import { CodeGraph, isCodePath, type CodeFileData } from './code-graph.js';
+import { FolderWatcher } from './folder-watcher.js';
 import { IndexRunner } from './index-runner.js';
 import type { IndexJobResult, IndexProgress } from './indexer.js';
-import { IGNORED_CODE_DIRS, IGNORED_DIRS } from './scan-folder.js';
+import { skipsDirectory } from './scan-folder.js';
 import { notReadyAnswer, paramsDoc, paramsJsonSchema, toolsOf, type KnowledgeTool, type ToolParamDoc } from './tools.js';
 import { WikiIndex, type WikiFileData } from './wiki.js';
 
@@ -70,8 +70,6 @@ export type KnowledgeRegistryOptions = {
   maxFileBytes: number;
   /** Folders with more indexable files than this are refused. */
   maxFiles: number;
-  /** Where index jobs run; default a worker thread when the built worker exists, else inline. */
-  runner?: IndexRunner;
 };
 
 type Index = WikiIndex | CodeGraph;
@@ -83,14 +81,15 @@ type Index = WikiIndex | CodeGraph;
  * a resource being re-synced keeps answering from its last complete index.
  */
 export class KnowledgeRegistry {
-  private readonly runner: IndexRunner;
+  /** Index jobs run in a worker thread when the built worker exists, else inline. */
+  private readonly runner = new IndexRunner();
   private readonly loaded = new Map<string, { version: number; index: Promise<Index> }>();
   private readonly jobs = new Map<string, Promise<void>>();
   private readonly again = new Set<string>();
   private readonly progress = new Map<string, IndexProgress>();
   private readonly listeners = new Map<string, Set<(progress: IndexProgress) => void>>();
   private readonly reports = new Map<string, SyncReport>();
-  private readonly watchers = new Map<string, FSWatcher>();
+  private readonly watchers = new Map<string, FolderWatcher>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private catalog: readonly KnowledgeCatalogTool[] = [];
   private readonly catalogListeners = new Set<() => void>();
@@ -102,7 +101,6 @@ export class KnowledgeRegistry {
     private readonly store: KnowledgeStore,
     private readonly options: KnowledgeRegistryOptions,
   ) {
-    this.runner = options.runner ?? new IndexRunner();
     void this.refreshCatalog();
   }
 
@@ -286,7 +284,12 @@ export class KnowledgeRegistry {
     const records = await this.store.listKnowledgeResources().catch(() => null);
     if (!records || this.closed) return;
     const ids = new Set(records.map((r) => r.id));
-    for (const record of records) this.watchResource(record);
+    for (const record of records) {
+      // A folder that vanished and came back is watched again, and re-synced.
+      const revived = this.watchers.has(record.id) && !this.watchers.get(record.id)!.alive;
+      this.watchResource(record);
+      if (revived) void this.schedule(record.id);
+    }
     for (const id of this.watchers.keys()) if (!ids.has(id)) this.unwatch(id);
     await this.refreshCatalog();
   }
@@ -396,36 +399,29 @@ export class KnowledgeRegistry {
   // ---- watching ----------------------------------------------------------------------------
 
   private watchResource(record: KnowledgeResourceRecord): void {
-    if (this.watchers.has(record.id)) return;
-    let watcher: FSWatcher;
-    try {
-      watcher = watch(record.root, { recursive: true, persistent: false });
-    } catch (err) {
-      this.options.warn(`knowledge ${record.id}: cannot watch ${record.root}: ${describeError(err)}`);
-      return;
-    }
-    watcher.on('change', (_event, filename) => {
-      if (filename !== null && !this.relevant(record.type, String(filename))) return;
-      clearTimeout(this.timers.get(record.id));
-      this.timers.set(
-        record.id,
-        setTimeout(() => {
+    if (this.watchers.get(record.id)?.alive) return;
+    this.watchers.get(record.id)?.close();
+    const watcher = new FolderWatcher(record.root, {
+      skipDir: skipsDirectory(record.type),
+      onChange: (path) => {
+        if (!this.relevant(record.type, path)) return;
+        clearTimeout(this.timers.get(record.id));
+        const timer = setTimeout(() => {
           this.timers.delete(record.id);
           void this.schedule(record.id);
-        }, this.options.debounceMs).unref(),
-      );
-    });
-    watcher.on('error', (err) => {
-      this.options.warn(`knowledge ${record.id}: stopped watching ${record.root}: ${describeError(err)}`);
-      this.unwatch(record.id);
+        }, this.options.debounceMs);
+        this.timers.set(record.id, timer.unref());
+      },
+      onError: (message) => this.options.warn(`knowledge ${record.id}: ${message}`),
     });
     this.watchers.set(record.id, watcher);
+    void watcher.start();
   }
 
-  private relevant(type: KnowledgeType, filename: string): boolean {
-    const parts = filename.split(/[\\/]/);
-    const ignoredDirs = type === 'code' ? IGNORED_CODE_DIRS : new Set<string>();
-    if (parts.some((p) => p.startsWith('.') || IGNORED_DIRS.has(p) || ignoredDirs.has(p))) return false;
+  /** Whether a changed path can change the index (hidden files and skipped folders cannot). */
+  private relevant(type: KnowledgeType, path: string): boolean {
+    const parts = path.split('/');
+    if (parts.some(skipsDirectory(type))) return false;
     const last = parts[parts.length - 1]!;
     // A name without an extension may be a folder that was renamed or removed.
     return type === 'wiki' || isCodePath(last) || !last.includes('.');

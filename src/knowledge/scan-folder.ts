@@ -6,15 +6,20 @@ import { CairnError, describeError } from '../errors.js';
 export type FolderEntry = { path: string; size: number; mtimeMs: number };
 
 /** Directories never indexed, besides hidden ones (`.git`, `.cache`, …). */
-export const IGNORED_DIRS: ReadonlySet<string> = new Set(['node_modules', '__pycache__']);
-/** Build output skipped in code graphs only (a wiki may legitimately hold a `build/` page folder). */
-export const IGNORED_CODE_DIRS: ReadonlySet<string> = new Set(['dist', 'build', 'out', 'coverage', '.next']);
+const IGNORED_DIRS: ReadonlySet<string> = new Set(['node_modules', '__pycache__']);
+/** Build output, skipped in code graphs only (a wiki may legitimately hold a `build/` page folder). */
+const IGNORED_CODE_DIRS: ReadonlySet<string> = new Set(['dist', 'build', 'out', 'coverage']);
+
+/** Which directory names a resource never indexes nor watches: hidden ones, dependencies and, for code, build output. */
+export function skipsDirectory(type: 'wiki' | 'code'): (name: string) => boolean {
+  return (name) => name.startsWith('.') || IGNORED_DIRS.has(name) || (type === 'code' && IGNORED_CODE_DIRS.has(name));
+}
 
 export type ScanOptions = {
   /** Keep a file when this returns true (called with the relative path). */
   include: (path: string) => boolean;
-  /** Extra directory names to skip. */
-  ignoreDirs?: ReadonlySet<string>;
+  /** Directories (by name) not to enter. */
+  skipDir: (name: string) => boolean;
   /** Refuse folders with more matching files than this. */
   maxFiles: number;
 };
@@ -33,8 +38,7 @@ export async function scanFolder(root: string, options: ScanOptions): Promise<Fo
       if (entry.name.startsWith('.')) continue;
       const full = join(dir, entry.name);
       if (entry.isDirectory()) {
-        if (IGNORED_DIRS.has(entry.name) || options.ignoreDirs?.has(entry.name)) continue;
-        await walk(full);
+        if (!options.skipDir(entry.name)) await walk(full);
       } else if (entry.isFile()) {
         const path = relative(root, full).split(sep).join('/');
         if (!options.include(path)) continue;
