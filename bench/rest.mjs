@@ -22,10 +22,33 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'cli', 'main.js');
 const CHUNK = 10_000;
 
+/** `npm run bench` entry: {@link measure} rendered as a BENCHMARKS.md section. */
+export async function run({ log } = {}) {
+  const r = await measure({ log });
+  return {
+    name: 'rest',
+    order: 30,
+    title: 'REST gateway: POST /search/conversations',
+    summary:
+      `${r.messages.toLocaleString('en-US')} synthetic messages (keyword default, no embedder), the built \`cairn serve\` on loopback, ` +
+      `autocannon with ${r.connections} connections for ${r.duration_s} s; every request carries its own turn id. ` +
+      'Latency is measured by the client, so it includes HTTP and JSON.',
+    tables: [
+      {
+        title: 'Throughput and latency',
+        columns: ['requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors'],
+        digits: [0, 1, 2, 2, 2, 2, 0, 0],
+        rows: [[r.requests, r.rps, r.latency_ms.p50, r.latency_ms.p95, r.latency_ms.p99, r.latency_ms.max, r.non_2xx, r.errors]],
+      },
+    ],
+    data: r,
+  };
+}
+
 /**
  * @param {{ messages?: number, connections?: number, seconds?: number, queries?: number, warmup?: number, log?: (line: string) => void }} [options]
  */
-export async function run(options = {}) {
+export async function measure(options = {}) {
   const { messages = 100_000, connections = 16, seconds = 15, queries = 2_000, warmup = 32 } = options;
   const log = options.log ?? ((line) => process.stderr.write(`rest bench: ${line}\n`));
   const dataDir = mkdtempSync(join(tmpdir(), 'cairn-bench-rest-'));
@@ -59,7 +82,8 @@ export async function run(options = {}) {
 /** Writes the corpus through the library API (keyword index only: the default `embedding.provider: none`). */
 async function load(dataDir, count, log) {
   const started = performance.now();
-  const cairn = await createCairn(parseConfig({ data_dir: dataDir }), { warn: log });
+  // Background extraction is off: the bench measures search, not the memory pipeline catching up.
+  const cairn = await createCairn(parseConfig({ data_dir: dataDir, pipeline: { enabled: false } }), { warn: log });
   try {
     const scope = { userId: 'default', agentId: 'default' };
     const { messages } = syntheticCorpus({ count });
@@ -136,6 +160,7 @@ async function search(url, body, turnId) {
 async function startServer(dataDir) {
   const env = { ...process.env };
   for (const key of Object.keys(env)) if (key.startsWith('CAIRN_')) delete env[key];
+  env.CAIRN_PIPELINE_ENABLED = 'false';
   const child = spawn(process.execPath, [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dataDir], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   let stderr = '';
@@ -161,6 +186,6 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     const i = process.argv.indexOf(`--${name}`);
     return i > 0 ? Number(process.argv[i + 1]) : fallback;
   };
-  const result = await run({ messages: arg('messages', 100_000), seconds: arg('seconds', 15), connections: arg('connections', 16) });
+  const result = await measure({ messages: arg('messages', 100_000), seconds: arg('seconds', 15), connections: arg('connections', 16) });
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }

@@ -24,6 +24,9 @@ const REPORT = resolve(BENCH, '..', 'BENCHMARKS.md');
 const BENCHES = {
   locomo: './locomo.mjs',
   speed: './speed.mjs',
+  'locomo-observations': './locomo-observations.mjs',
+  'word-vectors': './word-vectors.mjs',
+  rest: './rest.mjs',
   tools: './tools.mjs',
   knowledge: './knowledge.mjs',
 };

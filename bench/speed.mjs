@@ -110,7 +110,7 @@ async function warmUp(cairnLib, options) {
 }
 
 async function open(cairnLib, dir, provider) {
-  const config = cairnLib.parseConfig({ data_dir: dir, embedding: { provider } });
+  const config = cairnLib.parseConfig({ data_dir: dir, embedding: { provider }, pipeline: { enabled: false } });
   return cairnLib.createCairn(config, { backgroundEmbedding: false, warn: () => {} });
 }
 

@@ -109,7 +109,7 @@ describe('conversation_search', () => {
 
   it('finds a Chinese message with a Chinese query', async () => {
     const cairn = await cairnAt(tempDir());
-    await cairn.recordMessages([say('zh1', '我们下周去北京吃烤鸭'), say('zh2', '今天上海下雨了'), say('en', 'Peking duck is great')]);
+    await cairn.recordMessages([say('zh1', '我们下周去北京吃烤鸭'), say('zh2', '今天上海下雨了', 'chat-2'), say('en', 'Peking duck is great', 'chat-3')]);
     const result = await cairn.searchConversations(scope, { query: '北京烤鸭' });
     expect(result.results[0]!.id).toBe('zh1');
     expect(result.results.map((r) => r.id)).not.toContain('zh2');

@@ -60,7 +60,7 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     it('keyword search ranks by BM25 within scope and session filters', async () => {
       await store.addMessages([
         msg(alice, 'a', 'I adopted a puppy last week', 's1'),
-        msg(alice, 'b', 'The weather is nice', 's1'),
+        msg(alice, 'b', 'The weather is nice', 's3'),
         msg(alice, 'c', 'My puppy loves the park, puppy heaven', 's2'),
         msg(bob, 'd', 'Bob also has a puppy', 's1'),
         msg(aliceOtherAgent, 'e', 'puppy for the other agent', 's1'),
@@ -71,6 +71,21 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
       for (const h of hits) expect(h.score).toBeGreaterThan(0);
       expect((await store.searchMessagesByKeyword(alice, analyze('puppy'), { sessionKey: 's2' }, 10)).map((h) => h.id)).toEqual(['c']);
       expect(await store.searchMessagesByKeyword(alice, [], {}, 10)).toEqual([]);
+    });
+
+    it('matches a message through the turn before it, ranked below direct matches', async () => {
+      await store.addMessages([
+        msg(alice, 'q', 'Where did you go hiking last summer?', 's1'),
+        msg(alice, 'r', 'We went to the Dolomites with my brother', 's1'),
+        msg(alice, 'x', 'Hiking boots need breaking in', 's2'),
+      ]);
+      const hits = (await store.searchMessagesByKeyword(alice, analyze('hiking'), {}, 10)).map((h) => h.id);
+      expect(hits.slice(0, 2).sort()).toEqual(['q', 'x']);
+      expect(hits[2]).toBe('r');
+      // Deleting the question re-indexes the reply: nothing of the deleted text stays searchable.
+      expect(await store.deleteMessage(alice, 'q')).toBe(true);
+      expect((await store.searchMessagesByKeyword(alice, analyze('summer'), {}, 10)).map((h) => h.id)).toEqual([]);
+      expect((await store.searchMessagesByKeyword(alice, analyze('Dolomites'), {}, 10)).map((h) => h.id)).toEqual(['r']);
     });
 
     it('creates, updates (bumping version) and deletes memories', async () => {

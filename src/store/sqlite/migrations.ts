@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { rebuildMessageIndex } from './message-index.js';
 
 /**
  * Schema versions, applied in order inside one transaction each; `PRAGMA user_version` records the last.
@@ -7,7 +8,10 @@ import type Database from 'better-sqlite3';
  * Keyword indexes are contentless FTS5 tables over text analysed in TypeScript (stemmed, segmented),
  * keyed by the base table's seq. Vectors live in plain tables with the embedder id beside each one.
  */
-const MIGRATIONS: readonly string[] = [
+/** A step is SQL, or a function for steps that need Cairn's text analysis (index rebuilds). */
+type Migration = string | ((db: Database.Database) => void);
+
+const MIGRATIONS: readonly Migration[] = [
   `
   CREATE TABLE messages (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -236,6 +240,8 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (resource_id, path)
   );
   `,
+  // Message keyword index gains a `context` column: the previous message of the same session.
+  rebuildMessageIndex,
 ];
 
 /** The schema version this build writes. */
@@ -249,7 +255,9 @@ export function migrate(db: Database.Database): void {
   }
   for (let version = current; version < SCHEMA_VERSION; version++) {
     db.transaction(() => {
-      db.exec(MIGRATIONS[version]!);
+      const step = MIGRATIONS[version]!;
+      if (typeof step === 'string') db.exec(step);
+      else step(db);
       db.pragma(`user_version = ${version + 1}`);
     })();
   }

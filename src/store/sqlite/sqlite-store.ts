@@ -38,6 +38,7 @@ import type {
 } from '../store.js';
 import { HistoryTables } from './history-tables.js';
 import { KnowledgeTables } from './knowledge-tables.js';
+import { MESSAGE_FTS_WEIGHTS, MessageIndex } from './message-index.js';
 import { migrate } from './migrations.js';
 
 /** Options for {@link SqliteStore.open}. */
@@ -101,8 +102,11 @@ export class SqliteStore implements Store {
   private readonly knowledge: KnowledgeTables;
   readonly history: HistoryStore;
 
+  private readonly messageIndex: MessageIndex;
+
   private constructor(db: Database.Database, path: string, vectorSearch: boolean) {
     this.db = db;
+    this.messageIndex = new MessageIndex(db);
     this.knowledge = new KnowledgeTables(db);
     this.history = new HistoryTables(db, vectorSearch);
     this.capabilities = { backend: 'sqlite', keywordSearch: true, vectorSearch, location: path };
@@ -149,8 +153,9 @@ export class SqliteStore implements Store {
       `INSERT INTO messages (id, user_id, agent_id, session_key, role, content, recorded_at, timestamp)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, agent_id, id) DO NOTHING`,
     );
-    const index = this.stmt('INSERT INTO messages_fts (rowid, terms) VALUES (?, ?)');
     const ids: string[] = [];
+    // The last message indexed per session in this batch: the next one's context, without a look-up.
+    const lastTerms = new Map<string, string>();
     let inserted = 0;
     const recordedAt = new Date().toISOString();
     this.db.transaction(() => {
@@ -161,7 +166,11 @@ export class SqliteStore implements Store {
           const info = insert.run(id, m.scope.userId, m.scope.agentId, m.sessionKey, m.role, m.content, recordedAt, m.timestamp ?? null);
           if (info.changes === 0) continue;
           inserted++;
-          index.run(info.lastInsertRowid, analyzeForIndex(m.content));
+          const session = { userId: m.scope.userId, agentId: m.scope.agentId, sessionKey: m.sessionKey };
+          const sessionId = `${session.userId}\u0000${session.agentId}\u0000${session.sessionKey}`;
+          const terms = analyzeForIndex(m.content);
+          this.messageIndex.add(info.lastInsertRowid, session, terms, lastTerms.get(sessionId));
+          lastTerms.set(sessionId, terms);
         }
         options.onProgress?.(Math.min(start + INSERT_CHUNK, messages.length), messages.length);
       }
@@ -198,7 +207,16 @@ export class SqliteStore implements Store {
   }
 
   async deleteMessage(scope: Scope, id: string): Promise<boolean> {
-    return this.stmt('DELETE FROM messages WHERE user_id = ? AND agent_id = ? AND id = ?').run(scope.userId, scope.agentId, id).changes > 0;
+    return this.db.transaction(() => {
+      const row = this.stmt('DELETE FROM messages WHERE user_id = ? AND agent_id = ? AND id = ? RETURNING seq, session_key').get(
+        scope.userId,
+        scope.agentId,
+        id,
+      ) as { seq: number; session_key: string } | undefined;
+      if (!row) return false;
+      this.messageIndex.afterDelete(row.seq, { ...scope, sessionKey: row.session_key });
+      return true;
+    })();
   }
 
   async deleteSession(scope: Scope, sessionKey: string): Promise<number> {
@@ -214,7 +232,7 @@ export class SqliteStore implements Store {
     if (filter.sessionKey !== undefined) params.push(filter.sessionKey);
     params.push(limit);
     const rows = this.stmt(
-      `SELECT m.id AS id, bm25(messages_fts) AS rank FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
+      `SELECT m.id AS id, bm25(messages_fts, ${MESSAGE_FTS_WEIGHTS}) AS rank FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
        WHERE messages_fts MATCH ? AND m.user_id = ? AND m.agent_id = ? ${session} ORDER BY rank LIMIT ?`,
     ).all(...params) as { id: string; rank: number }[];
     return rows.map((r) => ({ id: r.id, score: bm25ToScore(r.rank) }));
