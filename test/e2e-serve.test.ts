@@ -54,7 +54,8 @@ describe('cairn serve (local mode)', () => {
     const created = await post(`${server.url}/v1/memories`, { content: 'Afraid of heights', type: 'persona' });
     expect(created.status).toBe(201);
     const search = await post(`${server.url}/search/conversations`, { query: 'Reykjavik' });
-    expect(search.body).toMatchObject({ total: 1, strategy: 'fts' });
+    // The user's message, then the reply that matches through its context.
+    expect(search.body).toMatchObject({ total: 2, strategy: 'fts' });
     expect(search.body.results).toContain('We land in Reykjavik at 6am');
     expect((await post(`${server.url}/search/memories`, {})).status).toBe(400);
 
@@ -65,7 +66,7 @@ describe('cairn serve (local mode)', () => {
     expect(found.structuredContent).toMatchObject({ count: 1, strategy: 'fts' });
     expect((found.content as { text: string }[])[0]!.text).toContain('Afraid of heights');
     const conv = await client.callTool({ name: 'conversation_search', arguments: { query: 'Reykjavik land' } });
-    expect(conv.structuredContent).toMatchObject({ count: 1 });
+    expect(conv.structuredContent).toMatchObject({ count: 2 });
     await client.close();
 
     expect(await server.stop()).toBe(0);
