@@ -1,4 +1,5 @@
-import { CairnError, describeError } from '../errors.js';
+import { CairnError } from '../errors.js';
+import { postJson } from '../json-http.js';
 import type { Embedder } from './embedder.js';
 import { normalize } from './embedder.js';
 
@@ -81,53 +82,17 @@ export class OpenAIEmbedder implements Embedder {
   }
 
   private async post(body: Record<string, unknown>, signal?: AbortSignal): Promise<EmbeddingResponse> {
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
-    let lastError = '';
-    let retryAfterMs: number | undefined;
-    for (let attempt = 0; attempt <= this.maxRetries; attempt++) {
-      if (attempt > 0) await sleep(backoff(attempt, retryAfterMs), signal);
-      retryAfterMs = undefined;
-      const timeout = AbortSignal.timeout(this.timeoutMs);
-      const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-      try {
-        const res = await fetch(this.url, { method: 'POST', headers, body: JSON.stringify(body), signal: combined });
-        if (res.ok) return (await res.json()) as EmbeddingResponse;
-        const text = (await res.text()).slice(0, 300);
-        lastError = `HTTP ${res.status}: ${text}`;
-        if (res.status !== 429 && res.status < 500) break;
-        retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
-      } catch (err) {
-        if (signal?.aborted) throw new CairnError('embedding_failed', 'embedding request aborted', { cause: err });
-        lastError = timeout.aborted ? `timed out after ${this.timeoutMs} ms` : describeError(err);
-      }
-    }
-    throw new CairnError('embedding_failed', `embedding request to ${this.url} failed: ${lastError}`);
+    return (await postJson({
+      url: this.url,
+      body,
+      apiKey: this.options.apiKey,
+      timeoutMs: this.timeoutMs,
+      maxRetries: this.maxRetries,
+      retryBaseMs: RETRY_BASE_MS,
+      retryCapMs: RETRY_CAP_MS,
+      errorCode: 'embedding_failed',
+      what: 'embedding request',
+      signal,
+    })) as EmbeddingResponse;
   }
-}
-
-function parseRetryAfter(value: string | null): number | undefined {
-  if (!value) return undefined;
-  const seconds = Number(value);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
-}
-
-function backoff(attempt: number, retryAfterMs: number | undefined): number {
-  if (retryAfterMs !== undefined) return Math.min(retryAfterMs, RETRY_CAP_MS);
-  const exp = Math.min(RETRY_BASE_MS * 2 ** (attempt - 1), RETRY_CAP_MS);
-  return exp / 2 + Math.random() * (exp / 2);
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(new CairnError('embedding_failed', 'embedding request aborted'));
-      },
-      { once: true },
-    );
-  });
 }

@@ -1,5 +1,6 @@
 import type { LlmConfig } from '../config.js';
-import { CairnError, describeError } from '../errors.js';
+import { CairnError } from '../errors.js';
+import { postJson } from '../json-http.js';
 
 export type ChatMessage = { role: 'system' | 'user' | 'assistant'; content: string };
 
@@ -50,40 +51,19 @@ export class ChatClient implements ChatModel {
   }
 
   async complete(messages: readonly ChatMessage[], signal?: AbortSignal): Promise<string> {
-    const body = JSON.stringify({
-      model: this.options.model,
-      messages,
-      temperature: this.options.temperature ?? 0,
-      max_tokens: this.options.maxTokens ?? 4096,
+    const json = await postJson({
+      url: this.url,
+      body: { model: this.options.model, messages, temperature: this.options.temperature ?? 0, max_tokens: this.options.maxTokens ?? 4096 },
+      apiKey: this.options.apiKey,
+      timeoutMs: this.timeoutMs,
+      maxRetries: this.maxRetries,
+      retryBaseMs: this.retryBaseMs,
+      retryCapMs: RETRY_CAP_MS,
+      errorCode: 'llm_failed',
+      what: 'chat request',
+      signal,
     });
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
-    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
-    let lastError = '';
-    let retryAfterMs: number | undefined;
-    for (let attempt = 0; attempt <= this.maxRetries; attempt++) {
-      if (attempt > 0) await sleep(this.backoff(attempt, retryAfterMs), signal);
-      retryAfterMs = undefined;
-      const timeout = AbortSignal.timeout(this.timeoutMs);
-      const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
-      try {
-        const res = await fetch(this.url, { method: 'POST', headers, body, signal: combined });
-        if (res.ok) return contentOf((await res.json()) as CompletionResponse, this.url);
-        lastError = `HTTP ${res.status}: ${(await res.text()).slice(0, 300)}`;
-        if (res.status !== 429 && res.status < 500) break;
-        retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
-      } catch (err) {
-        if (signal?.aborted) throw new CairnError('llm_failed', `chat request to ${this.url} aborted`, { cause: err });
-        if (err instanceof CairnError) throw err;
-        lastError = timeout.aborted ? `timed out after ${this.timeoutMs} ms` : describeError(err);
-      }
-    }
-    throw new CairnError('llm_failed', `chat request to ${this.url} failed: ${lastError}`);
-  }
-
-  private backoff(attempt: number, retryAfterMs: number | undefined): number {
-    if (retryAfterMs !== undefined) return Math.min(retryAfterMs, RETRY_CAP_MS);
-    const exp = Math.min(this.retryBaseMs * 2 ** (attempt - 1), RETRY_CAP_MS);
-    return exp / 2 + Math.random() * (exp / 2);
+    return contentOf(json as CompletionResponse, this.url);
   }
 }
 
@@ -107,25 +87,4 @@ function contentOf(json: CompletionResponse, url: string): string {
   const content = json.choices?.[0]?.message?.content;
   if (typeof content !== 'string') throw new CairnError('llm_failed', `chat response from ${url} has no choices[0].message.content`);
   return content;
-}
-
-function parseRetryAfter(value: string | null): number | undefined {
-  if (!value) return undefined;
-  const seconds = Number(value);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new CairnError('llm_failed', 'chat request aborted'));
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(timer);
-        reject(new CairnError('llm_failed', 'chat request aborted'));
-      },
-      { once: true },
-    );
-  });
 }
