@@ -1,7 +1,7 @@
 import type { Scope, SearchStrategy } from '../types.js';
 import { formatConversationResults, SEARCH_UNAVAILABLE_MESSAGE } from './format.js';
-import { pathsAvailable, runHybrid, type SearchContext } from './search-context.js';
-import { clampLimit, type ConversationSearchParams } from './search-params.js';
+import { runSearch, type SearchContext } from './search-context.js';
+import type { ConversationSearchParams } from './search-params.js';
 
 /** One conversation_search result (the seed's result item fields, plus the message time). */
 export type ConversationHit = {
@@ -31,36 +31,25 @@ export async function conversationSearch(
   scope: Scope,
   params: ConversationSearchParams,
 ): Promise<ConversationSearchResult> {
-  const query = params.query.trim();
-  if (query === '') return { results: [], strategy: 'none', text: formatConversationResults([]) };
-  const available = pathsAvailable(ctx);
-  if (!available.keyword && !available.vector) return { results: [], strategy: 'none', text: SEARCH_UNAVAILABLE_MESSAGE };
-
-  const limit = clampLimit(params.limit);
   const sessionKey = params.session_key === undefined || params.session_key === '' ? undefined : params.session_key;
-  const candidateK = sessionKey === undefined ? limit * 3 : limit * 4;
   const filter = { sessionKey };
-  const { hits, strategy } = await runHybrid(
-    ctx,
-    'conversation_search',
-    query,
-    (terms) => ctx.store.searchMessagesByKeyword(scope, terms, filter, candidateK),
-    (vector, embedderId) => ctx.store.searchMessagesByVector(scope, vector, embedderId, filter, candidateK),
-  );
-  const top = hits.slice(0, limit);
-  const messages = await ctx.store.getMessages(
-    scope,
-    top.map((h) => h.id),
-  );
-  const scores = new Map(top.map((h) => [h.id, h.score]));
-  const results = messages.map((m) => ({
+  const outcome = await runSearch(ctx, {
+    label: 'conversation_search',
+    query: params.query,
+    limit: params.limit,
+    candidates: (limit) => (sessionKey === undefined ? limit * 3 : limit * 4),
+    keyword: (terms, k) => ctx.store.searchMessagesByKeyword(scope, terms, filter, k),
+    vector: (vector, embedderId, k) => ctx.store.searchMessagesByVector(scope, vector, embedderId, filter, k),
+    load: (ids) => ctx.store.getMessages(scope, ids),
+  });
+  const results = outcome.hits.map(({ row: m, score }) => ({
     id: m.id,
     session_key: m.sessionKey,
     role: m.role,
     content: m.content,
-    score: scores.get(m.id) ?? 0,
+    score,
     recorded_at: m.recordedAt,
     timestamp: m.timestamp,
   }));
-  return { results, strategy, text: formatConversationResults(results) };
+  return { results, strategy: outcome.strategy, text: outcome.unavailable ? SEARCH_UNAVAILABLE_MESSAGE : formatConversationResults(results) };
 }

@@ -3,7 +3,8 @@ import { describeError } from '../errors.js';
 import { hybridSearch, type HybridOutput, type RetrievalPath } from '../search/hybrid.js';
 import type { Store } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
-import type { RankedHit } from '../types.js';
+import type { RankedHit, SearchStrategy } from '../types.js';
+import { clampLimit } from './search-params.js';
 
 /** What the search executors need from the façade. */
 export type SearchContext = {
@@ -50,4 +51,50 @@ export async function runHybrid(
     embeddingConfigured: available.vector,
     onPathError: (path, err) => ctx.warn(`${label}: ${path} path failed, answering without it: ${describeError(err)}`),
   });
+}
+
+/** One search as both executors run it: the store's scoped queries and how to load the winners. */
+export type SearchPlan<T extends { id: string }> = {
+  label: string;
+  query: string;
+  /** The caller's `limit`, before clamping. */
+  limit: unknown;
+  /** Candidates per path for a clamped `limit` (the seed's `limit × 3`, or `× 4` with a session filter). */
+  candidates: (limit: number) => number;
+  keyword: (terms: string[], candidates: number) => Promise<RankedHit[]>;
+  vector: (vector: Float32Array, embedderId: string, candidates: number) => Promise<RankedHit[]>;
+  /** Rows by id, in the order asked; ids no longer stored are left out. */
+  load: (ids: string[]) => Promise<T[]>;
+};
+
+export type SearchOutcome<T> = {
+  hits: { row: T; score: number }[];
+  strategy: SearchStrategy;
+  /** True when neither path can run (the configuration message applies). */
+  unavailable: boolean;
+};
+
+/**
+ * The seed's search pipeline (DESIGN.md, "Search pipeline"): empty query → nothing, strategy `none`;
+ * no path available → `none` and `unavailable`; else clamp `limit`, run both paths over-retrieving,
+ * fuse, keep the top `limit` and load them in rank order with their scores.
+ */
+export async function runSearch<T extends { id: string }>(ctx: SearchContext, plan: SearchPlan<T>): Promise<SearchOutcome<T>> {
+  const query = plan.query.trim();
+  if (query === '') return { hits: [], strategy: 'none', unavailable: false };
+  const available = pathsAvailable(ctx);
+  if (!available.keyword && !available.vector) return { hits: [], strategy: 'none', unavailable: true };
+  const limit = clampLimit(plan.limit);
+  const k = plan.candidates(limit);
+  const { hits, strategy } = await runHybrid(
+    ctx,
+    plan.label,
+    query,
+    (terms) => plan.keyword(terms, k),
+    (vector, embedderId) => plan.vector(vector, embedderId, k),
+  );
+  const top = hits.slice(0, limit);
+  const scores = new Map(top.map((h) => [h.id, h.score]));
+  const rows = await plan.load(top.map((h) => h.id));
+  return { hits: rows.map((row) => ({ row, score: scores.get(row.id) ?? 0 })), strategy, unavailable: false };
 }
