@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CALLER_HEADERS } from './caller.js';
 import { HISTORY_OPERATIONS } from './history-routes.js';
+import { KNOWLEDGE_OPERATIONS } from './knowledge-routes.js';
 import { PIPELINE_OPERATIONS } from './pipeline-routes.js';
 import {
   addConversationBody,
@@ -83,6 +84,7 @@ const OPERATIONS: readonly Operation[] = [
   { method: 'delete', path: '/v1/memories/{id}', summary: 'Delete a memory', response: deleted },
   ...PIPELINE_OPERATIONS,
   ...HISTORY_OPERATIONS,
+  ...KNOWLEDGE_OPERATIONS,
 ];
 
 /** The OpenAPI 3.1 document served at `GET /openapi.json`, generated from the same Zod schemas the routes validate with. */
