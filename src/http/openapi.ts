@@ -3,6 +3,7 @@ import { CALLER_HEADERS } from './caller.js';
 import { HISTORY_OPERATIONS } from './history-routes.js';
 import { KNOWLEDGE_OPERATIONS } from './knowledge-routes.js';
 import { PIPELINE_OPERATIONS } from './pipeline-routes.js';
+import { TOOL_OPERATIONS } from './tools-routes.js';
 import {
   addConversationBody,
   captureBody,
@@ -85,6 +86,7 @@ const OPERATIONS: readonly Operation[] = [
   ...PIPELINE_OPERATIONS,
   ...HISTORY_OPERATIONS,
   ...KNOWLEDGE_OPERATIONS,
+  ...TOOL_OPERATIONS,
 ];
 
 /** The OpenAPI 3.1 document served at `GET /openapi.json`, generated from the same Zod schemas the routes validate with. */

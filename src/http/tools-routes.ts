@@ -8,6 +8,7 @@ import { CairnError } from '../errors.js';
 import { requestScope, turnOf, type AppEnv, type AuthMode } from './caller.js';
 import { STATUS_BY_CODE } from './error-response.js';
 import { addKnowledgeRoutes, knowledgeIdField, knowledgeToolCall, knowledgeToolList, withKnowledgeEntries } from './knowledge-routes.js';
+import type { Operation } from './openapi.js';
 import { readBody } from './wire.js';
 
 const listBody = z.strictObject({
@@ -23,6 +24,34 @@ const callBody = z.strictObject({
   params: z.unknown().optional(),
   knowledge_id: knowledgeIdField,
 });
+
+const paramWire = z.object({
+  type: z.string(),
+  required: z.boolean(),
+  description: z.string(),
+  default: z.unknown().optional(),
+  enum: z.array(z.unknown()).optional(),
+});
+
+/** The discover-then-invoke endpoints as the OpenAPI document lists them. */
+export const TOOL_OPERATIONS: readonly Operation[] = [
+  {
+    method: 'post',
+    path: '/v3/tools/list',
+    summary: 'Discover tools: downstream MCP tools, one entry per knowledge resource, or one resource\'s tools (knowledge_id)',
+    body: listBody,
+    response: z.object({
+      tools: z.array(z.object({ name: z.string(), source: z.string().optional(), description: z.string(), params: z.record(z.string(), paramWire) })),
+    }),
+  },
+  {
+    method: 'post',
+    path: '/v3/tools/call',
+    summary: 'Invoke one tool with an object of params (validated against its schema; recorded in the run log)',
+    body: callBody,
+    response: z.object({ result: z.unknown().optional(), data: z.unknown().optional() }),
+  },
+];
 
 /** One parameter as `/v3/tools/list` describes it. */
 type ParamWire = { type: string; required: boolean; description: string; default?: unknown; enum?: unknown[] };
