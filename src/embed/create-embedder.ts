@@ -12,6 +12,8 @@ export type EmbedderContext = {
   dataDir?: string;
   /** Progress of a long one-off preparation (building the word-vector cache, in MB of JSON read). */
   onProgress?: (task: string, done: number, total: number) => void;
+  /** Where the optional word-vector package is resolved from (module resolution base). Default: Cairn itself. */
+  resolveFrom?: string | URL;
 };
 
 /** The configured embedder with a one-line account of its state. */
@@ -72,6 +74,7 @@ export function openEmbedder(config: EmbeddingConfig, context: EmbedderContext =
 function wordVectors(context: EmbedderContext): WordVectorEmbedder | null {
   const onProgress = context.onProgress;
   return createWordVectorEmbedder(context.dataDir ?? join(homedir(), '.cairn'), {
+    resolveFrom: context.resolveFrom,
     onBuildProgress: onProgress ? (done, total) => onProgress('building word-vector cache (MB read)', Math.round(done / 1e6), Math.round(total / 1e6)) : undefined,
   });
 }

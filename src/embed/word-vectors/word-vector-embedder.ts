@@ -273,11 +273,12 @@ export class WordVectorEmbedder implements Embedder {
 /** Everything a caller needs to use word vectors standalone; null when the package is not installed. */
 export function createWordVectorEmbedder(
   dataDir: string,
-  options: Omit<WordVectorEmbedderOptions, 'source' | 'cachePath'> = {},
+  options: Omit<WordVectorEmbedderOptions, 'source' | 'cachePath'> & { resolveFrom?: string | URL } = {},
 ): WordVectorEmbedder | null {
-  const source = findWordVectorPackage();
+  const { resolveFrom, ...rest } = options;
+  const source = findWordVectorPackage(resolveFrom);
   if (source === null) return null;
-  return new WordVectorEmbedder({ ...options, source, cachePath: wordVectorCachePath(dataDir, source) });
+  return new WordVectorEmbedder({ ...rest, source, cachePath: wordVectorCachePath(dataDir, source) });
 }
 
 /** Whether word vectors can run from `dataDir`, and whether their cache is built (for `cairn doctor`). */
