@@ -180,9 +180,7 @@ export class SqliteStore implements Store {
 
   async getMessages(scope: Scope, ids: readonly string[]): Promise<Message[]> {
     if (ids.length === 0) return [];
-    const rows = this.db
-      .prepare(`SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND id IN (SELECT value FROM json_each(?))`)
-      .all(scope.userId, scope.agentId, JSON.stringify(ids)) as MessageRow[];
+    const rows = this.stmt(`SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND id IN (SELECT value FROM json_each(?))`).all(scope.userId, scope.agentId, JSON.stringify(ids)) as MessageRow[];
     return orderBy(ids, rows.map(toMessage));
   }
 
@@ -268,9 +266,7 @@ export class SqliteStore implements Store {
 
   async getMemories(scope: Scope, ids: readonly string[]): Promise<Memory[]> {
     if (ids.length === 0) return [];
-    const rows = this.db
-      .prepare(`SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id IN (SELECT value FROM json_each(?))`)
-      .all(scope.userId, scope.agentId, JSON.stringify(ids)) as MemoryRow[];
+    const rows = this.stmt(`SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id IN (SELECT value FROM json_each(?))`).all(scope.userId, scope.agentId, JSON.stringify(ids)) as MemoryRow[];
     return orderBy(ids, rows.map(toMemory));
   }
 
