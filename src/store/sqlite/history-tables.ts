@@ -4,6 +4,7 @@ import { CairnError } from '../../errors.js';
 import { analyzeForIndex } from '../../text/analyze.js';
 import { buildFtsQuery } from '../../text/fts-query.js';
 import type { RankedHit, Scope } from '../../types.js';
+import { Statements } from './statements.js';
 import type {
   ErrorRecord,
   ErrorRecordFilter,
@@ -94,22 +95,18 @@ const RUN_TEXTS_SQL = `
 
 /** The history tables of the SQLite store (runs, their tool calls, error records); the SqliteStore exposes it as `history`. */
 export class HistoryTables implements HistoryStore {
-  private readonly statements = new Map<string, Database.Statement>();
+  private readonly statements: Statements;
 
   constructor(
     private readonly db: Database.Database,
     private readonly vectorSearch: boolean,
   ) {
     syncFtsDefinitions(db);
+    this.statements = new Statements(db);
   }
 
   private stmt(sql: string): Database.Statement {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
+    return this.statements.get(sql);
   }
 
   // ---- runs --------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ import { HistoryTables } from './history-tables.js';
 import { KnowledgeTables } from './knowledge-tables.js';
 import { MESSAGE_FTS_WEIGHTS, MessageIndex } from './message-index.js';
 import { migrate } from './migrations.js';
+import { Statements } from './statements.js';
 
 /** Options for {@link SqliteStore.open}. */
 export type SqliteStoreOptions = {
@@ -98,7 +99,7 @@ const VECTOR_TABLES = {
 export class SqliteStore implements Store {
   readonly capabilities: StoreCapabilities;
   private readonly db: Database.Database;
-  private readonly statements = new Map<string, Database.Statement>();
+  private readonly statements: Statements;
   private readonly knowledge: KnowledgeTables;
   readonly history: HistoryStore;
 
@@ -106,6 +107,7 @@ export class SqliteStore implements Store {
 
   private constructor(db: Database.Database, path: string, vectorSearch: boolean) {
     this.db = db;
+    this.statements = new Statements(db);
     this.messageIndex = new MessageIndex(db);
     this.knowledge = new KnowledgeTables(db);
     this.history = new HistoryTables(db, vectorSearch);
@@ -138,12 +140,7 @@ export class SqliteStore implements Store {
   }
 
   private stmt(sql: string): Database.Statement {
-    let statement = this.statements.get(sql);
-    if (!statement) {
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
+    return this.statements.get(sql);
   }
 
   // ---- L0 messages -------------------------------------------------------------------------
