@@ -13,6 +13,7 @@ import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { prng } from './corpus.mjs';
 import { median, quantile, round } from './metrics.mjs';
 
 const HERE = fileURLToPath(import.meta.url);
@@ -162,7 +163,7 @@ async function runCase(kind, options) {
 }
 
 async function latencies(cairn, id, kind, options) {
-  const random = mulberry32(options.seed);
+  const random = prng(options.seed);
   const timed = async (calls) => {
     for (const [tool, params] of calls.slice(0, options.warmup)) await cairn.knowledge.callTool(id, tool, params);
     const ms = [];
@@ -224,7 +225,7 @@ const CHINESE = ['知识库保存团队的文档和代码说明。', '搜索使�
 
 /** Writes `options.pages` Markdown pages (linked, 10% with Chinese text) under `root`; deterministic for a seed. */
 export function generateWiki(root, options) {
-  const random = mulberry32(options.seed);
+  const random = prng(options.seed);
   const ids = Array.from({ length: options.pages }, (_, i) => `topic-${i % 10}/page-${String(i).padStart(4, '0')}`);
   const titles = ids.map((_, i) => `${cap(pick(WORDS, random))} ${pick(WORDS, random)} ${i}`);
   const sentence = () => {
@@ -254,16 +255,6 @@ export function generateWiki(root, options) {
   return root;
 }
 
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function pick(list, random) {
   return list[Math.floor(random() * list.length)];

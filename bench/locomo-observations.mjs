@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { LOCOMO_FILE, loadLocomo } from './locomo.mjs';
+import { ADVERSARIAL, CATEGORIES, LOCOMO_FILE, loadLocomo } from './locomo.mjs';
 import { median, quantile, round } from './metrics.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -24,13 +24,6 @@ export const CONFIGS = [
   { name: 'cairn-hash-hybrid', label: 'Cairn, hybrid with the hash embedder', config: { embedding: { provider: 'hash' } } },
 ];
 const KS = [5, 10, 20];
-const CATEGORIES = [
-  { key: '4', label: 'cat 4 single-hop' },
-  { key: '2', label: 'cat 2 temporal' },
-  { key: '1', label: 'cat 1 multi-hop' },
-  { key: '3', label: 'cat 3 open-domain' },
-];
-const ADVERSARIAL = { key: '5', label: 'cat 5 adversarial (not in overall)' };
 
 /** Observation facts per sample: `{ text, sources: [dia_id…] }`, dia_ids normalised like the evidence. */
 export function loadObservations(file = LOCOMO_FILE) {

@@ -41,13 +41,14 @@ const BASELINES = [
   { name: 'bm25-plain', label: 'BM25 baseline, no stop words', options: {} },
   { name: 'bm25-stopwords', label: 'BM25 baseline, NLTK stop words (reference §4)', options: { stopwords: NLTK_STOPWORDS } },
 ];
-const CATEGORIES = [
+/** LoCoMo question categories 1–4 in report order; category 5 is reported apart. */
+export const CATEGORIES = [
   { key: '4', label: 'cat 4 single-hop' },
   { key: '2', label: 'cat 2 temporal' },
   { key: '1', label: 'cat 1 multi-hop' },
   { key: '3', label: 'cat 3 open-domain' },
 ];
-const ADVERSARIAL = { key: '5', label: 'cat 5 adversarial (not in overall)' };
+export const ADVERSARIAL = { key: '5', label: 'cat 5 adversarial (not in overall)' };
 const K = 20;
 
 /** Loads and normalises the samples: turns per §3.1 step 2, questions with gold sets per step 4. */
