@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import type { Embedder } from '../embed/embedder.js';
 import { CairnError, describeError } from '../errors.js';
-import { Bm25Index } from '../knowledge/bm25-index.js';
+import { Bm25Index } from '../search/bm25-index.js';
 import { clampLimit } from '../memory/search-params.js';
 import type { HistoryStore, Run, RunText, RunToolCall } from '../store/store.js';
 import { analyze } from '../text/analyze.js';

@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { analyze, foldWord } from '../text/analyze.js';
-import { Bm25Index } from './bm25-index.js';
+import { Bm25Index } from '../search/bm25-index.js';
 import { readFolderFile } from './scan-folder.js';
 
 /** Source files a code graph indexes (TypeScript and JavaScript). */

@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import { Lexer, type Token } from 'marked';
 import { parse as parseYaml } from 'yaml';
 import { analyze, analyzeForIndex } from '../text/analyze.js';
-import { Bm25Index } from './bm25-index.js';
+import { Bm25Index } from '../search/bm25-index.js';
 import { isText, readFolderFile } from './scan-folder.js';
 
 /** File names that are wiki pages; every other file of the folder is a raw file only. */

@@ -8,8 +8,9 @@ export type Bm25Hit = { index: number; score: number };
 
 /**
  * Okapi BM25 over documents given as analysed tokens (text/analyze.ts, or identifier words for code).
- * In memory: a knowledge resource is loaded once and searched many times, and its documents change
- * only when a sync replaces the whole index. Field weighting is done by the caller repeating tokens.
+ * In memory, for document sets that are built once and searched many times (knowledge resources, the
+ * recent runs behind chat_history); the whole index is rebuilt when the set changes. Field weighting is
+ * done by the caller repeating tokens.
  */
 export class Bm25Index {
   readonly size: number;
