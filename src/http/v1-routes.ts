@@ -1,7 +1,8 @@
 import type { Hono } from 'hono';
 import type { Cairn } from '../cairn.js';
 import { CairnError } from '../errors.js';
-import type { MemoryPatch } from '../types.js';
+import type { z } from 'zod';
+import type { MemoryPatch, NewMemory } from '../types.js';
 import { requestScope, type AppEnv, type AuthMode } from './caller.js';
 import {
   addConversationBody,
@@ -51,14 +52,7 @@ export function addV1Routes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): vo
   app.post('/v1/memories', async (c) => {
     const scope = requestScope(c, mode);
     const body = await readBody(c, newMemoryBody);
-    const memory = await cairn.remember(scope, {
-      content: body.content,
-      type: body.type,
-      priority: body.priority,
-      sceneName: body.scene_name,
-      activityStart: body.activity_start,
-      activityEnd: body.activity_end,
-    });
+    const memory = await cairn.remember(scope, fromMemoryBody(body));
     return c.json({ id: memory.id, version: memory.version }, 201);
   });
 
@@ -83,15 +77,7 @@ export function addV1Routes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): vo
   app.patch('/v1/memories/:id', async (c) => {
     const scope = requestScope(c, mode);
     const body = await readBody(c, memoryPatchBody);
-    const patch: MemoryPatch = {
-      content: body.content,
-      type: body.type,
-      priority: body.priority,
-      sceneName: body.scene_name,
-      activityStart: body.activity_start,
-      activityEnd: body.activity_end,
-    };
-    return c.json(toMemoryWire(await cairn.updateMemory(scope, c.req.param('id'), patch)));
+    return c.json(toMemoryWire(await cairn.updateMemory(scope, c.req.param('id'), fromMemoryBody(body))));
   });
 
   app.delete('/v1/memories/:id', async (c) => {
@@ -100,4 +86,18 @@ export function addV1Routes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): vo
     if (!(await cairn.deleteMemory(scope, id))) throw new CairnError('not_found', `memory ${id} not found`);
     return c.json({ deleted: 1 });
   });
+}
+
+/** A memory body (create or patch) in Cairn's own field names; absent fields stay absent. */
+function fromMemoryBody(body: z.infer<typeof newMemoryBody>): NewMemory;
+function fromMemoryBody(body: z.infer<typeof memoryPatchBody>): MemoryPatch;
+function fromMemoryBody(body: z.infer<typeof memoryPatchBody>): MemoryPatch {
+  return {
+    content: body.content,
+    type: body.type,
+    priority: body.priority,
+    sceneName: body.scene_name,
+    activityStart: body.activity_start,
+    activityEnd: body.activity_end,
+  };
 }
