@@ -20,7 +20,7 @@ const TURN_RESULTS = join(REPO, 'bench', 'results', 'locomo.json');
 
 /** The Cairn configurations measured; `config` is merged into the parsed config of each run. */
 export const CONFIGS = [
-  { name: 'cairn-keyword', label: 'Cairn, zero-config keyword default', config: {} },
+  { name: 'cairn-keyword', label: 'Cairn, keyword only', config: { embedding: { provider: 'none' } } },
   { name: 'cairn-hash-hybrid', label: 'Cairn, hybrid with the hash embedder', config: { embedding: { provider: 'hash' } } },
 ];
 const KS = [5, 10, 20];

@@ -26,14 +26,19 @@ export const LOCOMO_FILE = process.env.BENCH_LOCOMO_FILE ?? resolve(REPO, '..', 
  * Add a row here to measure another embedder.
  */
 export const CAIRN_CONFIGS = [
-  { name: 'cairn-keyword', label: 'Cairn, zero-config keyword default', env: {} },
-  { name: 'cairn-hash-hybrid', label: 'Cairn, hybrid with the hash embedder', env: { CAIRN_EMBEDDING_PROVIDER: 'hash' } },
+  { name: 'cairn-keyword', label: 'Cairn, keyword only (embedding.provider none)', env: { CAIRN_EMBEDDING_PROVIDER: 'none' } },
+  { name: 'cairn-default', label: 'Cairn, zero-config default: keyword + word vectors (weight 0.1)', env: {} },
+  {
+    name: 'cairn-word-vectors-rrf',
+    label: 'Cairn, keyword + word vectors, plain RRF (weight 1)',
+    env: { CAIRN_EMBEDDING_PROVIDER: 'word_vectors', CAIRN_EMBEDDING_FUSION_WEIGHT: '1' },
+  },
   {
     name: 'cairn-word-vectors',
     label: 'Cairn, word vectors only (keyword path off)',
     env: { CAIRN_EMBEDDING_PROVIDER: 'word_vectors', CAIRN_SEARCH_KEYWORD: 'false' },
   },
-  { name: 'cairn-word-vectors-hybrid', label: 'Cairn, hybrid with word vectors', env: { CAIRN_EMBEDDING_PROVIDER: 'word_vectors' } },
+  { name: 'cairn-hash-hybrid', label: 'Cairn, keyword + hash embedder, plain RRF', env: { CAIRN_EMBEDDING_PROVIDER: 'hash' } },
 ];
 
 /** The in-bench BM25 baselines (bench/bm25.mjs), measured before Cairn on the same questions. */

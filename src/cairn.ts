@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { loadConfig, type CairnConfig } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
 import { EmbedQueue } from './embed/embed-queue.js';
-import type { Embedder } from './embed/embedder.js';
+import { vectorFusionWeight, type Embedder } from './embed/embedder.js';
 import { wordVectorAvailability, type WordVectorAvailability } from './embed/word-vectors/word-vector-embedder.js';
 import { ToolHub } from './catalog/tool-hub.js';
 import type { ToolCallRecorder } from './catalog/recorder.js';
@@ -147,12 +147,20 @@ export class Cairn {
           })
         : null;
     if (this.queue && options.backgroundEmbedding !== false) this.queue.start();
-    this.searchContext = { store, embedder: this.embedder, queryTimeoutMs: config.embedding.query_timeout_ms, warn, keywordSearch: config.search.keyword };
+    this.searchContext = {
+      store,
+      embedder: this.embedder,
+      queryTimeoutMs: config.embedding.query_timeout_ms,
+      warn,
+      keywordSearch: config.search.keyword,
+      vectorWeight: vectorFusionWeight(this.embedder, config.embedding.fusion_weight),
+    };
     this.history = new History({ store: store.history, config, embedder: this.embedder, judge: options.relevanceJudge, warn });
     this.tools = new ToolHub(config.tools, {
       clientVersion: CAIRN_VERSION,
       recorder: options.toolCallRecorder === undefined ? this.history : options.toolCallRecorder,
       embedder: this.embedder,
+      vectorWeight: config.embedding.fusion_weight,
       warn,
     });
     this.knowledge = new KnowledgeRegistry(store, {

@@ -10,8 +10,15 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('config', () => {
   it('fills safe defaults', () => {
     const config = parseConfig({ data_dir: dir });
-    expect(config.embedding.provider).not.toBe('openai_compatible');
+    // Offline word vectors when their package is installed (never a network service), plain RRF weight unset.
+    expect(config.embedding.provider).toBe('auto');
+    expect(config.embedding.fusion_weight).toBeUndefined();
     expect(config.search).toMatchObject({ default_limit: 5, max_limit: 20 });
+  });
+
+  it('takes embedding.fusion_weight from the environment and rejects a weight that is not positive', () => {
+    expect(loadConfig({ env: { CAIRN_EMBEDDING_FUSION_WEIGHT: '0.25' } }).embedding.fusion_weight).toBe(0.25);
+    expect(() => parseConfig({ data_dir: dir, embedding: { fusion_weight: 0 } })).toThrow(/^invalid config at embedding\.fusion_weight: /);
   });
 
   it('names the exact key and reason of a bad value', () => {

@@ -11,10 +11,10 @@ const positiveInt = z.coerce.number().int().positive();
 const embeddingSchema = z
   .object({
     /**
-     * `auto`: word vectors when the optional package is installed, else keyword search only; `none`
-     * disables the vector path; `word_vectors` requires the package; `hash` is for tests/development only.
+     * `auto` (default): word vectors when the optional package is installed, else keyword search only;
+     * `none` disables the vector path; `word_vectors` requires the package; `hash` is for tests only.
      */
-    provider: z.enum(['auto', 'none', 'hash', 'openai_compatible', 'word_vectors']).default('none'),
+    provider: z.enum(['auto', 'none', 'hash', 'openai_compatible', 'word_vectors']).default('auto'),
     base_url: z.url().optional(),
     model: z.string().min(1).optional(),
     api_key: z.string().min(1).optional(),
@@ -25,6 +25,11 @@ const embeddingSchema = z
     max_retries: z.coerce.number().int().min(0).max(10).default(3),
     /** Milliseconds a search waits for the query embedding before answering without the vector path. */
     query_timeout_ms: positiveInt.default(5_000),
+    /**
+     * Weight of the vector ranking in RRF against the keyword ranking's 1. Default: the embedder's own
+     * (1 for model embedders, 0.1 for word vectors; DESIGN.md, "Ranking").
+     */
+    fusion_weight: z.coerce.number().positive().max(10).optional(),
   })
   .strict()
   .superRefine((e, ctx) => {

@@ -1,11 +1,10 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from './e2e-process.js';
 
 // Real-process tests of the built CLI (`npm test` builds first).
-const CLI = join(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -16,10 +15,7 @@ function tempDir(): string {
   return dir;
 }
 function cairn(dataDir: string, ...args: string[]) {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const key of Object.keys(env)) if (key.startsWith('CAIRN_')) delete env[key];
-  const r = spawnSync(process.execPath, [CLI, ...args, '--data', dataDir], { encoding: 'utf8', env });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return runCli([...args, '--data', dataDir]);
 }
 function jsonl(dir: string, name: string, rows: unknown[]): string {
   const file = join(dir, name);

@@ -5,11 +5,19 @@ import { join } from 'node:path';
 /** The built CLI (`npm test` builds first). */
 export const CLI = join(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
 
-/** process.env without any CAIRN_* variable, plus `extra`. */
+/**
+ * process.env without any CAIRN_* variable, keyword search only (`CAIRN_EMBEDDING_PROVIDER=none`; see
+ * test/test-config.ts for why), plus `extra`, which may set any variable again.
+ */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...zeroConfigEnv(), CAIRN_EMBEDDING_PROVIDER: 'none', ...extra };
+}
+
+/** process.env without any CAIRN_* variable: Cairn as a fresh install sees it, with no configuration at all. */
+export function zeroConfigEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const key of Object.keys(env)) if (key.startsWith('CAIRN_')) delete env[key];
-  return { ...env, ...extra };
+  return env;
 }
 
 /** Runs one CLI command to completion. */

@@ -5,7 +5,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Hono } from 'hono';
 import { createCairn, type Cairn } from '../src/cairn.js';
-import { parseConfig, type CairnConfigInput } from '../src/config.js';
+import type { CairnConfigInput } from '../src/config.js';
+import { testConfig } from './test-config.js';
 
 /** A parsed JSON response body; tests read arbitrary shapes from it. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -24,7 +25,7 @@ export class Fixtures {
 
   /** A Cairn on a fresh data directory; warnings are collected rather than printed. */
   async cairn(config: Omit<CairnConfigInput, 'data_dir'> = {}, warnings: string[] = []): Promise<Cairn> {
-    const cairn = await createCairn(parseConfig({ ...config, data_dir: this.tempDir() }), { warn: (m) => warnings.push(m) });
+    const cairn = await createCairn(testConfig({ ...config, data_dir: this.tempDir() }), { warn: (m) => warnings.push(m) });
     this.open.push(cairn);
     return cairn;
   }

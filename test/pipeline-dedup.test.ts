@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createCairn, type Cairn } from '../src/cairn.js';
-import { parseConfig, type CairnConfigInput } from '../src/config.js';
+import type { CairnConfigInput } from '../src/config.js';
 import { isNearDuplicate, normalise } from '../src/memory/dedup.js';
 import { dedupInput, FakeLlmServer, promptLines, type ChatRequest, type Reply } from './fixtures/fake-llm-server.js';
+import { testConfig } from './test-config.js';
 
 // Deduplication and reversible supersession, with a scripted model and without one.
 let server: FakeLlmServer;
@@ -30,7 +31,7 @@ let seq = 0;
 async function setup(config: Omit<CairnConfigInput, 'data_dir'> = {}, warnings: string[] = []): Promise<Cairn> {
   const dir = mkdtempSync(join(tmpdir(), 'cairn-dedup-'));
   dirs.push(dir);
-  const cairn = await createCairn(parseConfig({ pipeline: { enabled: false }, ...config, data_dir: dir }), { warn: (m) => warnings.push(m) });
+  const cairn = await createCairn(testConfig({ pipeline: { enabled: false }, ...config, data_dir: dir }), { warn: (m) => warnings.push(m) });
   open.push(cairn);
   return cairn;
 }

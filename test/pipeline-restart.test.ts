@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCairn } from '../src/cairn.js';
-import { parseConfig } from '../src/config.js';
 import type { NewMessage } from '../src/types.js';
 import { FakeLlmServer, promptLines, type ChatRequest } from './fixtures/fake-llm-server.js';
+import { CLI, cleanEnv } from './e2e-process.js';
+import { testConfig } from './test-config.js';
 
 // Real processes of the built CLI (`npm test` builds first) against a real fake-LLM HTTP server.
-const CLI = join(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
 const scope = { userId: 'default', agentId: 'default' };
 let server: FakeLlmServer;
 const dirs: string[] = [];
@@ -27,7 +27,7 @@ async function seededDir(): Promise<{ dir: string; config: string }> {
   dirs.push(dir);
   const config = join(dir, 'cairn.json');
   writeFileSync(config, JSON.stringify({ llm: { provider: 'openai_compatible', base_url: server.url, model: 'fake-model', retry_base_ms: 1 } }));
-  const cairn = await createCairn(parseConfig({ data_dir: dir, pipeline: { enabled: false } }), { warn: () => {} });
+  const cairn = await createCairn(testConfig({ data_dir: dir, pipeline: { enabled: false } }), { warn: () => {} });
   const messages: NewMessage[] = Array.from({ length: 25 }, (_, i) => ({
     id: `t${i + 1}`,
     scope,
@@ -42,9 +42,7 @@ async function seededDir(): Promise<{ dir: string; config: string }> {
 
 /** Runs `cairn flush` on `dir`; resolves with its exit code or signal, and exposes the child to kill it. */
 function flush(dir: string, config: string) {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const key of Object.keys(env)) if (key.startsWith('CAIRN_')) delete env[key];
-  const child = spawn(process.execPath, [CLI, 'flush', '--data', dir, '--config', config], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'flush', '--data', dir, '--config', config], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -55,7 +53,7 @@ function flush(dir: string, config: string) {
 }
 
 async function memoriesOf(dir: string) {
-  const cairn = await createCairn(parseConfig({ data_dir: dir, pipeline: { enabled: false } }), { warn: () => {} });
+  const cairn = await createCairn(testConfig({ data_dir: dir, pipeline: { enabled: false } }), { warn: () => {} });
   try {
     const list = await cairn.listMemories(scope, { limit: 100, includeSuperseded: true });
     const state = await cairn.pipelineStatus();

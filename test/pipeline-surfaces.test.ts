@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -7,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Cairn } from '../src/cairn.js';
 import { createApp } from '../src/http/app.js';
 import { createMcpServer } from '../src/mcp/mcp-server.js';
+import { runCli } from './e2e-process.js';
 import { Fixtures, json, textOf, type JsonBody } from './http-fixtures.js';
 
 // Recall, provenance, undo, flush and pipeline status through REST, MCP and the built CLI (rules, no model).
@@ -103,13 +103,7 @@ describe('MCP', () => {
 });
 
 describe('CLI', () => {
-  const CLI = join(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
-  const cli = (dataDir: string, ...args: string[]) => {
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const key of Object.keys(env)) if (key.startsWith('CAIRN_')) delete env[key];
-    const r = spawnSync(process.execPath, [CLI, ...args, '--data', dataDir], { encoding: 'utf8', env });
-    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-  };
+  const cli = (dataDir: string, ...args: string[]) => runCli([...args, '--data', dataDir]);
 
   it('cairn flush, memories list --include-superseded, memories why and memories undo', () => {
     const dir = fx.tempDir('cairn-cli-pipeline-');

@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createCairn, type Cairn } from '../src/cairn.js';
-import { parseConfig, type CairnConfigInput } from '../src/config.js';
+import type { CairnConfigInput } from '../src/config.js';
 import { isCairnError } from '../src/errors.js';
 import type { NewMessage } from '../src/types.js';
 import { extractionAnswer, FakeLlmServer, promptLines } from './fixtures/fake-llm-server.js';
+import { testConfig } from './test-config.js';
 
 // The extraction pipeline against a real OpenAI-compatible server started by the test.
 let server: FakeLlmServer;
@@ -31,7 +32,7 @@ async function setup(config: Omit<CairnConfigInput, 'data_dir'> = {}, warnings: 
   dirs.push(dir);
   const llm = { provider: 'openai_compatible', base_url: server.url, model: 'fake-model', retry_base_ms: 1, timeout_ms: 5_000, ...config.llm } as const;
   const pipeline = { enabled: false, ...config.pipeline };
-  const cairn = await createCairn(parseConfig({ ...config, llm, pipeline, data_dir: dir }), { warn: (m) => warnings.push(m) });
+  const cairn = await createCairn(testConfig({ ...config, llm, pipeline, data_dir: dir }), { warn: (m) => warnings.push(m) });
   open.push(cairn);
   return cairn;
 }

@@ -3,13 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createCairn, type Cairn } from '../src/cairn.js';
-import { parseConfig, type CairnConfigInput } from '../src/config.js';
+import type { CairnConfigInput } from '../src/config.js';
 import { conversationSearch } from '../src/memory/conversation-search.js';
 import { SEARCH_UNAVAILABLE_MESSAGE } from '../src/memory/format.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
 import type { Scope } from '../src/types.js';
 import { FakeEmbeddingServer } from './fixtures/fake-embedding-server.js';
+import { testConfig } from './test-config.js';
 
 const dirs: string[] = [];
 const open: Cairn[] = [];
@@ -19,7 +20,7 @@ function tempDir(): string {
   return dir;
 }
 async function cairnAt(dataDir: string, config: Omit<CairnConfigInput, 'data_dir'> = {}): Promise<Cairn> {
-  const cairn = await createCairn(parseConfig({ ...config, data_dir: dataDir }), { warn: () => {} });
+  const cairn = await createCairn(testConfig({ ...config, data_dir: dataDir }), { warn: () => {} });
   open.push(cairn);
   return cairn;
 }

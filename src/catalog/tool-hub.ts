@@ -31,6 +31,8 @@ export type ToolHubOptions = {
   recorder?: ToolCallRecorder | null;
   /** Used for hybrid tool search when `tools.hybrid` is on. */
   embedder?: Embedder | null;
+  /** RRF weight of the vector ranking (config `embedding.fusion_weight`). Default: the embedder's own. */
+  vectorWeight?: number;
   /** Where connection trouble is reported. Default: stderr. */
   warn?: (message: string) => void;
 };
@@ -92,7 +94,7 @@ export class ToolHub {
     this.recorder = options.recorder ?? null;
     this.warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
     this.textOptions = { cjk: config.cjk, paramDescriptions: config.index_param_descriptions, camelCase: config.split_camel_case };
-    this.hybrid = config.hybrid && options.embedder ? new HybridToolSearch(options.embedder, this.warn) : null;
+    this.hybrid = config.hybrid && options.embedder ? new HybridToolSearch(options.embedder, this.warn, { weight: options.vectorWeight }) : null;
     const timing = {
       connectTimeoutMs: config.connect_timeout_ms,
       callTimeoutMs: config.call_timeout_ms,

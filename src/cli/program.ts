@@ -528,7 +528,7 @@ function addToolCommands(program: Command): void {
         throw new CairnError('invalid_input', `cannot read catalog ${opts.catalog}: ${describeError(err)}`);
       }
       const embedder = config.tools.hybrid ? openEmbedder(config.embedding, { dataDir: config.data_dir }).embedder : null;
-      const searcher = offlineToolSearch(entries, { config: config.tools, embedder, admission: opts.admission, warn: (m) => process.stderr.write(`cairn: ${m}\n`) });
+      const searcher = offlineToolSearch(entries, { config: config.tools, embedder, vectorWeight: config.embedding.fusion_weight, admission: opts.admission, warn: (m) => process.stderr.write(`cairn: ${m}\n`) });
       if (opts.batch) {
         const { values, errors } = await readJsonl(opts.batch, toolQueryLine);
         if (errors.length > 0) throw badLines(opts.batch, errors, 'no query was run');

@@ -7,6 +7,12 @@ export interface Embedder {
   readonly id: string;
   /** Length of every vector this embedder returns. */
   readonly dimensions: number;
+  /**
+   * How much this embedder's ranking counts when fused with the keyword ranking (the weight of its list in
+   * RRF; absent means 1, plain RRF). Model embedders leave it out; word vectors, a weaker signal than
+   * BM25 on conversation text, declare 0.1 (DESIGN.md, "Ranking"). Config `embedding.fusion_weight` wins.
+   */
+  readonly fusionWeight?: number;
   /** Embeds texts in order; the result has one entry per input. */
   embed(texts: readonly string[], signal?: AbortSignal): Promise<(Float32Array | null)[]>;
 }
@@ -19,4 +25,9 @@ export function normalize(vector: Float32Array): Float32Array | null {
   const inv = 1 / Math.sqrt(sum);
   for (let i = 0; i < vector.length; i++) vector[i]! *= inv;
   return vector;
+}
+
+/** The RRF weight of the vector list: the configured `embedding.fusion_weight`, else the embedder's own, else 1. */
+export function vectorFusionWeight(embedder: Embedder | null, configured: number | undefined): number {
+  return configured ?? embedder?.fusionWeight ?? 1;
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Embedder } from '../embed/embedder.js';
 import { CairnError, describeError } from '../errors.js';
 import { clampLimit } from '../memory/search-params.js';
-import { rrfFuse } from '../search/rrf.js';
+import { RRF_K, rrfFuse } from '../search/rrf.js';
 import type { ErrorRecord, ErrorRecordFilter, HistoryStore } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
 import type { RankedHit, Scope } from '../types.js';
@@ -67,6 +67,8 @@ export type ErrorHistoryDeps = {
   store: HistoryStore;
   embedder: Embedder | null;
   queryTimeoutMs: number;
+  /** RRF weight of the vector ranking against BM25's 1 (see `vectorFusionWeight`). */
+  vectorWeight: number;
   warn: (message: string) => void;
 };
 
@@ -138,7 +140,7 @@ export class ErrorHistory {
       terms.length > 0 ? this.deps.store.searchErrorRecordsByKeyword(scope, terms, filter, limit * 4) : Promise.resolve([]),
       this.vectorHits(scope, keyword, filter, limit * 4),
     ]);
-    let hits: RankedHit[] = rrfFuse([keywordHits, vectorHits]);
+    let hits: RankedHit[] = rrfFuse([keywordHits, vectorHits], RRF_K, [1, this.deps.vectorWeight]);
     if (options.similarOnly) {
       // A hint must not name records that merely share a common word ("error") with the failure.
       const similar = new Set(vectorHits.map((h) => h.id));

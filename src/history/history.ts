@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { ToolCaller, ToolCallNote, ToolCallRecord, ToolCallRecorder } from '../catalog/recorder.js';
 import type { CairnConfig } from '../config.js';
-import type { Embedder } from '../embed/embedder.js';
+import { vectorFusionWeight, type Embedder } from '../embed/embedder.js';
 import { CairnError, describeError } from '../errors.js';
 import { createChatModel } from '../llm/chat-client.js';
 import { scopeSchema } from '../memory/schemas.js';
@@ -63,7 +63,13 @@ export class History implements ToolCallRecorder {
       queryTimeoutMs: config.embedding.query_timeout_ms,
       warn,
     });
-    this.errors = new ErrorHistory({ store, embedder, queryTimeoutMs: config.embedding.query_timeout_ms, warn });
+    this.errors = new ErrorHistory({
+      store,
+      embedder,
+      queryTimeoutMs: config.embedding.query_timeout_ms,
+      vectorWeight: vectorFusionWeight(embedder, config.embedding.fusion_weight),
+      warn,
+    });
     this.guides = new Guides(h.guides_dir, warn);
     this.results = new ResultWriter(resolveOutputDir(h.output_dir, config.data_dir));
   }

@@ -16,6 +16,8 @@ export type SearchContext = {
   warn: (message: string) => void;
   /** False turns the keyword path off (config `search.keyword`). Default true. */
   keywordSearch?: boolean;
+  /** RRF weight of the vector list against the keyword list's 1 (see `vectorFusionWeight`). Default 1. */
+  vectorWeight?: number;
 };
 
 /** Whether a keyword or vector path can run at all in this context. */
@@ -49,6 +51,7 @@ export async function runHybrid(
     keyword,
     vector,
     embeddingConfigured: available.vector,
+    vectorWeight: ctx.vectorWeight,
     onPathError: (path, err) => ctx.warn(`${label}: ${path} path failed, answering without it: ${describeError(err)}`),
   });
 }

@@ -22,6 +22,17 @@ describe('hybridSearch strategy', () => {
     expect(out.hits[0]!.score).toBeCloseTo(1 / 62 + 1 / 61, 12);
   });
 
+  it('weighs the vector list by vectorWeight: at 0.1 a vector-only hit follows the keyword hits', async () => {
+    const keyword = async () => ['a', 'b', 'x'].map((id) => ({ id, score: 1 }));
+    const vector = async () => [{ id: 'c', score: 0.9 }];
+    const plain = await hybridSearch({ keyword, vector, embeddingConfigured: true });
+    expect(plain.hits.map((h) => h.id)).toEqual(['a', 'c', 'b', 'x']);
+    const weak = await hybridSearch({ keyword, vector, embeddingConfigured: true, vectorWeight: 0.1 });
+    expect(weak.strategy).toBe('hybrid');
+    expect(weak.hits.map((h) => h.id)).toEqual(['a', 'b', 'x', 'c']);
+    expect(weak.hits[3]!.score).toBeCloseTo(0.1 / 61, 12);
+  });
+
   it('is embedding with raw scores when only the vector path returns candidates', async () => {
     const out = await hybridSearch({ keyword: empty, vector: other, embeddingConfigured: true });
     expect(out).toEqual({ strategy: 'embedding', hits: await other() });

@@ -1,5 +1,5 @@
 import type { RankedHit, SearchStrategy } from '../types.js';
-import { rrfFuse } from './rrf.js';
+import { RRF_K, rrfFuse } from './rrf.js';
 
 /** One retrieval path; `null` means the path is not available for this call. */
 export type RetrievalPath = (() => Promise<RankedHit[]>) | null;
@@ -9,6 +9,8 @@ export type HybridInput = {
   vector: RetrievalPath;
   /** True when an embedder is configured, even if the vector path returned nothing. */
   embeddingConfigured: boolean;
+  /** RRF weight of the vector list (the keyword list counts 1). Default 1. */
+  vectorWeight?: number;
   /** Called when a path throws; the other path still answers. */
   onPathError?: (path: 'keyword' | 'vector', err: unknown) => void;
 };
@@ -35,7 +37,7 @@ export async function hybridSearch(input: HybridInput): Promise<HybridOutput> {
   };
   const [keywordHits, vectorHits] = await Promise.all([run(input.keyword, 'keyword'), run(input.vector, 'vector')]);
   if (keywordHits.length > 0 && vectorHits.length > 0) {
-    return { hits: rrfFuse([keywordHits, vectorHits]), strategy: 'hybrid' };
+    return { hits: rrfFuse([keywordHits, vectorHits], RRF_K, [1, input.vectorWeight ?? 1]), strategy: 'hybrid' };
   }
   if (vectorHits.length > 0) return { hits: vectorHits, strategy: 'embedding' };
   if (keywordHits.length > 0) return { hits: keywordHits, strategy: 'fts' };

@@ -29,6 +29,37 @@ describe('rrfFuse', () => {
     ]);
   });
 
+  it('multiplies each list\'s contribution by its weight', () => {
+    const fused = rrfFuse([hits('a', 'b', 'c'), hits('d', 'c')], RRF_K, [1, 0.1]);
+    const byId = Object.fromEntries(fused.map((h) => [h.id, h.score]));
+    expect(byId.a).toBeCloseTo(1 / 61, 12);
+    expect(byId.c).toBeCloseTo(1 / 63 + 0.1 / 62, 12);
+    expect(byId.d).toBeCloseTo(0.1 / 61, 12);
+    // The weak vote lifts c from third to first (1/63 + 0.1/62 > 1/61); d, which only the weak list
+    // holds, comes after the whole strong list.
+    expect(fused.map((h) => h.id)).toEqual(['c', 'a', 'b', 'd']);
+    // Weights left out count 1: the same as plain RRF.
+    expect(rrfFuse([hits('a', 'b'), hits('b')], RRF_K, [1])).toEqual(rrfFuse([hits('a', 'b'), hits('b')]));
+  });
+
+  it('rejects a weight that is zero, negative or not finite', () => {
+    for (const w of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => rrfFuse([hits('a')], RRF_K, [w])).toThrow(/weights must be finite and positive/);
+    }
+  });
+
+  it('property: a list of weight w < 1 never moves an id it alone holds above the top 30 of a full-weight list', () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.integer({ min: 0, max: 80 }), { minLength: 1, maxLength: 30 }), fc.uniqueArray(fc.integer({ min: 0, max: 80 }), { maxLength: 30 }), (strong, weak) => {
+        const strongIds = strong.map((n) => `s${n}`);
+        const weakIds = weak.map((n) => (n % 2 === 0 ? `s${n}` : `w${n}`));
+        const fused = rrfFuse([hits(...strongIds), hits(...weakIds)], RRF_K, [1, 0.1]).map((h) => h.id);
+        const firstWeakOnly = fused.findIndex((id) => !strongIds.includes(id));
+        if (firstWeakOnly >= 0) expect(firstWeakOnly).toBe(strongIds.length);
+      }),
+    );
+  });
+
   it('keeps first-seen order on ties', () => {
     expect(rrfFuse([hits('a'), hits('b')]).map((h) => h.id)).toEqual(['a', 'b']);
     expect(rrfFuse([hits('b'), hits('a')]).map((h) => h.id)).toEqual(['b', 'a']);

@@ -34,6 +34,15 @@ export type WordVectorSettings = SifSettings & {
  */
 export const DEFAULT_WORD_VECTOR_SETTINGS: WordVectorSettings = { a: 0.01, dropStopwords: true, removeCommonComponent: false };
 
+/**
+ * The RRF weight of the word-vector ranking against the keyword ranking's 1, chosen on LoCoMo
+ * (BENCHMARKS.md, "Word vectors (offline embedder)"): weights 0.05–0.125 all beat keyword search alone,
+ * 0.1 best; from 0.15 up the weak vector ranking displaces good keyword hits and recall falls. At 0.1 a
+ * message only the vectors find ranks after the keyword candidates — it fills a result the keywords
+ * cannot fill, which is exactly the paraphrase case.
+ */
+export const WORD_VECTOR_FUSION_WEIGHT = 0.1;
+
 /** A word-vector JSON in the wink layout, with the name and version that key its cache. */
 export type WordVectorSource = { name: string; version: string; path: string };
 
@@ -101,6 +110,7 @@ const HOT_ROWS = 20_000;
 export class WordVectorEmbedder implements Embedder {
   readonly id: string;
   readonly dimensions: number;
+  readonly fusionWeight = WORD_VECTOR_FUSION_WEIGHT;
   readonly cachePath: string;
   readonly source: WordVectorSource;
   readonly settings: WordVectorSettings;
