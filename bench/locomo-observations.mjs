@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ADVERSARIAL, CATEGORIES, LOCOMO_FILE, loadLocomo } from './locomo.mjs';
+import { ADVERSARIAL, CATEGORIES, LOCOMO_FILE, loadLocomo, prebuildWordVectorCache } from './locomo.mjs';
 import { median, quantile, round } from './metrics.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -21,6 +21,7 @@ const TURN_RESULTS = join(REPO, 'bench', 'results', 'locomo.json');
 /** The Cairn configurations measured; `config` is merged into the parsed config of each run. */
 export const CONFIGS = [
   { name: 'cairn-keyword', label: 'Cairn, keyword only', config: { embedding: { provider: 'none' } } },
+  { name: 'cairn-default', label: 'Cairn, zero-config default (keyword + word vectors)', config: {} },
   { name: 'cairn-hash-hybrid', label: 'Cairn, hybrid with the hash embedder', config: { embedding: { provider: 'hash' } } },
 ];
 const KS = [5, 10, 20];
@@ -58,10 +59,14 @@ export async function run({ configs = CONFIGS, log = () => {} } = {}) {
   const questions = samples.flatMap((s) => s.questions.map((q) => ({ ...q, sampleId: s.sampleId })));
   const facts = [...observations.values()].reduce((n, list) => n + list.length, 0);
   const systems = [];
+  // One word-vector cache for every row, built before any timing.
+  const cacheRoot = mkdtempSync(join(tmpdir(), 'cairn-locomo-obs-cache-'));
+  const cacheDir = await prebuildWordVectorCache(cacheRoot, log);
 
   for (const config of configs) {
     const dataDir = mkdtempSync(join(tmpdir(), 'cairn-locomo-obs-'));
-    const cairn = await createCairn(parseConfig({ ...config.config, data_dir: dataDir, pipeline: { enabled: false } }), {
+    const embedding = { ...(cacheDir ? { cache_dir: cacheDir } : {}), ...config.config.embedding };
+    const cairn = await createCairn(parseConfig({ ...config.config, embedding, data_dir: dataDir, pipeline: { enabled: false } }), {
       backgroundPipeline: false,
       warn: (m) => log(`locomo-observations: ${m}`),
     });
@@ -103,6 +108,7 @@ export async function run({ configs = CONFIGS, log = () => {} } = {}) {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }
+  rmSync(cacheRoot, { recursive: true, force: true });
   return document(samples, facts, systems);
 }
 

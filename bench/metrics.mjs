@@ -71,3 +71,35 @@ export function round(value, digits) {
 export function mean(values) {
   return values.length === 0 ? 0 : values.reduce((a, b) => a + b, 0) / values.length;
 }
+
+/**
+ * Per-query comparison of two rankings of the same queries at recall@k: how many queries `candidate`
+ * answers better and worse than `baseline`, and the two-sided exact sign-test p-value of that split
+ * (ties dropped) — how likely a split at least this uneven is if neither ranking is really better.
+ */
+export function pairedRecall(items, k = 10) {
+  let better = 0;
+  let worse = 0;
+  for (const { baseline, candidate, gold } of items) {
+    const a = recallAt(baseline, gold, k);
+    const b = recallAt(candidate, gold, k);
+    if (b > a) better++;
+    else if (b < a) worse++;
+  }
+  return { better, worse, p: signTest(better, worse) };
+}
+
+/** Two-sided exact binomial sign test for `x` successes against `y` failures at p = 0.5. */
+export function signTest(x, y) {
+  const n = x + y;
+  if (n === 0) return 1;
+  const tail = Math.min(x, y);
+  // log C(n, i) - n log 2, summed in probability space; n stays in the thousands, so this is exact enough.
+  let logChoose = 0;
+  let sum = 0;
+  for (let i = 0; i <= tail; i++) {
+    if (i > 0) logChoose += Math.log(n - i + 1) - Math.log(i);
+    sum += Math.exp(logChoose - n * Math.LN2);
+  }
+  return Math.min(1, 2 * sum);
+}

@@ -65,6 +65,9 @@ export async function runTools({ log = () => {} } = {}) {
         const hybrid = { tools: { hybrid: true }, embedding: { provider: 'word_vectors' } };
         runs['rank:hybrid'] = await cliRanking(work, files, hybrid, 'rank');
         runs['strict:hybrid'] = await cliRanking(work, files, hybrid, 'strict');
+        const plainRrf = { tools: { hybrid: true }, embedding: { provider: 'word_vectors', fusion_weight: 1 } };
+        runs['rank:hybrid-rrf'] = await cliRanking(work, files, plainRrf, 'rank');
+        runs['strict:hybrid-rrf'] = await cliRanking(work, files, plainRrf, 'strict');
       }
       results[ds.name] = {};
       for (const [key, ranked] of Object.entries(runs)) {
@@ -139,7 +142,8 @@ function runLabel(key) {
   const [admission, variant] = key.split(':');
   const v = INDEX_VARIANTS.find((x) => x.key === variant);
   const other = {
-    hybrid: 'hybrid (BM25 + word vectors, RRF)',
+    hybrid: 'hybrid (BM25 + word vectors at their default RRF weight)',
+    'hybrid-rrf': 'hybrid (BM25 + word vectors, plain RRF)',
     refscoring: 'both, but every query token scores (reference scoring)',
     hermes: 'reference fields and reference scoring (the reference algorithm)',
   };

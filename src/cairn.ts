@@ -6,7 +6,7 @@ import { loadConfig, type CairnConfig } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
 import { EmbedQueue } from './embed/embed-queue.js';
 import { vectorFusionWeight, type Embedder } from './embed/embedder.js';
-import { wordVectorAvailability, type WordVectorAvailability } from './embed/word-vectors/word-vector-embedder.js';
+import { embeddingCacheDir, wordVectorAvailability, type WordVectorAvailability } from './embed/word-vectors/word-vector-embedder.js';
 import { ToolHub } from './catalog/tool-hub.js';
 import type { ToolCallRecorder } from './catalog/recorder.js';
 import { CairnError, describeError } from './errors.js';
@@ -403,7 +403,7 @@ export class Cairn {
       version: CAIRN_VERSION,
       store: { ...this.store.capabilities, schemaVersion: SCHEMA_VERSION },
       embedding: await this.embeddingStatus(),
-      wordVectors: wordVectorAvailability(this.config.data_dir),
+      wordVectors: wordVectorAvailability(embeddingCacheDir(this.config.data_dir, this.config.embedding.cache_dir)),
     };
   }
 

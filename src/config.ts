@@ -30,6 +30,11 @@ const embeddingSchema = z
      * (1 for model embedders, 0.1 for word vectors; DESIGN.md, "Ranking").
      */
     fusion_weight: z.coerce.number().positive().max(10).optional(),
+    /**
+     * Where word vectors keep their binary cache (about 75 MB, built once per package version). Default
+     * `<data_dir>/cache`; point several data directories at one place to build it once.
+     */
+    cache_dir: z.string().min(1).optional(),
   })
   .strict()
   .superRefine((e, ctx) => {
@@ -299,6 +304,7 @@ export function parseConfig(input: unknown): CairnConfig {
   }
   const config = result.data;
   config.data_dir = resolve(config.data_dir);
+  if (config.embedding.cache_dir !== undefined) config.embedding.cache_dir = resolve(config.embedding.cache_dir);
   return config;
 }
 

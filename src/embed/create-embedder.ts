@@ -4,11 +4,11 @@ import type { EmbeddingConfig } from '../config.js';
 import type { Embedder } from './embedder.js';
 import { HashEmbedder } from './hash-embedder.js';
 import { OpenAIEmbedder } from './openai-embedder.js';
-import { createWordVectorEmbedder, WORD_VECTOR_PACKAGE, type WordVectorEmbedder } from './word-vectors/word-vector-embedder.js';
+import { createWordVectorEmbedder, embeddingCacheDir, WORD_VECTOR_PACKAGE, type WordVectorEmbedder } from './word-vectors/word-vector-embedder.js';
 
 /** What an embedder may need beyond its config section. */
 export type EmbedderContext = {
-  /** Data directory; word vectors keep their cache in `<dataDir>/cache`. Default `~/.cairn`. */
+  /** Data directory; word vectors keep their cache in `embedding.cache_dir`, else `<dataDir>/cache`. Default `~/.cairn`. */
   dataDir?: string;
   /** Progress of a long one-off preparation (building the word-vector cache, in MB of JSON read). */
   onProgress?: (task: string, done: number, total: number) => void;
@@ -60,7 +60,7 @@ export function openEmbedder(config: EmbeddingConfig, context: EmbedderContext =
     }
     case 'auto':
     case 'word_vectors': {
-      const embedder = wordVectors(context);
+      const embedder = wordVectors(config, context);
       const label = config.provider === 'auto' ? 'word_vectors (auto)' : 'word_vectors';
       if (embedder === null) {
         const fallback = `${config.provider}: word vectors unavailable, ${NOT_INSTALLED}; keyword search only`;
@@ -71,9 +71,9 @@ export function openEmbedder(config: EmbeddingConfig, context: EmbedderContext =
   }
 }
 
-function wordVectors(context: EmbedderContext): WordVectorEmbedder | null {
+function wordVectors(config: EmbeddingConfig, context: EmbedderContext): WordVectorEmbedder | null {
   const onProgress = context.onProgress;
-  return createWordVectorEmbedder(context.dataDir ?? join(homedir(), '.cairn'), {
+  return createWordVectorEmbedder(embeddingCacheDir(context.dataDir ?? join(homedir(), '.cairn'), config.cache_dir), {
     resolveFrom: context.resolveFrom,
     onBuildProgress: onProgress ? (done, total) => onProgress('building word-vector cache (MB read)', Math.round(done / 1e6), Math.round(total / 1e6)) : undefined,
   });

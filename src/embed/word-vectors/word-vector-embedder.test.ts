@@ -1,13 +1,16 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FIXTURE_ENTRIES, writeWinkFixture } from '../../../test/fixtures/wink-fixture.js';
 import { isCairnError } from '../../errors.js';
+import { RRF_K, rrfFuse } from '../../search/rrf.js';
 import { loadWordVectorCache } from './word-vector-cache.js';
 import {
   DEFAULT_WORD_VECTOR_SETTINGS,
   findWordVectorPackage,
+  WORD_VECTOR_FUSION_WEIGHT,
   WordVectorEmbedder,
   wordVectorCachePath,
   type WordVectorEmbedderOptions,
@@ -141,6 +144,35 @@ describe('findWordVectorPackage', () => {
   });
 
   it('keys the cache path by package name and version', () => {
-    expect(wordVectorCachePath('/data', { name: 'pkg', version: '2.0.0', path: '/x.json' })).toBe('/data/cache/word-vectors-pkg-2.0.0.v1.bin');
+    expect(wordVectorCachePath('/data/cache', { name: 'pkg', version: '2.0.0', path: '/x.json' })).toBe('/data/cache/word-vectors-pkg-2.0.0.v1.bin');
+  });
+});
+
+describe('WORD_VECTOR_FUSION_WEIGHT', () => {
+  const ids = (prefix: string, ns: number[]) => ns.map((n) => ({ id: `${prefix}${n}`, score: 0 }));
+
+  it('is what the embedder declares for RRF', () => {
+    expect(embedder().fusionWeight).toBe(WORD_VECTOR_FUSION_WEIGHT);
+  });
+
+  it('property: fused with keyword hits, word vectors keep the first 18 keyword hits in order and append the rest', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 0, max: 99 }), { minLength: 1, maxLength: 60 }),
+        fc.uniqueArray(fc.integer({ min: 0, max: 149 }), { maxLength: 60 }),
+        (keywordNs, vectorNs) => {
+          const keyword = ids('m', keywordNs);
+          // Vector ids below 100 may also be keyword hits; the others only the vectors find.
+          const vector = ids('m', vectorNs);
+          const fused = rrfFuse([keyword, vector], RRF_K, [1, WORD_VECTOR_FUSION_WEIGHT]).map((h) => h.id);
+          const keywordIds = keyword.map((h) => h.id);
+          const head = keywordIds.slice(0, 18);
+          expect(fused.filter((id) => head.includes(id))).toEqual(head);
+          expect(fused.slice(0, head.length)).toEqual(head);
+          const vectorOnly = fused.filter((id) => !keywordIds.includes(id));
+          expect(fused.slice(keywordIds.length)).toEqual(vectorOnly);
+        },
+      ),
+    );
   });
 });

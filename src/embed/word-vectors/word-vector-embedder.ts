@@ -35,13 +35,14 @@ export type WordVectorSettings = SifSettings & {
 export const DEFAULT_WORD_VECTOR_SETTINGS: WordVectorSettings = { a: 0.01, dropStopwords: true, removeCommonComponent: false };
 
 /**
- * The RRF weight of the word-vector ranking against the keyword ranking's 1, chosen on LoCoMo
- * (BENCHMARKS.md, "Word vectors (offline embedder)"): weights 0.05–0.125 all beat keyword search alone,
- * 0.1 best; from 0.15 up the weak vector ranking displaces good keyword hits and recall falls. At 0.1 a
- * message only the vectors find ranks after the keyword candidates — it fills a result the keywords
- * cannot fill, which is exactly the paraphrase case.
+ * The RRF weight of the word-vector ranking against the keyword ranking's 1. At 0.01 a vector vote
+ * (at most 0.01/61) is smaller than the gap between neighbouring keyword ranks r and r+1 for r ≤ 17
+ * (1/((60+r)(61+r))), so word vectors never change the order of the first 18 keyword hits; they
+ * append what only they find — the paraphrase that shares no word with its message. Measured on LoCoMo
+ * (BENCHMARKS.md, "Word vectors (offline embedder)"): larger weights raise recall@10 a little but lower
+ * recall@5 and nDCG@10, because the weaker ranking then re-orders good keyword hits.
  */
-export const WORD_VECTOR_FUSION_WEIGHT = 0.1;
+export const WORD_VECTOR_FUSION_WEIGHT = 0.01;
 
 /** A word-vector JSON in the wink layout, with the name and version that key its cache. */
 export type WordVectorSource = { name: string; version: string; path: string };
@@ -65,9 +66,14 @@ export function findWordVectorPackage(from: string | URL = import.meta.url): Wor
   }
 }
 
-/** Where the cache of `source` lives under a data directory; the name changes with the package version. */
-export function wordVectorCachePath(dataDir: string, source: WordVectorSource): string {
-  return join(dataDir, 'cache', `word-vectors-${source.name}-${source.version}.v${WORD_VECTOR_CACHE_FORMAT}.bin`);
+/** Where the cache of `source` lives in a cache directory; the name changes with the package version. */
+export function wordVectorCachePath(cacheDir: string, source: WordVectorSource): string {
+  return join(cacheDir, `word-vectors-${source.name}-${source.version}.v${WORD_VECTOR_CACHE_FORMAT}.bin`);
+}
+
+/** The cache directory: `embedding.cache_dir` when set, else `<data_dir>/cache`. */
+export function embeddingCacheDir(dataDir: string, configured?: string): string {
+  return configured ?? join(dataDir, 'cache');
 }
 
 export type WordVectorEmbedderOptions = {
@@ -282,24 +288,24 @@ export class WordVectorEmbedder implements Embedder {
 
 /** Everything a caller needs to use word vectors standalone; null when the package is not installed. */
 export function createWordVectorEmbedder(
-  dataDir: string,
+  cacheDir: string,
   options: Omit<WordVectorEmbedderOptions, 'source' | 'cachePath'> & { resolveFrom?: string | URL } = {},
 ): WordVectorEmbedder | null {
   const { resolveFrom, ...rest } = options;
   const source = findWordVectorPackage(resolveFrom);
   if (source === null) return null;
-  return new WordVectorEmbedder({ ...rest, source, cachePath: wordVectorCachePath(dataDir, source) });
+  return new WordVectorEmbedder({ ...rest, source, cachePath: wordVectorCachePath(cacheDir, source) });
 }
 
-/** Whether word vectors can run from `dataDir`, and whether their cache is built (for `cairn doctor`). */
+/** Whether word vectors can run with `cacheDir`, and whether their cache is built (for `cairn doctor`). */
 export type WordVectorAvailability =
   | { installed: false; package: string }
   | { installed: true; package: string; version: string; path: string; cachePath: string; cacheBytes: number | null };
 
-export function wordVectorAvailability(dataDir: string): WordVectorAvailability {
+export function wordVectorAvailability(cacheDir: string): WordVectorAvailability {
   const source = findWordVectorPackage();
   if (source === null) return { installed: false, package: WORD_VECTOR_PACKAGE };
-  const cachePath = wordVectorCachePath(dataDir, source);
+  const cachePath = wordVectorCachePath(cacheDir, source);
   return { installed: true, package: source.name, version: source.version, path: source.path, cachePath, cacheBytes: fileSize(cachePath) };
 }
 
