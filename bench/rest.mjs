@@ -30,7 +30,7 @@ export async function run({ log } = {}) {
     order: 30,
     title: 'REST gateway: POST /search/conversations',
     summary:
-      `${r.messages.toLocaleString('en-US')} synthetic messages (keyword search only: `embedding.provider: none`), the built \`cairn serve\` on loopback, ` +
+      `${r.messages.toLocaleString('en-US')} synthetic messages (keyword search only: \`embedding.provider: none\`), the built \`cairn serve\` on loopback, ` +
       `autocannon with ${r.connections} connections for ${r.duration_s} s; every request carries its own turn id. ` +
       'Latency is measured by the client, so it includes HTTP and JSON.',
     tables: [
