@@ -19,6 +19,69 @@ function tempDb(): string {
 
 describeStoreContract('sqlite', async () => SqliteStore.open({ path: tempDb() }));
 
+/** `n` unit vectors of `dims` from a seeded generator. */
+function randomUnitVectors(n: number, dims: number, seed: number): Float32Array[] {
+  let state = seed >>> 0;
+  const random = () => {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    return state / 2 ** 32 - 0.5;
+  };
+  return Array.from({ length: n }, () => {
+    const v = Float32Array.from({ length: dims }, random);
+    const norm = Math.hypot(...v);
+    return v.map((x) => x / norm);
+  });
+}
+
+describe('SqliteStore message KNN index', () => {
+  const scope = { userId: 'u', agentId: 'a' };
+  const cosine = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
+
+  async function storeWithVectors(path: string, vectors: Float32Array[]): Promise<SqliteStore> {
+    const store = SqliteStore.open({ path });
+    await store.addMessages(vectors.map((_, i) => ({ id: `m${i}`, scope, sessionKey: `s${i % 3}`, role: 'user' as const, content: `message ${i}` })));
+    const pending = await store.pendingEmbeddings('message', 'e', 0, vectors.length);
+    await store.saveEmbeddings('message', 'e', pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i]! })));
+    return store;
+  }
+
+  it('answers exactly what an exact cosine scan answers, with and without a session filter', async () => {
+    const vectors = randomUnitVectors(300, 16, 7);
+    const store = await storeWithVectors(tempDb(), vectors);
+    for (const query of randomUnitVectors(10, 16, 99)) {
+      const exact = vectors
+        .map((v, i) => ({ id: `m${i}`, session: `s${i % 3}`, score: cosine(query, v) }))
+        .sort((a, b) => b.score - a.score);
+      const hits = await store.searchMessagesByVector(scope, query, 'e', {}, 20);
+      expect(hits.map((h) => h.id)).toEqual(exact.slice(0, 20).map((e) => e.id));
+      hits.forEach((h, i) => expect(h.score).toBeCloseTo(exact[i]!.score, 5));
+      const inSession = await store.searchMessagesByVector(scope, query, 'e', { sessionKey: 's1' }, 5);
+      expect(inSession.map((h) => h.id)).toEqual(exact.filter((e) => e.session === 's1').slice(0, 5).map((e) => e.id));
+    }
+    await store.close();
+  });
+
+  it('builds the index on first search for vectors written before it existed, with the same answers', async () => {
+    const path = tempDb();
+    const vectors = randomUnitVectors(50, 8, 3);
+    const store = await storeWithVectors(path, vectors);
+    const query = randomUnitVectors(1, 8, 5)[0]!;
+    const before = await store.searchMessagesByVector(scope, query, 'e', {}, 10);
+    await store.close();
+    // What a database from before the index looks like: vectors, no index.
+    const raw = new Database(path);
+    raw.exec(`DROP TRIGGER message_knn_after_delete; DELETE FROM vector_indexes;`);
+    raw.close();
+    const reopened = SqliteStore.open({ path });
+    const after = await reopened.searchMessagesByVector(scope, query, 'e', {}, 10);
+    expect(after.map((h) => h.id)).toEqual(before.map((h) => h.id));
+    await reopened.close();
+    const check = new Database(path, { readonly: true });
+    expect(check.prepare(`SELECT embedder, dimensions FROM vector_indexes WHERE target = 'message'`).get()).toEqual({ embedder: 'e', dimensions: 8 });
+    check.close();
+  });
+});
+
 describe('SqliteStore specifics', () => {
   it('uses WAL, records the schema version, and reopens without re-migrating', async () => {
     const path = tempDb();

@@ -145,6 +145,39 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
       expect((await store.pendingEmbeddings('message', 'e2', pending[0]!.key, 10)).map((p) => p.text)).toEqual(['north', 'east too']);
     });
 
+    it('message vector search: session filter, scope isolation, deletion, null vectors and a model change', async () => {
+      if (!store.capabilities.vectorSearch) return;
+      await store.addMessages([
+        msg(alice, 'a1', 'east', 's1'),
+        msg(alice, 'a2', 'east again', 's2'),
+        msg(alice, 'a3', 'no words', 's1'),
+        msg(bob, 'b1', 'east too', 's1'),
+      ]);
+      const vectors: Record<string, Float32Array | null> = { east: unit([1, 0, 0]), 'east again': unit([1, 0.2, 0]), 'no words': null, 'east too': unit([1, 0, 0]) };
+      const embedAll = async (embedder: string, of: (text: string) => Float32Array | null) => {
+        const pending = await store.pendingEmbeddings('message', embedder, 0, 100);
+        await store.saveEmbeddings('message', embedder, pending.map((p) => ({ key: p.key, text: p.text, vector: of(p.text) })));
+      };
+      await embedAll('e1', (text) => vectors[text] ?? null);
+      const east = unit([1, 0, 0]);
+      expect((await store.searchMessagesByVector(alice, east, 'e1', {}, 10)).map((h) => h.id)).toEqual(['a1', 'a2']);
+      expect((await store.searchMessagesByVector(alice, east, 'e1', { sessionKey: 's2' }, 10)).map((h) => h.id)).toEqual(['a2']);
+      expect((await store.searchMessagesByVector(bob, east, 'e1', {}, 10)).map((h) => h.id)).toEqual(['b1']);
+      expect((await store.searchMessagesByVector(aliceOtherAgent, east, 'e1', {}, 10)).map((h) => h.id)).toEqual([]);
+      const [top] = await store.searchMessagesByVector(alice, east, 'e1', {}, 1);
+      expect(top!.score).toBeCloseTo(1, 5);
+
+      expect(await store.deleteMessage(alice, 'a1')).toBe(true);
+      expect((await store.searchMessagesByVector(alice, east, 'e1', {}, 10)).map((h) => h.id)).toEqual(['a2']);
+
+      // A new model re-embeds every row: its vectors answer, the old model's are gone.
+      await embedAll('e2', (text) => (text === 'no words' ? null : unit([0, 0, 1])));
+      expect((await store.searchMessagesByVector(alice, unit([0, 0, 1]), 'e2', {}, 10)).map((h) => h.id)).toEqual(['a2']);
+      expect(await store.searchMessagesByVector(alice, east, 'e1', {}, 10)).toEqual([]);
+      expect(await store.deleteSession(alice, 's2')).toBe(1);
+      expect(await store.searchMessagesByVector(alice, unit([0, 0, 1]), 'e2', {}, 10)).toEqual([]);
+    });
+
     it('drops a vector computed for text that changed meanwhile, and re-queues the changed memory', async () => {
       if (!store.capabilities.vectorSearch) return;
       const mem = await store.createMemory(alice, { content: 'old text', type: 'episodic' });

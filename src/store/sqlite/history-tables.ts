@@ -5,6 +5,7 @@ import { analyzeForIndex } from '../../text/analyze.js';
 import { buildFtsQuery } from '../../text/fts-query.js';
 import type { RankedHit, Scope } from '../../types.js';
 import { Statements } from './statements.js';
+import { fromBlob, toBlob } from './vector-blob.js';
 import type {
   ErrorRecord,
   ErrorRecordFilter,
@@ -489,10 +490,4 @@ function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-function toBlob(vector: Float32Array): Buffer {
-  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
-}
 
-function fromBlob(blob: Buffer): Float32Array {
-  return new Float32Array(blob.buffer.slice(blob.byteOffset, blob.byteOffset + blob.byteLength));
-}

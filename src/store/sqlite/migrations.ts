@@ -242,6 +242,14 @@ const MIGRATIONS: readonly Migration[] = [
   `,
   // Message keyword index gains a `context` column: the previous message of the same session.
   rebuildMessageIndex,
+  // Which embedder's vectors the sqlite-vec KNN index over messages holds (message-knn.ts creates it).
+  `
+  CREATE TABLE vector_indexes (
+    target TEXT PRIMARY KEY,
+    embedder TEXT NOT NULL,
+    dimensions INTEGER NOT NULL
+  );
+  `,
 ];
 
 /** The schema version this build writes. */

@@ -39,8 +39,10 @@ import type {
 import { HistoryTables } from './history-tables.js';
 import { KnowledgeTables } from './knowledge-tables.js';
 import { MESSAGE_FTS_WEIGHTS, MessageIndex } from './message-index.js';
+import { MessageKnn } from './message-knn.js';
 import { migrate } from './migrations.js';
 import { Statements } from './statements.js';
+import { toBlob } from './vector-blob.js';
 
 /** Options for {@link SqliteStore.open}. */
 export type SqliteStoreOptions = {
@@ -104,11 +106,14 @@ export class SqliteStore implements Store {
   readonly history: HistoryStore;
 
   private readonly messageIndex: MessageIndex;
+  /** The KNN index over message vectors; null without the sqlite-vec extension. */
+  private readonly messageKnn: MessageKnn | null;
 
   private constructor(db: Database.Database, path: string, vectorSearch: boolean) {
     this.db = db;
     this.statements = new Statements(db);
     this.messageIndex = new MessageIndex(db);
+    this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
     this.knowledge = new KnowledgeTables(db);
     this.history = new HistoryTables(db, vectorSearch);
     this.capabilities = { backend: 'sqlite', keywordSearch: true, vectorSearch, location: path };
@@ -235,8 +240,25 @@ export class SqliteStore implements Store {
 
   async searchMessagesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): Promise<RankedHit[]> {
     this.requireVectors();
+    const blob = toBlob(vector);
+    const nearest = this.messageKnn?.search(scope.userId, scope.agentId, embedderId, blob, vector.length, filter.sessionKey, limit) ?? null;
+    if (nearest !== null) {
+      if (nearest.length === 0) return [];
+      // The index is partitioned by scope; the id look-up is scoped again so that no other tenant's row can answer.
+      const rows = this.stmt(`SELECT seq, id FROM messages WHERE user_id = ? AND agent_id = ? AND seq IN (SELECT value FROM json_each(?))`).all(
+        scope.userId,
+        scope.agentId,
+        JSON.stringify(nearest.map((h) => h.seq)),
+      ) as { seq: number; id: string }[];
+      const ids = new Map(rows.map((r) => [r.seq, r.id]));
+      return nearest.flatMap((h) => {
+        const id = ids.get(h.seq);
+        return id === undefined ? [] : [{ id, score: 1 - h.distance }];
+      });
+    }
+    // No index for this embedder (another one's vectors are indexed): an exact scan.
     const session = filter.sessionKey === undefined ? '' : 'AND m.session_key = ?';
-    const params: unknown[] = [toBlob(vector), scope.userId, scope.agentId, embedderId];
+    const params: unknown[] = [blob, scope.userId, scope.agentId, embedderId];
     if (filter.sessionKey !== undefined) params.push(filter.sessionKey);
     params.push(limit);
     const rows = this.stmt(
@@ -375,8 +397,17 @@ export class SqliteStore implements Store {
       `INSERT OR REPLACE INTO ${t.vectors} (${t.key}, embedder, embedding)
        SELECT seq, ?, ? FROM ${t.base} WHERE seq = ? AND content = ?`,
     );
+    const knn = target === 'message' ? this.messageKnn : null;
+    const dimensions = items.find((i) => i.vector !== null)?.vector?.length;
     this.db.transaction(() => {
-      for (const item of items) save.run(embedderId, item.vector ? toBlob(item.vector) : null, item.key, item.text);
+      // Saving vectors moves the KNN index to this embedder (rebuilding it after a model change).
+      if (knn !== null && dimensions !== undefined) knn.prepare(embedderId, dimensions);
+      const indexed = knn !== null && knn.holds(embedderId);
+      for (const item of items) {
+        const blob = item.vector ? toBlob(item.vector) : null;
+        const saved = save.run(embedderId, blob, item.key, item.text).changes > 0;
+        if (indexed && saved) knn.put(item.key, item.vector?.length === dimensions ? blob : null);
+      }
     })();
   }
 
@@ -713,9 +744,6 @@ function bm25ToScore(rank: number): number {
   return r > 0 ? r / (1 + r) : 1 / (1 + rank);
 }
 
-function toBlob(vector: Float32Array): Buffer {
-  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
-}
 
 function newId(prefix: string): string {
   return `${prefix}_${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
