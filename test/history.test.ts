@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Cairn } from '../src/cairn.js';
 import { isCairnError } from '../src/errors.js';
 import { errorRecordId } from '../src/history/error-history.js';
+import { FakeEmbeddingServer } from './fixtures/fake-embedding-server.js';
 import { FakeLlmServer } from './fixtures/fake-llm-server.js';
 import { Fixtures } from './http-fixtures.js';
 
@@ -239,6 +240,31 @@ describe('chat_history search', () => {
     expect(hits[0]!.task_id).toBe('t1');
     expect(hits.some((h) => h.task_id === 'now')).toBe(false);
     expect(hits.some((h) => h.task_id === 't2')).toBe(false);
+  });
+
+  it('semantic with a weak embedder (fusion weight below 1): BM25 ranks, the vectors only append what it misses', async () => {
+    // The fake server's vectors are bags of raw words, stop words included, so "the" alone makes t2 similar.
+    const server = await new FakeEmbeddingServer(64).start();
+    try {
+      const embedding = { provider: 'openai_compatible' as const, base_url: server.url, model: 'm', dimensions: 64, max_retries: 0 };
+      const seed = async (fusionWeight?: number) => {
+        const cairn = await fx.cairn({ embedding: { ...embedding, fusion_weight: fusionWeight } });
+        await run(cairn, 't1', 'sourdough starter feeding', [], daysAgo(0.3));
+        await run(cairn, 't2', 'the oven is hot', [], daysAgo(0.2));
+        return cairn;
+      };
+      const weak = await chat(await seed(0.01), { keyword: 'the sourdough', match: 'semantic' });
+      expect(weak.data.strategy).toBe('hybrid');
+      const order = (weak.data.hits as { task_id: string }[]).map((h) => h.task_id);
+      // Every text of t1 (found by BM25) comes before any text of t2 (found only by the vectors).
+      expect(order).toContain('t2');
+      expect(order.lastIndexOf('t1')).toBeLessThan(order.indexOf('t2'));
+      expect(order[0]).toBe('t1');
+      const model = await chat(await seed(), { keyword: 'the sourdough', match: 'semantic' });
+      expect(model.data.strategy).toBe('embedding');
+    } finally {
+      await server.stop();
+    }
   });
 });
 

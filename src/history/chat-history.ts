@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Embedder } from '../embed/embedder.js';
 import { CairnError, describeError } from '../errors.js';
 import { Bm25Index } from '../search/bm25-index.js';
+import { RRF_K, rrfFuse } from '../search/rrf.js';
 import { clampLimit } from '../memory/search-params.js';
 import type { HistoryStore, Run, RunText, RunToolCall } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
@@ -98,6 +99,11 @@ export type ChatHistoryDeps = {
   withhold: WithholdPolicy;
   /** Milliseconds to wait for embeddings in a semantic search before falling back to BM25. */
   queryTimeoutMs: number;
+  /**
+   * The embedder's RRF weight (`vectorFusionWeight`). At 1 (a model embedder) semantic search ranks by
+   * similarity alone; below 1 (word vectors) BM25 ranks and the vectors only add what it misses.
+   */
+  vectorWeight: number;
   warn: (message: string) => void;
 };
 
@@ -234,15 +240,25 @@ export class ChatHistory {
       (t) => t.taskId !== caller.currentTaskId,
     );
     const byVector = await this.rankByEmbedding(keyword, recent, limit);
-    if (byVector) return searchResult(keyword, range, 'semantic', 'embedding', byVector, []);
+    if (byVector && this.deps.vectorWeight >= 1) return searchResult(keyword, range, 'semantic', 'embedding', byVector, []);
     const index = new Bm25Index(recent.map((t) => analyze(searchableText(t))));
-    const hits = index.search(analyze(keyword), limit).filter((h) => h.score > 0);
+    const byBm25 = index
+      .search(analyze(keyword), limit)
+      .filter((h) => h.score > 0)
+      .map((h) => recent[h.index]!);
+    if (!byVector) return searchResult(keyword, range, 'semantic', 'bm25', byBm25, []);
+    const byKey = new Map(recent.map((t) => [t.key, t]));
+    const fused = rrfFuse(
+      [byBm25.map((t) => ({ id: t.key, score: 0 })), byVector.map((t) => ({ id: t.key, score: 0 }))],
+      RRF_K,
+      [1, this.deps.vectorWeight],
+    );
     return searchResult(
       keyword,
       range,
       'semantic',
-      'bm25',
-      hits.map((h) => recent[h.index]!),
+      'hybrid',
+      fused.slice(0, limit).map((h) => byKey.get(h.id)!),
       [],
     );
   }

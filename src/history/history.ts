@@ -54,6 +54,7 @@ export class History implements ToolCallRecorder {
     const h = config.history;
     this.runs = new RunLog(store, { retentionDays: h.retention_days, referenceTools: h.reference_tools });
     this.judge = deps.judge === undefined ? defaultJudge(config, embedder, warn) : deps.judge;
+    const vectorWeight = vectorFusionWeight(embedder, config.embedding.fusion_weight);
     this.chat = new ChatHistory({
       store,
       runs: this.runs,
@@ -61,13 +62,14 @@ export class History implements ToolCallRecorder {
       judge: this.judge,
       withhold: { confidence: h.withhold_confidence, minChars: h.withhold_min_chars, timeoutMs: h.judge_timeout_ms },
       queryTimeoutMs: config.embedding.query_timeout_ms,
+      vectorWeight,
       warn,
     });
     this.errors = new ErrorHistory({
       store,
       embedder,
       queryTimeoutMs: config.embedding.query_timeout_ms,
-      vectorWeight: vectorFusionWeight(embedder, config.embedding.fusion_weight),
+      vectorWeight,
       warn,
     });
     this.guides = new Guides(h.guides_dir, warn);
