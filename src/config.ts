@@ -231,8 +231,12 @@ const toolsSchema = z
     split_camel_case: flag.default(true),
     /** Segment Chinese (jieba) and Japanese kana in tool text and queries instead of dropping them. */
     cjk: flag.default(true),
-    /** Fuse BM25 with the configured embedder's vectors (RRF) in tool search. */
-    hybrid: flag.default(false),
+    /**
+     * Fuse BM25 with the embedder's vectors (weighted RRF) in tool search; needs an embedder. With the
+     * zero-config word vectors (weight 0.01) keyword matches keep their order and tools close in meaning
+     * follow them (measured: BENCHMARKS.md, "Tool retrieval").
+     */
+    hybrid: flag.default(true),
     /** Milliseconds a downstream server may take to connect and list its tools. */
     connect_timeout_ms: positiveInt.max(600_000).default(15_000),
     /** Milliseconds a downstream tool call may take. */

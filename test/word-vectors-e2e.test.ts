@@ -73,6 +73,28 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
     expect(found.results.length).toBeGreaterThan(1);
   });
 
+  it('tool search with zero configuration: keyword matches first, and a query no tool shares a word with gets the closest tools', () => {
+    const catalog = join(dir, 'catalog.json');
+    const tool = (name: string, description: string) => ({ name, description, inputSchema: { type: 'object', properties: {} } });
+    writeFileSync(
+      catalog,
+      JSON.stringify([
+        tool('get_weather', 'Current weather conditions and temperature for a city'),
+        tool('send_email', 'Send an email message to a recipient'),
+        tool('create_invoice', 'Create a billing invoice for a customer'),
+      ]),
+    );
+    const search = (query: string, extra: Record<string, string> = {}) => {
+      const r = cairn(extra, 'tools', 'search', '--catalog', catalog, query, '--json');
+      expect(r.code).toBe(0);
+      return (JSON.parse(r.stdout) as { names: string[] }).names;
+    };
+    expect(search('send email')[0]).toBe('send_email');
+    // No tool holds "forecast", "rain" or "tomorrow": keyword search alone abstains.
+    expect(search('rain forecast tomorrow', { CAIRN_EMBEDDING_PROVIDER: 'none' })).toEqual([]);
+    expect(search('rain forecast tomorrow')[0]).toBe('get_weather');
+  });
+
   it('with CAIRN_EMBEDDING_PROVIDER=none the search is keyword only and cannot find the paraphrase', () => {
     const search = cairn({ CAIRN_EMBEDDING_PROVIDER: 'none' }, 'search', 'conversations', paraphrase, '--json');
     expect(search.code).toBe(0);

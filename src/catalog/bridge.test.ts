@@ -278,6 +278,19 @@ describe('bridge tool schemas', () => {
     expect(props.limit!.description).toContain('configured maximum (25)');
   });
 
+  it('tool_search says what a query with no matching word gets: nothing, or with hybrid search the closest tools', () => {
+    const disclosure = catalog.disclosure({ enabled: 'auto', listing: 'auto', thresholdPct: 5, listingMaxTokens: 4000 }, 128_000);
+    const queriesOf = (d: ReturnType<typeof bridgeToolDefinitions>[number]) =>
+      (d.inputSchema.properties as Record<string, { description: string }>).queries!.description;
+    expect(search!.description).toContain('a word that no tool contains makes its query return nothing');
+    expect(queriesOf(search!)).toContain('every word must appear in some tool');
+    const [semantic] = bridgeToolDefinitions(disclosure, limits, { semantic: true });
+    expect(semantic!.description).toContain('then tools close in meaning');
+    expect(semantic!.description).not.toContain('return nothing');
+    expect(queriesOf(semantic!)).toContain('then tools close in meaning');
+    expect(queriesOf(semantic!)).not.toContain('every word must appear');
+  });
+
   it('tool_describe takes an array of names; tool_call an array of {name, arguments}', () => {
     expect(describeTool!.inputSchema.required).toEqual(['names']);
     const names = (describeTool!.inputSchema.properties as Record<string, { type: string; description: string }>).names!;

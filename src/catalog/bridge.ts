@@ -207,11 +207,16 @@ function stringList(value: unknown, what: string, max: number, dedupe: boolean, 
 export type ToolDefinition = { name: string; description: string; inputSchema: JsonObject };
 
 /** The three bridge tools for a disclosure; only tool_search's description changes with the listing. */
-export function bridgeToolDefinitions(disclosure: Disclosure, limits: SearchLimits): ToolDefinition[] {
+/**
+ * `semantic`: tool search is hybrid (an embedder is fused with BM25), so a query whose words no tool holds
+ * still gets the tools closest in meaning; the descriptions say which behaviour the caller gets.
+ */
+export function bridgeToolDefinitions(disclosure: Disclosure, limits: SearchLimits, options: { semantic?: boolean } = {}): ToolDefinition[] {
+  const semantic = options.semantic ?? false;
   return [
     {
       name: 'tool_search',
-      description: toolSearchDescription(disclosure),
+      description: toolSearchDescription(disclosure, semantic),
       inputSchema: {
         type: 'object',
         properties: {
@@ -220,8 +225,10 @@ export function bridgeToolDefinitions(disclosure: Disclosure, limits: SearchLimi
             items: { type: 'string' },
             description:
               "Keyword queries, one per capability: service name + action + object (e.g. ['github create issue', 'slack send message']). " +
-              'Not questions: every word must appear in some tool, or the query finds nothing. Each query is searched separately and ' +
-              'answered in its own group. A single string is accepted and treated as one query.',
+              (semantic
+                ? 'Tools holding the words come first, then tools close in meaning. '
+                : 'Not questions: every word must appear in some tool, or the query finds nothing. ') +
+              'Each query is searched separately and answered in its own group. A single string is accepted and treated as one query.',
           },
           limit: {
             type: 'integer',
@@ -276,12 +283,15 @@ export function bridgeToolDefinitions(disclosure: Disclosure, limits: SearchLimi
   ];
 }
 
-function toolSearchDescription(d: Disclosure): string {
+function toolSearchDescription(d: Disclosure, semantic: boolean): string {
   const base =
     `Search ${d.deferredCount} more tools that are loaded on demand. Takes a list of queries, each searched separately against ` +
     'the same catalog; send one query per capability you need. Queries are keywords, not questions: the service name plus an ' +
-    'action and an object (`github create issue`, `calendar list events`, not `how do I book a meeting?`); a word that no tool ' +
-    "contains makes its query return nothing. Returns the matching tool names per query and one shared map with each tool's " +
+    'action and an object (`github create issue`, `calendar list events`, not `how do I book a meeting?`); ' +
+    (semantic
+      ? 'tools holding those words come first, then tools close in meaning, so read the descriptions before choosing. '
+      : 'a word that no tool contains makes its query return nothing. ') +
+    "Returns the matching tool names per query and one shared map with each tool's " +
     'description and required parameters. Follow with `tool_describe` for full parameter schemas, then `tool_call` to invoke. ' +
     'Tools already listed directly need no search.';
   if (!d.listing) return base;

@@ -203,7 +203,7 @@ export class ToolHub {
 
   /** The bridge tool definitions for the current catalog (tool_search carries the listing). */
   bridgeTools(contextLength?: number): ToolDefinition[] {
-    return bridgeToolDefinitions(this.disclosure(contextLength), this.limits);
+    return bridgeToolDefinitions(this.disclosure(contextLength), this.limits, { semantic: this.hybrid !== null });
   }
 
   /** tool_search. */
