@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ToolDefinition } from '../catalog/bridge.js';
 import { toolDefinition } from '../catalog/catalog.js';
 import type { ToolHub } from '../catalog/tool-hub.js';
+import type { CairnMcpServer } from './cairn-mcp-server.js';
 import { runTool, turnOf, type ToolContext, type ToolExtra } from './tool-context.js';
 
 /**
@@ -13,9 +14,9 @@ import { runTool, turnOf, type ToolContext, type ToolExtra } from './tool-contex
  * listed directly instead. A long-lived server (stdio) follows catalog changes and tells its client.
  * Register it after Cairn's own tools: the names registered before it are the core tools.
  */
-export function registerCatalogTools(server: McpServer, ctx: ToolContext): void {
+export function registerCatalogTools(server: CairnMcpServer, ctx: ToolContext): void {
   const hub = ctx.cairn.tools;
-  hub.setCoreTools(registeredToolNames(server));
+  hub.setCoreTools([...server.registeredToolNames]);
   void hub.start();
 
   const [search, describe, call] = hub.bridgeTools();
@@ -92,10 +93,4 @@ function register(server: McpServer, def: ToolDefinition, annotations: Record<st
 function jsonResult(answer: object): CallToolResult {
   const text = JSON.stringify(answer);
   return 'error' in answer ? { content: [{ type: 'text', text }], isError: true } : { content: [{ type: 'text', text }] };
-}
-
-/** Names of the tools already on `server`. The SDK has no public accessor; its registry field is read directly. */
-function registeredToolNames(server: McpServer): string[] {
-  const registry = (server as unknown as { _registeredTools?: Record<string, unknown> })._registeredTools;
-  return registry ? Object.keys(registry) : [];
 }

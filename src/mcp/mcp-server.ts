@@ -1,5 +1,5 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CAIRN_VERSION } from '../cairn.js';
+import { CairnMcpServer } from './cairn-mcp-server.js';
 import { budgetSentence } from '../memory/budget.js';
 import { registerCatalogTools } from './catalog-tools.js';
 import { registerHistoryTools } from './history-tools.js';
@@ -11,8 +11,8 @@ import type { ToolContext, ToolRegistration } from './tool-context.js';
 export const DEFAULT_TOOLS: readonly ToolRegistration[] = [registerMemoryTools, registerRecallTools, registerHistoryTools, registerCatalogTools];
 
 /** An MCP server with `registrations` applied; connect it to any transport (stdio, HTTP, in-memory). */
-export function createMcpServer(ctx: ToolContext, registrations: readonly ToolRegistration[] = DEFAULT_TOOLS): McpServer {
-  const server = new McpServer(
+export function createMcpServer(ctx: ToolContext, registrations: readonly ToolRegistration[] = DEFAULT_TOOLS): CairnMcpServer {
+  const server = new CairnMcpServer(
     { name: 'cairn', version: CAIRN_VERSION },
     {
       capabilities: { tools: {} },

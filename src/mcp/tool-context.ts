@@ -1,7 +1,7 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { CallToolResult, ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Cairn, TurnRef } from '../cairn.js';
+import type { CairnMcpServer } from './cairn-mcp-server.js';
 import { describeError, isCairnError } from '../errors.js';
 import type { Scope } from '../types.js';
 
@@ -21,7 +21,7 @@ export type ToolContext = {
 };
 
 /** Adds one group of tools to a server; `createMcpServer` runs a list of these. */
-export type ToolRegistration = (server: McpServer, ctx: ToolContext) => void;
+export type ToolRegistration = (server: CairnMcpServer, ctx: ToolContext) => void;
 
 /**
  * The turn a tool call belongs to: the caller's scope and session, with the request's `_meta.turnId`
