@@ -27,7 +27,7 @@ export const LOCOMO_FILE = process.env.BENCH_LOCOMO_FILE ?? resolve(REPO, '..', 
  */
 export const CAIRN_CONFIGS = [
   { name: 'cairn-keyword', label: 'Cairn, keyword only (embedding.provider none)', env: { CAIRN_EMBEDDING_PROVIDER: 'none' } },
-  { name: 'cairn-default', label: 'Cairn, zero-config default: keyword + word vectors (weight 0.1)', env: {} },
+  { name: 'cairn-default', label: 'Cairn, zero-config default: keyword + word vectors (weight 0.01)', env: {} },
   {
     name: 'cairn-word-vectors-rrf',
     label: 'Cairn, keyword + word vectors, plain RRF (weight 1)',

@@ -232,7 +232,7 @@ function document({ source, build, cacheBytes, loads, memory, throughput, ablati
       title: 'Cache and memory',
       columns: ['package', 'cache build s (wall)', 'cache build s (CPU)', 'cache MB', 'load ms (median)', 'RSS before load MB', 'RSS after load MB'],
       rows: [[`${source.name} ${source.version}`, round(build.seconds, 1), round(build.cpuSeconds, 1), round(cacheBytes / 1e6, 1), round(median(loads), 0), memory.beforeMb, memory.afterMb]],
-      notes: 'The build converts the package JSON once per data directory and package version; every later start only loads the cache.',
+      notes: 'The build converts the package JSON once per cache directory (`embedding.cache_dir`, default `<data_dir>/cache`) and package version; every later start only loads the cache.',
     },
     {
       title: 'Embedding throughput (one core)',
