@@ -11,7 +11,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { ADVERSARIAL, CATEGORIES, LOCOMO_FILE, loadLocomo, prebuildWordVectorCache } from './locomo.mjs';
+import { ADVERSARIAL, CATEGORIES, LOCOMO_FILE, loadLocomo } from './locomo.mjs';
+import { prebuildWordVectorCache } from './word-vector-cache.mjs';
 import { median, quantile, round } from './metrics.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');

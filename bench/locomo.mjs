@@ -8,10 +8,11 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Bm25Index, NLTK_STOPWORDS } from './bm25.mjs';
 import { pairedRecall, RETRIEVAL_METRICS, round, scoreRuns } from './metrics.mjs';
+import { prebuildWordVectorCache } from './word-vector-cache.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = join(REPO, 'dist', 'cli', 'main.js');
@@ -198,18 +199,6 @@ function importLine(sampleId, turn) {
     timestamp: turn.timestamp,
     user_id: sampleId,
   });
-}
-
-/** Builds the word-vector cache in `cacheDir` (null when the optional package is not installed). */
-export async function prebuildWordVectorCache(cacheDir, log) {
-  const lib = await import(pathToFileURL(join(REPO, 'dist', 'embed', 'word-vectors', 'word-vector-embedder.js')).href);
-  const source = lib.findWordVectorPackage();
-  if (source === null) {
-    log(`locomo: ${lib.WORD_VECTOR_PACKAGE} is not installed; the zero-config row is keyword only`);
-    return null;
-  }
-  await new lib.WordVectorEmbedder({ source, cachePath: lib.wordVectorCachePath(cacheDir, source) }).prepare();
-  return cacheDir;
 }
 
 /** The child's environment: ours without any `CAIRN_*` variable, plus the configuration's. */
