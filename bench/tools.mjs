@@ -67,6 +67,7 @@ export async function runTools({ log = () => {} } = {}) {
         // No configuration at all: tools.hybrid is on and the embedder is the word vectors (weight 0.01).
         runs['rank:hybrid'] = await cliRanking(work, files, {}, 'rank');
         runs['strict:hybrid'] = await cliRanking(work, files, {}, 'strict');
+        runs.vectors = await vectorOnlyRanking(ds, join(work, 'data', 'cache'));
         const plainRrf = { tools: { hybrid: true }, embedding: { provider: 'word_vectors', fusion_weight: 1 } };
         runs['rank:hybrid-rrf'] = await cliRanking(work, files, plainRrf, 'rank');
         runs['strict:hybrid-rrf'] = await cliRanking(work, files, plainRrf, 'strict');
@@ -141,6 +142,7 @@ export const run = runTools;
 
 function runLabel(key) {
   if (key === 'baseline') return 'plain BM25 baseline';
+  if (key === 'vectors') return 'word vectors only (cosine ≥ 0.5, no keyword path)';
   const [admission, variant] = key.split(':');
   const v = INDEX_VARIANTS.find((x) => x.key === variant);
   const other = {
@@ -314,6 +316,19 @@ async function cliRanking(work, files, config, admission) {
     const { qid, names } = JSON.parse(line);
     ranked.set(String(qid), names);
   }
+  return ranked;
+}
+
+/** The hybrid search's vector path alone, in this process, with the word-vector cache the CLI runs built. */
+async function vectorOnlyRanking(ds, cacheDir) {
+  const { staticCatalog } = await import(pathToFileURL(join(DIST, 'catalog', 'catalog.js')).href);
+  const { HybridToolSearch } = await import(pathToFileURL(join(DIST, 'catalog', 'hybrid-search.js')).href);
+  const lib = await import(pathToFileURL(join(DIST, 'embed', 'word-vectors', 'word-vector-embedder.js')).href);
+  const source = lib.findWordVectorPackage();
+  const search = new HybridToolSearch(new lib.WordVectorEmbedder({ source, cachePath: lib.wordVectorCachePath(cacheDir, source) }), () => {});
+  const catalog = staticCatalog(ds.catalog);
+  const ranked = new Map();
+  for (const q of ds.queries) ranked.set(String(q.qid), (await search.similar(catalog, q.query, K)).map((t) => t.name));
   return ranked;
 }
 

@@ -48,6 +48,11 @@ export class HybridToolSearch {
     return order.slice(0, limit).map((i) => catalog.tools[i]!);
   }
 
+  /** The vector path alone: the tools most similar to `query`, best first, above the similarity floor. */
+  async similar(catalog: Catalog, query: string, limit: number): Promise<CatalogTool[]> {
+    return (await this.vectorRanking(catalog, query)).slice(0, limit).map((i) => catalog.tools[i]!);
+  }
+
   /** Positions of the tools most similar to `query`, best first, above the similarity floor. */
   private async vectorRanking(catalog: Catalog, query: string): Promise<number[]> {
     const [queryVector] = await this.embedder.embed([query]);
