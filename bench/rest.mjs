@@ -16,46 +16,67 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { createCairn, parseConfig } from '../dist/index.js';
 import { syntheticCorpus, syntheticQueries } from './corpus.mjs';
+import { prebuildWordVectorCache } from './word-vector-cache.mjs';
 import { quantile, round } from './metrics.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'cli', 'main.js');
 const CHUNK = 10_000;
 
-/** `npm run bench` entry: {@link measure} rendered as a BENCHMARKS.md section. */
+/**
+ * The server configurations measured: keyword search alone, and no configuration at all (word vectors,
+ * when their package is installed; every message's vector is written before the server starts).
+ */
+const CONFIGS = [
+  { name: 'keyword', label: 'keyword only (embedding.provider none)', provider: 'none' },
+  { name: 'zero-config', label: 'zero-config default (keyword + word vectors)', provider: undefined },
+];
+
+/** `npm run bench` entry: {@link measure} for each configuration, rendered as a BENCHMARKS.md section. */
 export async function run({ log } = {}) {
-  const r = await measure({ log });
-  return {
-    name: 'rest',
-    order: 30,
-    title: 'REST gateway: POST /search/conversations',
-    summary:
-      `${r.messages.toLocaleString('en-US')} synthetic messages (keyword search only: \`embedding.provider: none\`), the built \`cairn serve\` on loopback, ` +
-      `autocannon with ${r.connections} connections for ${r.duration_s} s; every request carries its own turn id. ` +
-      'Latency is measured by the client, so it includes HTTP and JSON.',
-    tables: [
-      {
-        title: 'Throughput and latency',
-        columns: ['requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors'],
-        digits: [0, 1, 2, 2, 2, 2, 0, 0],
-        rows: [[r.requests, r.rps, r.latency_ms.p50, r.latency_ms.p95, r.latency_ms.p99, r.latency_ms.max, r.non_2xx, r.errors]],
-      },
-    ],
-    data: r,
-  };
+  const cacheRoot = mkdtempSync(join(tmpdir(), 'cairn-bench-rest-cache-'));
+  try {
+    const cacheDir = await prebuildWordVectorCache(cacheRoot, log ?? (() => {}));
+    const results = [];
+    for (const config of CONFIGS) {
+      if (config.provider === undefined && cacheDir === null) continue;
+      results.push({ config: config.name, label: config.label, ...(await measure({ log, provider: config.provider, cacheDir: cacheDir ?? undefined })) });
+    }
+    const r = results[0];
+    return {
+      name: 'rest',
+      order: 30,
+      title: 'REST gateway: POST /search/conversations',
+      summary:
+        `${r.messages.toLocaleString('en-US')} synthetic messages, the built \`cairn serve\` on loopback, ` +
+        `autocannon with ${r.connections} connections for ${r.duration_s} s; every request carries its own turn id. ` +
+        'Latency is measured by the client, so it includes HTTP and JSON.',
+      tables: [
+        {
+          title: 'Throughput and latency',
+          columns: ['configuration', 'requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors'],
+          digits: [null, 0, 1, 2, 2, 2, 2, 0, 0],
+          rows: results.map((x) => [x.label, x.requests, x.rps, x.latency_ms.p50, x.latency_ms.p95, x.latency_ms.p99, x.latency_ms.max, x.non_2xx, x.errors]),
+        },
+      ],
+      data: results,
+    };
+  } finally {
+    rmSync(cacheRoot, { recursive: true, force: true });
+  }
 }
 
 /**
  * @param {{ messages?: number, connections?: number, seconds?: number, queries?: number, warmup?: number, log?: (line: string) => void }} [options]
  */
 export async function measure(options = {}) {
-  const { messages = 100_000, connections = 16, seconds = 15, queries = 2_000, warmup = 32 } = options;
+  const { messages = 100_000, connections = 16, seconds = 15, queries = 2_000, warmup = 32, provider = 'none', cacheDir } = options;
   const log = options.log ?? ((line) => process.stderr.write(`rest bench: ${line}\n`));
   const dataDir = mkdtempSync(join(tmpdir(), 'cairn-bench-rest-'));
   let server;
   try {
-    const loadMs = await load(dataDir, messages, log);
-    server = await startServer(dataDir);
+    const loadMs = await load(dataDir, messages, { provider, cacheDir }, log);
+    server = await startServer(dataDir, { provider, cacheDir });
     log(`serving ${server.url}`);
     const { words } = syntheticCorpus({ count: 1 });
     const bodies = syntheticQueries({ words, count: queries }).map((query) => JSON.stringify({ query, limit: 5 }));
@@ -79,17 +100,19 @@ export async function measure(options = {}) {
   }
 }
 
-/** Writes the corpus through the library API (keyword index only: `embedding.provider: none`). */
-async function load(dataDir, count, log) {
+/** Writes the corpus through the library API with the server's embedding settings, vectors included. */
+async function load(dataDir, count, { provider, cacheDir }, log) {
   const started = performance.now();
   // Background extraction is off: the bench measures search, not the memory pipeline catching up.
-  const cairn = await createCairn(parseConfig({ data_dir: dataDir, embedding: { provider: 'none' }, pipeline: { enabled: false } }), { warn: log });
+  const config = parseConfig({ data_dir: dataDir, embedding: { provider, cache_dir: cacheDir }, pipeline: { enabled: false } });
+  const cairn = await createCairn(config, { warn: log, backgroundEmbedding: false });
   try {
     const scope = { userId: 'default', agentId: 'default' };
     const { messages } = syntheticCorpus({ count });
     for (let start = 0; start < messages.length; start += CHUNK) {
       await cairn.recordMessages(messages.slice(start, start + CHUNK).map((m) => ({ ...m, scope })));
     }
+    if (!(await cairn.drainEmbeddings(15 * 60_000))) throw new Error('rest bench: embedding the corpus did not finish');
   } finally {
     await cairn.close();
   }
@@ -156,13 +179,13 @@ async function search(url, body, turnId) {
   await res.arrayBuffer();
 }
 
-/** Starts `cairn serve` on a free loopback port; resolves once it prints its URL. */
-async function startServer(dataDir) {
+/** Starts `cairn serve` on a free loopback port with the corpus's embedding settings; resolves once it prints its URL. */
+async function startServer(dataDir, { provider, cacheDir }) {
   const env = { ...process.env };
   for (const key of Object.keys(env)) if (key.startsWith('CAIRN_')) delete env[key];
   env.CAIRN_PIPELINE_ENABLED = 'false';
-  // Keyword search only, as the corpus was written: the zero-config word vectors are measured in the speed bench.
-  env.CAIRN_EMBEDDING_PROVIDER = 'none';
+  if (provider !== undefined) env.CAIRN_EMBEDDING_PROVIDER = provider;
+  if (cacheDir !== undefined) env.CAIRN_EMBEDDING_CACHE_DIR = cacheDir;
   const child = spawn(process.execPath, [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dataDir], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   let stderr = '';
