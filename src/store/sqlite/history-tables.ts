@@ -490,4 +490,3 @@ function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-

@@ -744,7 +744,6 @@ function bm25ToScore(rank: number): number {
   return r > 0 ? r / (1 + r) : 1 / (1 + rank);
 }
 
-
 function newId(prefix: string): string {
   return `${prefix}_${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
 }
