@@ -1,39 +1,19 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createCairn, type Cairn } from '../src/cairn.js';
 import type { CairnConfigInput } from '../src/config.js';
 import { isNearDuplicate, normalise } from '../src/memory/dedup.js';
-import { dedupInput, FakeLlmServer, promptLines, type ChatRequest, type Reply } from './fixtures/fake-llm-server.js';
+import { dedupInput, promptLines, type ChatRequest, type Reply } from './fixtures/fake-llm-server.js';
+import { llmTestHarness } from './llm-test-harness.js';
 import { testConfig } from './test-config.js';
 
 // Deduplication and reversible supersession, with a scripted model and without one.
-let server: FakeLlmServer;
-const dirs: string[] = [];
-const open: Cairn[] = [];
-beforeAll(async () => {
-  server = await new FakeLlmServer().start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-afterEach(async () => {
-  for (const c of open.splice(0)) await c.close();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-  server.requests.length = 0;
-  server.respond = new FakeLlmServer().respond;
-});
+const { server, tempDir, track } = llmTestHarness('cairn-dedup-');
 
 const scope = { userId: 'u1', agentId: 'a1' };
 let seq = 0;
 
 async function setup(config: Omit<CairnConfigInput, 'data_dir'> = {}, warnings: string[] = []): Promise<Cairn> {
-  const dir = mkdtempSync(join(tmpdir(), 'cairn-dedup-'));
-  dirs.push(dir);
-  const cairn = await createCairn(testConfig({ pipeline: { enabled: false }, ...config, data_dir: dir }), { warn: (m) => warnings.push(m) });
-  open.push(cairn);
-  return cairn;
+  return track(await createCairn(testConfig({ pipeline: { enabled: false }, ...config, data_dir: tempDir() }), { warn: (m) => warnings.push(m) }));
 }
 
 const withModel = (config: Omit<CairnConfigInput, 'data_dir'> = {}, warnings?: string[]) =>

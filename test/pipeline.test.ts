@@ -1,40 +1,21 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createCairn, type Cairn } from '../src/cairn.js';
 import type { CairnConfigInput } from '../src/config.js';
 import { isCairnError } from '../src/errors.js';
 import type { NewMessage } from '../src/types.js';
 import { extractionAnswer, FakeLlmServer, promptLines } from './fixtures/fake-llm-server.js';
+import { llmTestHarness } from './llm-test-harness.js';
 import { testConfig } from './test-config.js';
 
 // The extraction pipeline against a real OpenAI-compatible server started by the test.
-let server: FakeLlmServer;
-const dirs: string[] = [];
-const open: Cairn[] = [];
-beforeAll(async () => {
-  server = await new FakeLlmServer().start();
-});
-afterAll(async () => {
-  await server.stop();
-});
-afterEach(async () => {
-  for (const c of open.splice(0)) await c.close();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-  server.requests.length = 0;
-  server.respond = new FakeLlmServer().respond;
-});
+const { server, tempDir, track } = llmTestHarness('cairn-pipeline-');
 
 const scope = { userId: 'u1', agentId: 'a1' };
 
-async function setup(config: Omit<CairnConfigInput, 'data_dir'> = {}, warnings: string[] = [], dir = mkdtempSync(join(tmpdir(), 'cairn-pipeline-'))): Promise<Cairn> {
-  dirs.push(dir);
+async function setup(config: Omit<CairnConfigInput, 'data_dir'> = {}, warnings: string[] = [], dir = tempDir()): Promise<Cairn> {
   const llm = { provider: 'openai_compatible', base_url: server.url, model: 'fake-model', retry_base_ms: 1, timeout_ms: 5_000, ...config.llm } as const;
   const pipeline = { enabled: false, ...config.pipeline };
-  const cairn = await createCairn(testConfig({ ...config, llm, pipeline, data_dir: dir }), { warn: (m) => warnings.push(m) });
-  open.push(cairn);
-  return cairn;
+  return track(await createCairn(testConfig({ ...config, llm, pipeline, data_dir: dir }), { warn: (m) => warnings.push(m) }));
 }
 
 function conversation(n: number, session = 's1'): NewMessage[] {
@@ -125,7 +106,7 @@ describe('LLM extraction', () => {
 
 describe('concurrency', () => {
   it('two instances flushing one session at once commit every batch exactly once', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-pipeline-'));
+    const dir = tempDir();
     const a = await setup({ pipeline: { batch_size: 4 } }, [], dir);
     const b = await setup({ pipeline: { batch_size: 4 } }, [], dir);
     await a.recordMessages(conversation(12));
