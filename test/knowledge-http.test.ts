@@ -25,26 +25,33 @@ beforeAll(async () => {
 afterAll(() => harness.cleanup());
 
 describe('POST /v3/tools/list', () => {
-  it('with a knowledge_id: the resource and its tools with parameter docs', async () => {
-    const { status, body } = await post('/v3/tools/list', { knowledge_id: wiki });
-    expect(status).toBe(200);
-    expect(body).toMatchObject({ knowledge_id: wiki, type: 'wiki', name: 'wiki', status: 'ready', summary: expect.stringMatching(/^6 Markdown page/) });
-    expect(body.tools.map((t: Answer) => t.name)).toEqual(['get_info', 'search', 'list_pages', 'read_page', 'get_graph', 'list_raw', 'read_raw']);
-    const search = body.tools.find((t: Answer) => t.name === 'search');
-    expect(search.params).toEqual({
-      query: { type: 'string', required: true, description: expect.any(String) },
-      limit: { type: 'integer', required: false, description: 'Most pages to return.', default: 20 },
-    });
-    const files = (await post('/v3/tools/list', { knowledge_id: code })).body.tools.find((t: Answer) => t.name === 'files');
-    expect(files.params.format).toMatchObject({ type: 'string', required: false, default: 'tree', enum: ['tree', 'flat', 'grouped'] });
-  });
-
-  it('without one: the catalog plus one entry per knowledge resource', async () => {
+  it('answers a JSON array of every resource tool: name, id, type, source, description and params as JSON Schema', async () => {
     const { status, body } = await post('/v3/tools/list', {});
     expect(status).toBe(200);
-    expect(body.tools.map((t: Answer) => t.name)).toEqual([wiki, code]);
-    expect(body.tools[1]).toMatchObject({ knowledge_id: code, type: 'code', source: 'knowledge', status: 'ready', params: {} });
-    expect(body.tools[1].description).toContain(`{"knowledge_id": "${code}"}`);
+    expect(Array.isArray(body)).toBe(true);
+    expect(body.filter((t: Answer) => t.source === wiki).map((t: Answer) => t.name)).toEqual(
+      ['get_info', 'search', 'list_pages', 'read_page', 'get_graph', 'list_raw', 'read_raw'].map((n) => `${wiki}__${n}`),
+    );
+    const search = body.find((t: Answer) => t.id === `${wiki}__search`);
+    expect(search).toMatchObject({ name: `${wiki}__search`, type: 'wiki', source: wiki, description: expect.stringContaining('Full-text search') });
+    expect(search.params).toMatchObject({
+      type: 'object',
+      required: ['query'],
+      properties: { query: { type: 'string', minLength: 1, maxLength: 1000 }, limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+    });
+    const files = body.find((t: Answer) => t.id === `${code}__files`);
+    expect(files).toMatchObject({ type: 'code', params: { properties: { format: { default: 'tree', enum: ['tree', 'flat', 'grouped'] } } } });
+  });
+
+  it('filters by type, name substring, knowledge_id and source', async () => {
+    const wikiOnly = (await post('/v3/tools/list', { type: 'wiki' })).body;
+    expect(wikiOnly).toHaveLength(7);
+    expect(wikiOnly.every((t: Answer) => t.type === 'wiki' && t.source === wiki)).toBe(true);
+    expect((await post('/v3/tools/list', { type: 'code', name: 'READ' })).body.map((t: Answer) => t.id)).toEqual([`${code}__read_file`]);
+    expect((await post('/v3/tools/list', { name: 'impact' })).body.map((t: Answer) => t.id)).toEqual([`${code}__impact`]);
+    expect((await post('/v3/tools/list', { knowledge_id: code })).body).toHaveLength(10);
+    expect((await post('/v3/tools/list', { source: wiki, type: 'code' })).body).toEqual([]);
+    expect(await post('/v3/tools/list', { type: 'pdf' })).toMatchObject({ status: 400, body: { error: { message: expect.stringContaining('type must be wiki, code or mcp') } } });
   });
 
   it('400 for a malformed knowledge_id, 404 for an unknown one', async () => {
@@ -55,34 +62,68 @@ describe('POST /v3/tools/list', () => {
 });
 
 describe('POST /v3/tools/call', () => {
-  it('runs a tool and answers {data}', async () => {
-    const { status, body } = await post('/v3/tools/call', { knowledge_id: code, tool_name: 'impact', params: { symbol: 'normalizeName', depth: 1 } });
-    expect(status).toBe(200);
-    expect(body.data.symbol.id).toBe('src/format.ts#normalizeName');
-    expect(body.data.summary).toEqual({ symbols: 4, files: 3, paths: 4, truncated: false });
+  it('runs a tool by tool_id, by tool_name, or by a bare name with knowledge_id, and answers one shape', async () => {
+    const byId = await post('/v3/tools/call', { tool_id: `${code}__impact`, params: { symbol: 'normalizeName', depth: 1 } });
+    expect(byId.status).toBe(200);
+    expect(byId.body).toMatchObject({ id: `${code}__impact`, name: `${code}__impact`, type: 'code', content: [{ type: 'text' }] });
+    expect(byId.body.data.symbol.id).toBe('src/format.ts#normalizeName');
+    expect(byId.body.data.summary).toEqual({ symbols: 4, files: 3, paths: 4, truncated: false });
+    const byName = await post('/v3/tools/call', { tool_name: `${code}__impact`, params: { symbol: 'normalizeName', depth: 1 } });
+    expect(byName.body).toEqual(byId.body);
+    const bare = await post('/v3/tools/call', { knowledge_id: code, tool_name: 'impact', params: { symbol: 'normalizeName', depth: 1 } });
+    expect(bare.body).toEqual(byId.body);
     const page = await post('/v3/tools/call', { knowledge_id: wiki, tool_name: 'read_page', params: { refs: ['architecture'], section: 'Search' } });
     expect(page.body.data.pages[0].content).toMatch(/^## Search\n\nKeyword search ranks documents with BM25/);
   });
 
-  it('params may be omitted for a tool without required parameters', async () => {
-    expect((await post('/v3/tools/call', { knowledge_id: code, tool_name: 'status' })).body.data).toMatchObject({ knowledge_id: code, status: 'ready' });
+  it('coerces string arguments the same way in both forms', async () => {
+    const byName = await post('/v3/tools/call', { tool_name: `${code}__impact`, params: { symbol: 'normalizeName', depth: '1' } });
+    const byId = await post('/v3/tools/call', { tool_id: `${code}__impact`, params: { symbol: 'normalizeName', depth: '1' } });
+    expect(byName).toMatchObject({ status: 200, body: { data: { summary: { paths: 4 } } } });
+    expect(byId.body).toEqual(byName.body);
   });
 
-  it('errors: bad id 400, unknown resource 404, unknown tool 404 pointing to tools/list, bad params 400 naming the parameter', async () => {
+  it('params may be omitted for a tool without required parameters', async () => {
+    expect((await post('/v3/tools/call', { tool_id: `${code}__status` })).body.data).toMatchObject({ knowledge_id: code, status: 'ready' });
+  });
+
+  it('reads a line range of a code file, never a path outside the indexed files', async () => {
+    const read = await post('/v3/tools/call', { tool_id: `${code}__read_file`, params: { path: 'src/format.ts', range: '1-2' } });
+    expect(read.status).toBe(200);
+    expect(read.body.data).toMatchObject({ path: 'src/format.ts', language: 'ts', range: [1, 2], truncated: false });
+    expect(read.body.data.content.split('\n')).toHaveLength(2);
+    const whole = (await post('/v3/tools/call', { tool_id: `${code}__read_file`, params: { path: 'format.ts' } })).body.data;
+    expect(whole.content.split('\n').slice(0, 2).join('\n')).toBe(read.body.data.content);
+    expect(whole.range).toEqual([1, whole.total_lines]);
+    const tail = (await post('/v3/tools/call', { tool_id: `${code}__read_file`, params: { path: 'src/format.ts', range: `${whole.total_lines}-` } })).body.data;
+    expect(tail.range).toEqual([whole.total_lines, whole.total_lines]);
+    for (const path of ['../../../../etc/passwd', '/etc/passwd', 'package.json']) {
+      const outside = await post('/v3/tools/call', { tool_id: `${code}__read_file`, params: { path } });
+      expect(outside.body.data, path).toMatchObject({ found: false, message: expect.stringContaining('no indexed file') });
+    }
+    const backwards = await post('/v3/tools/call', { tool_id: `${code}__read_file`, params: { path: 'src/format.ts', range: '5-2' } });
+    expect(backwards).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', message: 'invalid params.range: 5-2 ends before it starts' } } });
+    const malformed = await post('/v3/tools/call', { tool_id: `${code}__read_file`, params: { path: 'src/format.ts', range: 'lines 1 to 2' } });
+    expect(malformed).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', path: 'arguments.range', constraint: 'pattern' } } });
+  });
+
+  it('errors: bad id 400, unknown resource or tool 404 pointing to tools/list, bad params 400 naming the parameter', async () => {
     expect((await post('/v3/tools/call', { knowledge_id: 'x', tool_name: 'search', params: {} })).status).toBe(400);
     expect((await post('/v3/tools/call', { knowledge_id: 'wiki-00000000', tool_name: 'search', params: {} })).status).toBe(404);
+    expect((await post('/v3/tools/call', { tool_id: 'wiki-00000000__search', params: {} })).status).toBe(404);
     const unknownTool = await post('/v3/tools/call', { knowledge_id: wiki, tool_name: 'impact', params: {} });
     expect(unknownTool.status).toBe(404);
-    expect(unknownTool.body.error.message).toBe(
-      `unknown tool 'impact' for wiki resource ${wiki}; call /v3/tools/list with {"knowledge_id": "${wiki}"} first to see its tools`,
-    );
-    const badParam = await post('/v3/tools/call', { knowledge_id: code, tool_name: 'impact', params: { symbol: 'x', depth: 9 } });
-    expect(badParam).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', message: expect.stringMatching(/^invalid params\.depth: /) } } });
-    const missing = await post('/v3/tools/call', { knowledge_id: code, tool_name: 'callers', params: {} });
-    expect(missing.body.error.message).toMatch(/^invalid params\.symbol: /);
+    expect(unknownTool.body.error.message).toContain('/v3/tools/list');
+    expect(await post('/v3/tools/call', { params: {} })).toMatchObject({ status: 400, body: { error: { message: expect.stringMatching(/^tool_name or tool_id is required/) } } });
+    const disagree = await post('/v3/tools/call', { tool_id: `${code}__status`, tool_name: `${code}__files` });
+    expect(disagree).toMatchObject({ status: 400, body: { error: { message: expect.stringContaining('name different tools') } } });
+    const badParam = await post('/v3/tools/call', { tool_id: `${code}__impact`, params: { symbol: 'x', depth: 9 } });
+    expect(badParam).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', path: 'arguments.depth', constraint: 'maximum' } } });
+    const missing = await post('/v3/tools/call', { tool_id: `${code}__callers`, params: {} });
+    expect(missing).toMatchObject({ status: 400, body: { error: { constraint: 'required', message: expect.stringContaining('symbol') } } });
     for (const params of ['symbol=x', [1], null, 3]) {
-      const notObject = await post('/v3/tools/call', { knowledge_id: code, tool_name: 'callers', params });
-      expect(notObject).toMatchObject({ status: 400, body: { error: { message: expect.stringMatching(/^params must be an object/) } } });
+      const notObject = await post('/v3/tools/call', { tool_id: `${code}__callers`, params });
+      expect(notObject).toMatchObject({ status: 400, body: { error: { message: expect.stringMatching(/^params must be a JSON object/) } } });
     }
   });
 
@@ -91,9 +132,8 @@ describe('POST /v3/tools/call', () => {
     const { status, body } = await post('/v3/tools/call', { knowledge_id: added.id, tool_name: 'search', params: { query: 'deploy' } });
     expect(status).toBe(200);
     expect(body.data).toMatchObject({ knowledge_id: added.id, status: 'indexing', message: expect.stringMatching(/still indexing/) });
-    expect((await post('/v3/tools/list', { knowledge_id: added.id })).body.status).toBe('indexing');
     await cairn.knowledge.whenIdle(added.id);
-    expect((await post('/v3/tools/call', { knowledge_id: added.id, tool_name: 'search', params: { query: 'deploy' } })).body.data.results[0].id).toBe('guides/deploy');
+    expect((await post('/v3/tools/call', { tool_id: `${added.id}__search`, params: { query: 'deploy' } })).body.data.results[0].id).toBe('guides/deploy');
     await cairn.knowledge.remove(added.id);
   });
 });

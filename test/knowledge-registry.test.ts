@@ -173,20 +173,20 @@ describe('knowledge registry', () => {
     expect(await failure(cairn.knowledge.callTool(id, 'search', { query: 'x', top: 3 }))).toMatchObject({ message: "invalid params: unknown parameter 'top'" });
   });
 
-  it('lists its tools with parameter docs, and removes a resource without touching the folder', async () => {
+  it('lists its tools with JSON Schema parameters, and removes a resource without touching the folder', async () => {
     const cairn = await harness.cairn();
     const id = await harness.ready(cairn, 'code', FIXTURES.code);
-    const listing = await cairn.knowledge.describeTools(id);
-    expect(listing).toMatchObject({ knowledge_id: id, type: 'code', name: 'ts-project', status: 'ready' });
-    expect(listing.tools.map((t) => t.name)).toEqual(['get_info', 'search', 'explore', 'callers', 'callees', 'impact', 'node', 'status', 'files']);
-    const search = listing.tools.find((t) => t.name === 'search')!;
-    expect(search.params.query).toMatchObject({ type: 'string', required: true });
-    expect(search.params.limit).toMatchObject({ type: 'integer', required: false, default: 10 });
-    expect(search.params.kind?.enum).toEqual(['file', 'function', 'method', 'class', 'interface', 'type', 'variable', 'route']);
-    expect(listing.tools.find((t) => t.name === 'impact')!.params.depth).toMatchObject({ default: 2 });
+    const tools = cairn.knowledge.catalogTools();
+    expect(tools.map((t) => t.toolName)).toEqual(['get_info', 'search', 'explore', 'callers', 'callees', 'impact', 'node', 'status', 'read_file', 'files']);
+    const search = tools.find((t) => t.toolName === 'search')!.inputSchema as Answer;
+    expect(search.required).toEqual(['query']);
+    expect(search.properties.query).toMatchObject({ type: 'string', minLength: 1, maxLength: 1000 });
+    expect(search.properties.limit).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 10 });
+    expect(search.properties.kind.enum).toEqual(['file', 'function', 'method', 'class', 'interface', 'type', 'variable', 'route']);
+    expect((tools.find((t) => t.toolName === 'impact')!.inputSchema as Answer).properties.depth).toMatchObject({ default: 2 });
 
     const catalog = cairn.knowledge.catalogTools();
-    expect(catalog).toHaveLength(9);
+    expect(catalog).toHaveLength(10);
     const impact = catalog.find((t) => t.toolName === 'impact')!;
     expect(impact.source).toBe(id);
     expect(impact.description).toMatch(/Resource: code graph 'ts-project' \(cg-[0-9a-f]{8}\): 10 source file/);

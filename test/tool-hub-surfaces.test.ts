@@ -128,41 +128,48 @@ describe('POST /v3/tools/list and /v3/tools/call', () => {
     };
   }
 
-  it('lists every tool with its source and parameters', async () => {
+  it('lists every tool as a JSON array: name, id, type mcp, source, description, params as JSON Schema', async () => {
     const post = await http();
     const { status, body } = await post('/v3/tools/list', {});
     expect(status).toBe(200);
-    expect(body.tools).toHaveLength(8);
-    expect(body.tools.find((t: JsonBody) => t.name === 'weather__get_forecast')).toEqual({
+    expect(body).toHaveLength(8);
+    const forecast = body.find((t: JsonBody) => t.name === 'weather__get_forecast');
+    expect(forecast).toMatchObject({
       name: 'weather__get_forecast',
+      id: 'weather__get_forecast',
+      type: 'mcp',
       source: 'weather',
       description: 'Get the weather forecast for a city. Covers one to seven days.',
-      params: {
-        city: { type: 'string', required: true, description: 'City name' },
-        days: { type: 'integer', required: true, description: 'How many days' },
-        options: { type: 'object', required: false, description: '' },
-      },
+      params: { type: 'object', required: ['city', 'days'], properties: { city: { type: 'string' }, days: { type: 'integer' } } },
     });
-    expect(body.sources).toEqual([
-      { name: 'notes', tool_count: 6 },
-      { name: 'weather', tool_count: 2 },
-    ]);
+    expect((await post('/v3/tools/list', { type: 'wiki' })).body).toEqual([]);
+    expect((await post('/v3/tools/list', { type: 'mcp' })).body).toHaveLength(8);
   });
 
-  it('filters by source and ranks by query', async () => {
+  it('filters by source and name, and ranks by query', async () => {
     const post = await http();
-    expect((await post('/v3/tools/list', { source: 'weather' })).body.tools.map((t: JsonBody) => t.name)).toEqual(['weather__get_forecast', 'weather__get_alerts']);
-    expect((await post('/v3/tools/list', { query: 'create note' })).body.tools.map((t: JsonBody) => t.name)).toEqual(['notes__create_note']);
+    expect((await post('/v3/tools/list', { source: 'weather' })).body.map((t: JsonBody) => t.name)).toEqual(['weather__get_forecast', 'weather__get_alerts']);
+    expect((await post('/v3/tools/list', { name: 'ALERT' })).body.map((t: JsonBody) => t.name)).toEqual(['weather__get_alerts']);
+    expect((await post('/v3/tools/list', { query: 'create note' })).body.map((t: JsonBody) => t.name)).toEqual(['notes__create_note']);
     const unknown = await post('/v3/tools/list', { source: 'nope' });
     expect(unknown.status).toBe(404);
     expect((await post('/v3/tools/list', { sources: 'typo' })).status).toBe(400);
   });
 
-  it('calls a tool and returns its result', async () => {
+  it('calls a tool by tool_name or tool_id, coercing the same way, and answers one shape', async () => {
     const post = await http();
     const { status, body } = await post('/v3/tools/call', { tool_name: 'weather__get_forecast', params: { city: 'Lima', days: '2' } });
     expect(status).toBe(200);
-    expect(body).toEqual({ result: { content: [{ type: 'text', text: 'Lima: sunny for 2 day(s) (metric)' }], structuredContent: { city: 'Lima', days: 2, units: 'metric' } } });
+    expect(body).toEqual({
+      id: 'weather__get_forecast',
+      name: 'weather__get_forecast',
+      type: 'mcp',
+      data: { city: 'Lima', days: 2, units: 'metric' },
+      content: [{ type: 'text', text: 'Lima: sunny for 2 day(s) (metric)' }],
+    });
+    expect(await post('/v3/tools/call', { tool_id: 'weather__get_forecast', params: { city: 'Lima', days: '2' } })).toEqual({ status, body });
+    const plain = await post('/v3/tools/call', { tool_id: 'weather__get_alerts', params: { region: 'east' } });
+    expect(plain.body).toMatchObject({ data: null, content: [{ type: 'text', text: 'no alerts for east' }] });
   });
 
   it('answers an unknown tool with 404 pointing to /v3/tools/list', async () => {

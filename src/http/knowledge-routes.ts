@@ -1,16 +1,19 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { Cairn } from '../cairn.js';
-import { KNOWLEDGE_ID_PATTERN, newKnowledgeSchema, type KnowledgeResource, type KnowledgeToolListing } from '../knowledge/registry.js';
+import { newKnowledgeSchema, type KnowledgeResource } from '../knowledge/registry.js';
 import { requestScope, type AppEnv, type AuthMode } from './caller.js';
 import type { Operation } from './openapi.js';
 import { readBody } from './wire.js';
 
 // Knowledge resources over REST: `/v1/knowledge` to manage them, and the knowledge branch of
-// discover-then-invoke (`/v3/tools/list` and `/v3/tools/call` with a `knowledge_id`, see tools-routes.ts).
+// discover-then-invoke (`/v3/tools/list` and `/v3/tools/call`, see tools-routes.ts).
 
 /** The `knowledge_id` field of `/v3/tools/list` and `/v3/tools/call` bodies; the registry validates it (400 when malformed). */
-export const knowledgeIdField = z.unknown().optional().describe('A knowledge resource (`wiki-xxxxxxxx` or `cg-xxxxxxxx`): list or call its tools.');
+export const knowledgeIdField = z
+  .unknown()
+  .optional()
+  .describe('A knowledge resource (`wiki-xxxxxxxx` or `cg-xxxxxxxx`): only its tools (list), or the resource a bare tool name belongs to (call).');
 
 const progressWire = z.object({ done: z.number().int(), total: z.number().int() }).nullable();
 
@@ -67,49 +70,6 @@ export function addKnowledgeRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMo
     await cairn.knowledge.remove(id);
     return c.json({ deleted: id });
   });
-}
-
-/** `POST /v3/tools/list` with a `knowledge_id`: the resource and its tools with parameter docs. */
-export async function knowledgeToolList(cairn: Cairn, knowledgeId: unknown): Promise<KnowledgeToolListing> {
-  return cairn.knowledge.describeTools(knowledgeId);
-}
-
-/** `POST /v3/tools/call` with a `knowledge_id`: `{data}`, the tool's answer (or the resource's status while it is not ready). */
-export async function knowledgeToolCall(cairn: Cairn, knowledgeId: unknown, toolName: unknown, params: unknown): Promise<{ data: unknown }> {
-  return { data: await cairn.knowledge.callTool(knowledgeId, toolName, params) };
-}
-
-/** An entry of the general `/v3/tools/list` for one knowledge resource (its tools are listed with its `knowledge_id`). */
-export type KnowledgeListingEntry = {
-  name: string;
-  source: 'knowledge';
-  knowledge_id: string;
-  type: 'wiki' | 'code';
-  status: KnowledgeResource['status'];
-  description: string;
-  params: Record<string, never>;
-};
-
-/**
- * The general listing (no `source` filter): the catalog's tools without the per-resource knowledge tools
- * (those are listed with a `knowledge_id`), plus one entry per knowledge resource.
- */
-export async function withKnowledgeEntries<T extends { source: string }>(cairn: Cairn, tools: readonly T[], source?: string): Promise<(T | KnowledgeListingEntry)[]> {
-  if (source !== undefined) return [...tools];
-  const entries = (await cairn.knowledge.list()).map(
-    (r): KnowledgeListingEntry => ({
-      name: r.id,
-      source: 'knowledge',
-      knowledge_id: r.id,
-      type: r.type,
-      status: r.status,
-      description:
-        `${r.type === 'wiki' ? 'Wiki' : 'Code graph'} '${r.name}'${r.summary ? `: ${r.summary}` : ''}. ` +
-        `List its tools with POST /v3/tools/list {"knowledge_id": "${r.id}"}, then call them with POST /v3/tools/call.`,
-      params: {},
-    }),
-  );
-  return [...tools.filter((t) => !KNOWLEDGE_ID_PATTERN.test(t.source)), ...entries];
 }
 
 export function toKnowledgeWire(r: KnowledgeResource): z.infer<typeof knowledgeWire> {

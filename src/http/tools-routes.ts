@@ -2,81 +2,100 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { Cairn } from '../cairn.js';
-import type { CatalogTool } from '../catalog/catalog.js';
-import { isRecord, requiredNames, topLevelProperties } from '../catalog/schema.js';
-import { CairnError } from '../errors.js';
+import { catalogName, NAME_SEPARATOR, type CatalogTool } from '../catalog/catalog.js';
+import { isRecord } from '../catalog/schema.js';
+import { CairnError, type CairnErrorCode } from '../errors.js';
 import { requestScope, turnOf, type AppEnv, type AuthMode } from './caller.js';
 import { STATUS_BY_CODE } from './error-response.js';
-import { addKnowledgeRoutes, knowledgeIdField, knowledgeToolCall, knowledgeToolList, withKnowledgeEntries } from './knowledge-routes.js';
+import { addKnowledgeRoutes, knowledgeIdField } from './knowledge-routes.js';
 import type { Operation } from './openapi.js';
 import { readBody } from './wire.js';
 
+/** What a listed tool runs against: a wiki resource, a code graph, or a downstream MCP server. */
+const TOOL_TYPES = ['wiki', 'code', 'mcp'] as const;
+type ToolType = (typeof TOOL_TYPES)[number];
+
 const listBody = z.strictObject({
-  /** Only this server's tools. */
-  source: z.string().min(1).optional(),
+  type: z.enum(TOOL_TYPES, { error: 'type must be wiki, code or mcp' }).optional().describe('Only tools of this type.'),
+  name: z.string().optional().describe('Only tools whose name contains this text (case-insensitive).'),
+  /** Only this server's (or knowledge resource's) tools. */
+  source: z.string().min(1).optional().describe("Only this server's or knowledge resource's tools."),
   /** Rank by the same retrieval as tool_search (keywords: service + action + object). */
-  query: z.string().optional(),
+  query: z.string().optional().describe('Rank by the same retrieval as tool_search and keep only the admitted tools.'),
   knowledge_id: knowledgeIdField,
 });
 
 const callBody = z.strictObject({
-  tool_name: z.string().trim().min(1, 'tool_name must not be empty'),
-  params: z.unknown().optional(),
+  tool_name: z.string().trim().min(1, 'tool_name must not be empty').optional().describe('A `name` from /v3/tools/list.'),
+  tool_id: z.string().trim().min(1, 'tool_id must not be empty').optional().describe('An `id` from /v3/tools/list (the same value as its name).'),
+  params: z.unknown().optional().describe("The tool's arguments, an object matching its params schema ({} or absent when it takes none)."),
   knowledge_id: knowledgeIdField,
 });
 
-const paramWire = z.object({
-  type: z.string(),
-  required: z.boolean(),
+const toolItem = z.object({
+  name: z.string().describe('`<source>__<tool>`; pass it as tool_name.'),
+  id: z.string().describe('The same catalog name; pass it as tool_id.'),
+  type: z.enum(TOOL_TYPES),
+  source: z.string().describe('The downstream server or the knowledge resource id.'),
   description: z.string(),
-  default: z.unknown().optional(),
-  enum: z.array(z.unknown()).optional(),
+  params: z.record(z.string(), z.unknown()).describe("The tool's parameters as JSON Schema, with their bounds."),
 });
+type ToolItem = z.infer<typeof toolItem>;
+
+const callAnswer = z.object({
+  id: z.string(),
+  name: z.string(),
+  type: z.enum(TOOL_TYPES),
+  data: z.unknown().describe("The tool's structured answer (a knowledge tool's JSON), null when it gave only content."),
+  content: z.array(z.record(z.string(), z.unknown())).describe('The MCP content blocks of the answer (text, images, resources).'),
+});
+type CallAnswer = z.infer<typeof callAnswer>;
 
 /** The discover-then-invoke endpoints as the OpenAPI document lists them. */
 export const TOOL_OPERATIONS: readonly Operation[] = [
   {
     method: 'post',
     path: '/v3/tools/list',
-    summary: 'Discover tools: downstream MCP tools, one entry per knowledge resource, or one resource\'s tools (knowledge_id)',
+    summary: 'Discover tools: every downstream MCP tool and every knowledge resource tool, filtered by type, name, source or query',
     body: listBody,
-    response: z.object({
-      tools: z.array(z.object({ name: z.string(), source: z.string().optional(), description: z.string(), params: z.record(z.string(), paramWire) })),
-    }),
+    response: z.array(toolItem),
   },
   {
     method: 'post',
     path: '/v3/tools/call',
-    summary: 'Invoke one tool with an object of params (validated against its schema; recorded in the run log)',
+    summary: 'Invoke one tool by tool_name or tool_id with an object of params (validated against its schema; recorded in the run log)',
     body: callBody,
-    response: z.object({ result: z.unknown().optional(), data: z.unknown().optional() }),
+    response: callAnswer,
   },
 ];
-
-/** One parameter as `/v3/tools/list` describes it. */
-type ParamWire = { type: string; required: boolean; description: string; default?: unknown; enum?: unknown[] };
 
 const DISCOVER = 'Discover the available tools with POST /v3/tools/list.';
 
 /**
- * Discover-then-invoke over HTTP, on the tool hub's catalog: `POST /v3/tools/list` and
- * `POST /v3/tools/call` (same validation and recording as the MCP `tool_call`).
+ * Discover-then-invoke over HTTP, on the tool hub's catalog (downstream MCP tools and the knowledge
+ * resources' tools alike): `POST /v3/tools/list` and `POST /v3/tools/call` (same validation, coercion
+ * and recording as the MCP `tool_call`).
  */
 export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
   app.post('/v3/tools/list', async (c) => {
     const body = await readBody(c, listBody);
-    if (body.knowledge_id !== undefined) return c.json(await knowledgeToolList(cairn, body.knowledge_id));
-    const tools = await cairn.tools.list({ source: body.source, query: body.query });
-    return c.json({ tools: await withKnowledgeEntries(cairn, tools.map(toToolWire), body.source), sources: (await cairn.tools.ready()).sourceSummary() });
+    const resource = body.knowledge_id === undefined ? undefined : (await cairn.knowledge.get(body.knowledge_id)).id;
+    if (resource !== undefined && body.source !== undefined && body.source !== resource) {
+      throw new CairnError('invalid_input', `source '${body.source}' and knowledge_id '${resource}' name different sources; send one`);
+    }
+    const tools = await cairn.tools.list({ source: resource ?? body.source, query: body.query });
+    const name = body.name?.trim().toLowerCase() ?? '';
+    const items = tools.map(toToolItem).filter((t) => (body.type === undefined || t.type === body.type) && t.name.toLowerCase().includes(name));
+    return c.json(items);
   });
 
   app.post('/v3/tools/call', async (c) => {
     const caller = turnOf(requestScope(c, mode), (h) => c.req.header(h));
     const body = await readBody(c, callBody);
-    if (body.knowledge_id !== undefined) return c.json(await knowledgeToolCall(cairn, body.knowledge_id, body.tool_name, body.params));
+    const name = await requestedTool(cairn, body);
     const params = body.params === undefined ? {} : body.params;
     if (!isRecord(params)) throw new CairnError('invalid_input', `params must be a JSON object of the tool's arguments, not ${kindOf(params)}`);
-    const outcome = await cairn.tools.invoke(body.tool_name, params, caller);
+    const outcome = await cairn.tools.invoke(name, params, caller);
     switch (outcome.kind) {
       case 'unknown':
         throw new CairnError('not_found', `${outcome.message} ${DISCOVER}`);
@@ -88,35 +107,54 @@ export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
       }
       case 'failed':
         return c.json({ error: { code: outcome.code, message: outcome.message, ...hint(outcome.hint) } }, STATUS_BY_CODE[outcome.code]);
-      case 'result':
-        if (outcome.result.isError) {
-          const message = `${outcome.tool.name} returned an error: ${resultText(outcome.result) || '(no message)'}`;
-          return c.json({ error: { code: 'downstream_failed', message, ...hint(outcome.hint) }, result: outcome.result }, STATUS_BY_CODE.downstream_failed);
-        }
-        return c.json({ result: outcome.result });
+      case 'result': {
+        if (!outcome.result.isError) return c.json(toCallAnswer(outcome.tool, outcome.result));
+        const own = toolType(outcome.tool) === 'mcp' ? null : ownErrorCode(outcome.result);
+        if (own) return c.json({ error: { code: own, message: resultText(outcome.result), ...hint(outcome.hint) } }, STATUS_BY_CODE[own]);
+        const message = `${outcome.tool.name} returned an error: ${resultText(outcome.result) || '(no message)'}`;
+        return c.json({ error: { code: 'downstream_failed', message, ...hint(outcome.hint) } }, STATUS_BY_CODE.downstream_failed);
+      }
     }
   });
 
   addKnowledgeRoutes(app, cairn, mode);
 }
 
-function toToolWire(t: CatalogTool): { name: string; source: string; description: string; params: Record<string, ParamWire> } {
-  const required = new Set(requiredNames(t.inputSchema));
-  const params: Record<string, ParamWire> = {};
-  for (const [name, prop] of Object.entries(topLevelProperties(t.inputSchema))) {
-    const p = isRecord(prop) ? prop : {};
-    const wire: ParamWire = { type: typeName(p.type), required: required.has(name), description: typeof p.description === 'string' ? p.description : '' };
-    if (p.default !== undefined) wire.default = p.default;
-    if (Array.isArray(p.enum)) wire.enum = p.enum;
-    params[name] = wire;
+/**
+ * The catalog name a call body asks for: `tool_id` or `tool_name` (both, if sent, must agree); with a
+ * `knowledge_id`, a bare tool name of that resource (`search`) is taken as `<knowledge_id>__search`.
+ */
+async function requestedTool(cairn: Cairn, body: z.infer<typeof callBody>): Promise<string> {
+  if (body.tool_id !== undefined && body.tool_name !== undefined && body.tool_id !== body.tool_name) {
+    throw new CairnError('invalid_input', `tool_id '${body.tool_id}' and tool_name '${body.tool_name}' name different tools; send one`);
   }
-  return { name: t.name, source: t.source, description: t.description, params };
+  const requested = body.tool_id ?? body.tool_name;
+  if (requested === undefined) throw new CairnError('invalid_input', `tool_name or tool_id is required. ${DISCOVER}`);
+  if (body.knowledge_id === undefined) return requested;
+  const resource = (await cairn.knowledge.get(body.knowledge_id)).id;
+  return requested.startsWith(`${resource}${NAME_SEPARATOR}`) ? requested : catalogName(resource, requested);
 }
 
-function typeName(type: unknown): string {
-  if (typeof type === 'string') return type;
-  if (Array.isArray(type)) return type.filter((t) => typeof t === 'string').join('|') || 'any';
-  return 'any';
+function toToolItem(t: CatalogTool): ToolItem {
+  return { name: t.name, id: t.name, type: toolType(t), source: t.source, description: t.description, params: t.inputSchema };
+}
+
+function toCallAnswer(t: CatalogTool, result: CallToolResult): CallAnswer {
+  return { id: t.name, name: t.name, type: toolType(t), data: result.structuredContent ?? null, content: result.content };
+}
+
+/** Knowledge resources are the catalog's `wiki-…` and `cg-…` sources; everything else is a downstream server. */
+function toolType(t: CatalogTool): ToolType {
+  if (/^wiki-[0-9a-f]{8}$/.test(t.source)) return 'wiki';
+  if (/^cg-[0-9a-f]{8}$/.test(t.source)) return 'code';
+  return 'mcp';
+}
+
+/** The Cairn error code a knowledge tool's error result carries (downstream results are not asked). */
+function ownErrorCode(result: CallToolResult): CairnErrorCode | null {
+  const error = isRecord(result.structuredContent) ? result.structuredContent.error : undefined;
+  const code = isRecord(error) ? error.code : undefined;
+  return typeof code === 'string' && Object.hasOwn(STATUS_BY_CODE, code) ? (code as CairnErrorCode) : null;
 }
 
 function resultText(result: CallToolResult): string {

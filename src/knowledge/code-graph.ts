@@ -61,6 +61,10 @@ export type Unresolved =
   | { ambiguous: true; symbol: string; message: string; candidates: SymbolBrief[] }
   | { found: false; symbol: string; message: string; suggestions: SymbolBrief[] };
 
+/** What read_file returns: the lines read and where they sit in the file. */
+export type FileRead = { path: string; language: string; total_lines: number; range: [number, number]; content: string; truncated: boolean };
+export type FileUnresolved = { ambiguous: true; path: string; message: string; candidates: string[] } | { found: false; path: string; message: string };
+
 export type SymbolRef = { symbol: string; file?: string | undefined; line?: number | undefined };
 
 const DEPENDENCY_ORDER: readonly CodeEdgeKind[] = ['calls', 'references', 'extends', 'implements', 'overrides', 'imports', 'exports'];
@@ -70,6 +74,8 @@ const EXPLORE_FILE_CHARS = 8_000;
 const EXPLORE_TOTAL_CHARS = 60_000;
 const EXPLORE_RANGE_LINES = 120;
 const NODE_CODE_LINES = 400;
+/** Most lines one read_file call returns. */
+const READ_FILE_LINES = 2_000;
 
 /**
  * The read side of a code-graph resource: symbols, dependency edges both ways and a BM25 index over
@@ -365,6 +371,33 @@ export class CodeGraph {
       }
     }
     return result;
+  }
+
+  /**
+   * Lines `range` (`[first, last]`, 1-based, inclusive; clipped to the file) of one indexed file, named by its
+   * path or a trailing part of it. Only indexed files are read, so a path never leads outside the root.
+   */
+  async readFile(root: string, path: string, range: [number, number | null] | null): Promise<FileRead | FileUnresolved> {
+    const matches = [...this.files.keys()].filter((f) => pathMatches(f, path));
+    const exact = matches.find((f) => f === path.replace(/^\.\//, ''));
+    if (!exact && matches.length > 1) {
+      return { ambiguous: true, path, message: `'${path}' matches ${matches.length} files; call again with one of them`, candidates: matches.slice(0, 20) };
+    }
+    const file = exact ?? matches[0];
+    if (file === undefined) return { found: false, path, message: `no indexed file '${path}' in this code graph; use files to list them` };
+    const lines = (await readFolderFile(root, file)).toString('utf8').split('\n');
+    if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
+    const first = Math.min(range?.[0] ?? 1, Math.max(lines.length, 1));
+    const wanted = Math.min(range?.[1] ?? lines.length, lines.length);
+    const last = Math.max(first, Math.min(wanted, first + READ_FILE_LINES - 1));
+    return {
+      path: file,
+      language: this.files.get(file)!.data.language,
+      total_lines: lines.length,
+      range: [first, last],
+      content: lines.slice(first - 1, last).join('\n'),
+      truncated: last < wanted,
+    };
   }
 
   /** The indexed files under `path`, matching `pattern` (a glob), as a tree, a flat list or grouped by folder. */

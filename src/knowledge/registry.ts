@@ -9,7 +9,7 @@ import { FolderWatcher } from './folder-watcher.js';
 import { IndexRunner } from './index-runner.js';
 import type { IndexJobResult, IndexProgress } from './indexer.js';
 import { skipsDirectory } from './scan-folder.js';
-import { notReadyAnswer, paramsDoc, paramsJsonSchema, toolsOf, type KnowledgeTool, type ToolParamDoc } from './tools.js';
+import { notReadyAnswer, paramsJsonSchema, toolsOf, type KnowledgeTool } from './tools.js';
 import { WikiIndex, type WikiFileData } from './wiki.js';
 
 /** How often a watching registry looks for resources added or removed by another process (the CLI). */
@@ -44,16 +44,6 @@ export type SyncReport = {
   skipped: string[];
   durationMs: number;
   error: string | null;
-};
-
-/** `/v3/tools/list` with a knowledge id. */
-export type KnowledgeToolListing = {
-  knowledge_id: string;
-  type: KnowledgeType;
-  name: string;
-  summary: string;
-  status: KnowledgeResourceRecord['status'];
-  tools: { name: string; description: string; params: Record<string, ToolParamDoc> }[];
 };
 
 /** A knowledge tool as a deferred tool of the tool hub's catalog: `source` is the resource id, so its name is `<resource id>__<tool>`. */
@@ -166,19 +156,6 @@ export class KnowledgeRegistry {
     return { resource: await this.get(record.id), lastSync: this.reports.get(record.id) ?? null };
   }
 
-  /** The resource and its tools with parameter docs (`POST /v3/tools/list` with a knowledge id). */
-  async describeTools(id: unknown): Promise<KnowledgeToolListing> {
-    const record = await this.record(id);
-    return {
-      knowledge_id: record.id,
-      type: record.type,
-      name: record.name,
-      summary: record.summary,
-      status: record.status,
-      tools: toolsOf(record.type).map((t) => ({ name: t.name, description: t.description, params: paramsDoc(t) })),
-    };
-  }
-
   /**
    * Runs one tool of a resource. Bad input is `invalid_input` naming the parameter, an unknown resource or
    * tool `not_found`; a resource that is not ready answers with its status instead of results.
@@ -223,7 +200,10 @@ export class KnowledgeRegistry {
       const data = (await this.callTool(source, toolName, args)) as Record<string, unknown>;
       return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };
     } catch (err) {
-      if (isCairnError(err) && err.code !== 'internal') return { content: [{ type: 'text', text: err.message }], isError: true };
+      // The code rides along so `/v3/tools/call` answers with the status it stands for (400, 404), not 502.
+      if (isCairnError(err) && err.code !== 'internal') {
+        return { content: [{ type: 'text', text: err.message }], structuredContent: { error: { code: err.code, message: err.message } }, isError: true };
+      }
       throw err;
     }
   }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CairnError } from '../errors.js';
 import type { KnowledgeType } from '../store/store.js';
 import { CODE_SYMBOL_KINDS, type CodeGraph } from './code-graph.js';
 import type { KnowledgeResource, SyncReport } from './registry.js';
@@ -16,9 +17,6 @@ export type KnowledgeTool<I = unknown> = {
   anyStatus: boolean;
   run: (ctx: ToolContext<I>, params: Record<string, unknown>) => unknown;
 };
-
-/** A parameter as `/v3/tools/list` describes it. */
-export type ToolParamDoc = { type: string; required: boolean; description: string; default?: unknown; enum?: unknown[] };
 
 function readyTool<S extends z.ZodObject, I>(def: {
   name: string;
@@ -199,6 +197,21 @@ export const CODE_TOOLS: readonly KnowledgeTool<CodeGraph>[] = [
       : null,
   })),
   readyTool({
+    name: 'read_file',
+    description:
+      'Reads an indexed source file, or a line `range` of it (`40-80`, `120-` to the end, `57` one line), with its total line count. At most 2000 lines per call; `truncated` says when more were asked for.',
+    params: z.strictObject({
+      path: z.string().trim().min(1).max(1000).describe('File path relative to the root, as files returns it (or a trailing part of it).'),
+      range: z
+        .string()
+        .trim()
+        .regex(/^[1-9]\d{0,8}(-([1-9]\d{0,8})?)?$/, 'range is `first-last`, `first-` or one line number (1-based)')
+        .optional()
+        .describe('Lines to read, 1-based and inclusive: `first-last`, `first-` or `line`. Default the whole file.'),
+    }),
+    run: (index, p, ctx) => index.readFile(ctx.resource.root, p.path, lineRange(p.range)),
+  }),
+  readyTool({
     name: 'files',
     description: 'Lists the indexed source files under `path`, filtered by a glob `pattern` (`*.ts`, `src/**/*.test.ts`), as a tree, a flat list or grouped by folder.',
     params: z.strictObject({
@@ -210,6 +223,16 @@ export const CODE_TOOLS: readonly KnowledgeTool<CodeGraph>[] = [
   }),
 ];
 
+/** `first-last`, `first-` or `line` as `[first, last]` (null: to the end); the schema has checked the form. */
+function lineRange(range: string | undefined): [number, number | null] | null {
+  if (range === undefined) return null;
+  const [first, last] = range.split('-');
+  const start = Number(first);
+  const end = last === undefined ? start : last === '' ? null : Number(last);
+  if (end !== null && end < start) throw new CairnError('invalid_input', `invalid params.range: ${range} ends before it starts`);
+  return [start, end];
+}
+
 /** The tools of a resource type. */
 export function toolsOf(type: KnowledgeType): readonly KnowledgeTool<WikiIndex | CodeGraph>[] {
   return (type === 'wiki' ? WIKI_TOOLS : CODE_TOOLS) as readonly KnowledgeTool<WikiIndex | CodeGraph>[];
@@ -219,18 +242,4 @@ export function toolsOf(type: KnowledgeType): readonly KnowledgeTool<WikiIndex |
 export function paramsJsonSchema(tool: { params: z.ZodObject }): Record<string, unknown> {
   const { $schema: _schema, ...schema } = z.toJSONSchema(tool.params, { io: 'input' }) as Record<string, unknown>;
   return schema;
-}
-
-/** `{<param>: {type, required, description, default?, enum?}}` as `/v3/tools/list` describes parameters. */
-export function paramsDoc(tool: { params: z.ZodObject }): Record<string, ToolParamDoc> {
-  const schema = paramsJsonSchema(tool) as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
-  const required = new Set(schema.required ?? []);
-  const out: Record<string, ToolParamDoc> = {};
-  for (const [name, prop] of Object.entries(schema.properties ?? {})) {
-    const doc: ToolParamDoc = { type: String(prop.type ?? 'string'), required: required.has(name), description: String(prop.description ?? '') };
-    if ('default' in prop) doc.default = prop.default;
-    if (Array.isArray(prop.enum)) doc.enum = prop.enum;
-    out[name] = doc;
-  }
-  return out;
 }
