@@ -122,7 +122,8 @@ export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
 
 /**
  * The catalog name a call body asks for: `tool_id` or `tool_name` (both, if sent, must agree); with a
- * `knowledge_id`, a bare tool name of that resource (`search`) is taken as `<knowledge_id>__search`.
+ * `knowledge_id`, a bare tool name of that resource (`search`) is taken as `<knowledge_id>__search`;
+ * without one, a bare name that only one source has is taken as that source's tool (several: 404 naming them).
  */
 async function requestedTool(cairn: Cairn, body: z.infer<typeof callBody>): Promise<string> {
   if (body.tool_id !== undefined && body.tool_name !== undefined && body.tool_id !== body.tool_name) {
@@ -130,7 +131,12 @@ async function requestedTool(cairn: Cairn, body: z.infer<typeof callBody>): Prom
   }
   const requested = body.tool_id ?? body.tool_name;
   if (requested === undefined) throw new CairnError('invalid_input', `tool_name or tool_id is required. ${DISCOVER}`);
-  if (body.knowledge_id === undefined) return requested;
+  if (body.knowledge_id === undefined) {
+    // A bare name (`read_file`, as seed 002 calls `search`) is taken when exactly one source has it.
+    const catalog = await cairn.tools.ready();
+    const matches = catalog.get(requested) ? [] : catalog.suffixMatches(requested);
+    return matches.length === 1 ? matches[0]! : requested;
+  }
   const resource = (await cairn.knowledge.get(body.knowledge_id)).id;
   return requested.startsWith(`${resource}${NAME_SEPARATOR}`) ? requested : catalogName(resource, requested);
 }
