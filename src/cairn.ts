@@ -277,8 +277,9 @@ export class Cairn {
 
   /** memory_search as a tool call: charged to the turn; past the budget it returns a refusal text instead. */
   async searchMemoriesInTurn(turn: TurnRef, params: unknown): Promise<TurnSearchResult<MemorySearchResult>> {
-    const valid = requireQuery(validate(memorySearchParams, params, 'memory_search'), 'memory_search');
+    const valid = validate(memorySearchParams, params, 'memory_search');
     const scope = checkScope(turn.scope);
+    if (valid.query.trim() === '') return { ...(await memorySearch(this.searchContext, scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget.limit), budget };
     return { ...(await memorySearch(this.searchContext, scope, valid)), budget };
@@ -286,8 +287,9 @@ export class Cairn {
 
   /** conversation_search as a tool call: charged to the turn; past the budget it returns a refusal text instead. */
   async searchConversationsInTurn(turn: TurnRef, params: unknown): Promise<TurnSearchResult<ConversationSearchResult>> {
-    const valid = requireQuery(validate(conversationSearchParams, params, 'conversation_search'), 'conversation_search');
+    const valid = validate(conversationSearchParams, params, 'conversation_search');
     const scope = checkScope(turn.scope);
+    if (valid.query.trim() === '') return { ...(await conversationSearch(this.searchContext, scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget.limit), budget };
     return { ...(await conversationSearch(this.searchContext, scope, valid)), budget };
@@ -447,9 +449,12 @@ function sha256Hex(text: string): string {
 }
 
 /** Tool calls must carry a query; the executors alone would answer a blank one with an empty result. */
-function requireQuery<P extends { query: string }>(params: P, what: string): P {
-  if (params.query.trim() === '') throw new CairnError('invalid_input', `invalid ${what}.query: must not be empty`);
-  return params;
+/**
+ * The budget answer for an empty query, which searches nothing (seed: empty results, strategy `none`) and so
+ * is not counted against the turn; `used` is 0 because the turn's count was not consulted.
+ */
+function uncharged(limit: number): BudgetCharge {
+  return { allowed: true, used: 0, limit };
 }
 
 function checkScope(scope: Scope): Scope {

@@ -85,11 +85,14 @@ describe('seed endpoints', () => {
 });
 
 describe('bad input is refused with a clear message and writes nothing', () => {
-  it('missing or empty query: 400', async () => {
+  it('missing query: 400; an empty one finds nothing with strategy none and costs no budget (seed 000)', async () => {
     const { call } = await setup();
-    for (const path of ['/search/memories', '/search/conversations']) {
+    const empty = { '/search/memories': 'No matching memories found.', '/search/conversations': 'No matching conversation messages found.' };
+    for (const [path, text] of Object.entries(empty)) {
       expect(await call(path, json('POST', {}))).toEqual({ status: 400, body: { error: { code: 'invalid_input', message: 'invalid body at query: query is required' } } });
-      expect((await call(path, json('POST', { query: '   ' }))).body.error.message).toBe('invalid body at query: query must not be empty');
+      for (let i = 0; i < 4; i++) {
+        expect(await call(path, json('POST', { query: '   ' }, { 'x-cairn-turn-id': 't-empty' }))).toEqual({ status: 200, body: { results: text, total: 0, strategy: 'none' } });
+      }
     }
   });
 
@@ -265,10 +268,11 @@ describe('per-turn search budget over REST', () => {
     expect((await call('/search/memories', json('POST', { query: 'anything' }, session))).body.budget_exhausted).toBeUndefined();
   });
 
-  it('does not charge a call that was refused as bad input', async () => {
+  it('does not charge a call that was refused as bad input, nor an empty query', async () => {
     const { call } = await setup({ budget: { calls_per_turn: 1 } });
     const turn = { 'x-cairn-turn-id': 't' };
-    expect((await call('/search/memories', json('POST', { query: '' }, turn))).status).toBe(400);
+    expect((await call('/search/memories', json('POST', { limit: 3 }, turn))).status).toBe(400);
+    expect((await call('/search/memories', json('POST', { query: '' }, turn))).body).toMatchObject({ total: 0, strategy: 'none' });
     expect((await call('/search/memories', json('POST', { query: 'x' }, turn))).body.budget_exhausted).toBeUndefined();
     expect((await call('/search/memories', json('POST', { query: 'x' }, turn))).body.budget_exhausted).toBe(true);
   });

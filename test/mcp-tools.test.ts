@@ -85,7 +85,6 @@ describe('MCP tools', () => {
     const cases: [string, Record<string, unknown>, RegExp][] = [
       ['memory_search', { query: 5 }, /query/],
       ['memory_search', {}, /query/],
-      ['memory_search', { query: '  ' }, /memory_search failed: invalid memory_search.query: must not be empty/],
       ['conversation_search', { query: 'x', limit: { n: 1 } }, /limit/],
       ['memory_write', { content: 'x', type: 'opinion' }, /type/],
       ['memory_write', { content: '   ', type: 'persona' }, /memory_write failed: invalid memory.content: must not be empty/],
@@ -98,6 +97,32 @@ describe('MCP tools', () => {
     }
     expect(await cairn.listMemories(scope, { limit: 10 })).toEqual([]);
     expect((await client.callTool({ name: 'memory_search', arguments: { query: 'still alive' } })).isError).toBeFalsy();
+  });
+
+  it('an empty query is no error: empty results with strategy none, not charged to the turn (seed 000)', async () => {
+    const client = await connect(await seeded());
+    for (const name of ['memory_search', 'conversation_search', 'memory_search', 'conversation_search']) {
+      const result = await client.callTool({ name, arguments: { query: '  ' }, _meta: { turnId: 'turn-empty' } });
+      expect(result.isError, name).toBeFalsy();
+      expect(result.structuredContent).toEqual({ count: 0, strategy: 'none', results: [] });
+    }
+    expect(textOf(await client.callTool({ name: 'memory_search', arguments: { query: '' } }))).toBe('No matching memories found.');
+    const real = await client.callTool({ name: 'memory_search', arguments: { query: 'Ana' }, _meta: { turnId: 'turn-empty' } });
+    expect(real.structuredContent).toMatchObject({ count: 1, strategy: 'fts' });
+  });
+
+  it('search failures read as the seed words them: Memory search failed / Conversation search failed', async () => {
+    // A connection whose scope is invalid: the search is refused before it runs.
+    const server = createMcpServer({ cairn: await fx.cairn(), resolveCaller: () => ({ scope: { userId: ' ', agentId: 'a1' } }), log: () => {} });
+    const client = new Client({ name: 'cairn-test', version: '0.0.0' });
+    const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+    await Promise.all([client.connect(clientTransport), server.connect(serverTransport)]);
+    const memory = await client.callTool({ name: 'memory_search', arguments: { query: 'anything' } });
+    expect(memory.isError).toBe(true);
+    expect(textOf(memory)).toMatch(/^Memory search failed: invalid scope\.userId/);
+    const conversation = await client.callTool({ name: 'conversation_search', arguments: { query: 'anything' } });
+    expect(conversation.isError).toBe(true);
+    expect(textOf(conversation)).toMatch(/^Conversation search failed: invalid scope\.userId/);
   });
 
   it('hides internal failures behind a plain message', async () => {

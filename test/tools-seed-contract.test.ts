@@ -34,7 +34,7 @@ describe('seed 002/004 discover-then-invoke over HTTP', () => {
     expect(type).toMatch(/^application\/json/);
     expect(Array.isArray(body)).toBe(true);
     expect(body.length).toBe(17);
-    for (const tool of body) {
+    for (const tool of body as Answer[]) {
       expect(Object.keys(tool).sort()).toEqual(['description', 'id', 'name', 'params', 'source', 'type']);
       expect(tool.params).toMatchObject({ type: 'object' });
       expect(['wiki', 'code']).toContain(tool.type);

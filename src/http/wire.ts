@@ -10,8 +10,7 @@ import { STATUS_BY_CODE, type ErrorBody } from './error-response.js';
 
 const query = z
   .string({ error: (issue) => (issue.input === undefined ? 'query is required' : 'query must be a string') })
-  .refine((s) => s.trim() !== '', 'query must not be empty')
-  .describe('What to look for.');
+  .describe('What to look for; an empty query finds nothing (strategy none) and costs no budget.');
 
 const listLimit = z.coerce.number().int().min(1).max(1000).default(50).describe('Page size (1-1000, default 50).');
 const listOffset = z.coerce.number().int().min(0).default(0).describe('Rows to skip.');

@@ -63,7 +63,8 @@ export function registerMemoryTools(server: McpServer, ctx: ToolContext): void {
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     (args, extra) =>
-      runTool(ctx, 'memory_search', async () => {
+      // The seed's failure texts: `Memory search failed: …`, `Conversation search failed: …`.
+      runTool(ctx, 'Memory search', async () => {
         const r = await ctx.cairn.searchMemoriesInTurn(turnOf(ctx, extra), args);
         return textResult(r.text, searchContent(r));
       }),
@@ -81,7 +82,7 @@ export function registerMemoryTools(server: McpServer, ctx: ToolContext): void {
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     (args, extra) =>
-      runTool(ctx, 'conversation_search', async () => {
+      runTool(ctx, 'Conversation search', async () => {
         const r = await ctx.cairn.searchConversationsInTurn(turnOf(ctx, extra), args);
         return textResult(r.text, searchContent(r));
       }),
