@@ -100,8 +100,9 @@ describe('REST /v1/errors, /v1/guides, /v1/results', () => {
   it('guides: lists topics, returns requested ones, 400 for an unknown one', async () => {
     const { call } = await setup();
     expect((await call('/v1/guides')).body.topics).toContain('tool_error');
-    const two = await call('/v1/guides?topics=figure,ask_user');
+    const two = await call('/v1/guides?topics=figure,ask_user,nope');
     expect(two.body.topics).toEqual(['figure', 'ask_user']);
+    expect(two.body.unknown).toEqual(['nope']);
     expect(two.body.text).toMatch(/^## figure\n[\s\S]*\n## ask_user\n/);
     const unknown = await call('/v1/guides?topics=nope');
     expect(unknown.status).toBe(400);
@@ -169,6 +170,10 @@ describe('MCP history tools', () => {
     expect(textOf(guide)).toMatch(/^## html_render\n\n/);
     const unknown = await client.callTool({ name: 'reasoning_guide', arguments: { topics: ['nope'] } });
     expect(unknown.isError).toBe(true);
+    const mixed = await client.callTool({ name: 'reasoning_guide', arguments: { topics: ['rag_web', 'nope'] } });
+    expect(mixed.isError).toBeFalsy();
+    expect(mixed.structuredContent).toEqual({ topics: ['web_search'], unknown: ['nope'] });
+    expect(textOf(mixed)).toMatch(/^## web_search\n\n[\s\S]*\(unknown topic "nope"; available: /);
     const result = await client.callTool({ name: 'write_result', arguments: { content: '<!DOCTYPE html><html><head><title>t</title></head><body><p>ok</p></body></html>', format: 'html' } });
     const path = (result.structuredContent as { path: string }).path;
     expect(path.startsWith(outputDir)).toBe(true);

@@ -458,9 +458,20 @@ describe('reasoning_guide', () => {
     );
   });
 
-  it('an unknown topic is an error listing the available ones; topics needs at least one', async () => {
+  it('returns the known topics and lists the unknown ones; old names answer under the current one (seed 001)', async () => {
     const cairn = await fx.cairn();
-    expect(() => cairn.history.reasoningGuide({ topics: ['tool_error', 'rag_web'] })).toThrow(/unknown topic "rag_web"; available: ask_user, figure, .*write_todo/);
+    const result = cairn.history.reasoningGuide({ topics: ['tool_error', 'nope', 'rag_web', 'web_search', 'also_nope'] });
+    expect(result.topics).toEqual(['tool_error', 'web_search']);
+    expect(result.unknown).toEqual(['nope', 'also_nope']);
+    expect(result.text.match(/^## .+$/gm)).toEqual(['## tool_error', '## web_search']);
+    expect(result.text).toMatch(/\n\n\(unknown topics "nope", "also_nope"; available: ask_user, figure, .*write_todo\)$/);
+    expect(cairn.history.reasoningGuide({ topics: ['rag_web'] })).toMatchObject({ topics: ['web_search'], unknown: [] });
+    expect(cairn.history.reasoningGuide({ topics: ['subagent_delegation'] }).topics).toEqual(['subagent_dispatch']);
+  });
+
+  it('a request with no known topic is an error listing the available ones; topics needs at least one', async () => {
+    const cairn = await fx.cairn();
+    expect(() => cairn.history.reasoningGuide({ topics: ['nope', ' '] })).toThrow(/unknown topic "nope"; available: ask_user, figure, .*write_todo/);
     expect(() => cairn.history.reasoningGuide({ topics: [] })).toThrow(/at least one topic/);
     expect(() => cairn.history.reasoningGuide({})).toThrow(/topics is required/);
   });

@@ -17,7 +17,14 @@ export const reasoningGuideParams = z.object({
 });
 export type ReasoningGuideParams = z.infer<typeof reasoningGuideParams>;
 
-export type ReasoningGuideResult = { text: string; topics: string[] };
+/** The guides found (canonical names, request order) and the requested names that are no topic. */
+export type ReasoningGuideResult = { text: string; topics: string[]; unknown: string[] };
+
+/** Names topics had before (seed 001: `web_search` was `rag_web` before v1.2.1); asked for by either name, a guide answers under its own. */
+const TOPIC_ALIASES: Readonly<Record<string, string>> = {
+  rag_web: 'web_search',
+  subagent_delegation: 'subagent_dispatch',
+};
 
 /**
  * reasoning_guide: built-in rule sets plus a configured folder of `<topic>.md` files that add topics or
@@ -34,19 +41,23 @@ export class Guides {
     return Object.keys(this.load()).sort();
   }
 
-  /** The requested guides joined under `## <topic>` headings, in request order, duplicates dropped. */
+  /**
+   * The requested guides joined under `## <topic>` headings, in request order, duplicates dropped; old names
+   * answer under the current one. Unknown names are listed after the guides with the available topics;
+   * only a request with no known topic at all is an error.
+   */
   read(params: ReasoningGuideParams): ReasoningGuideResult {
     const guides = this.load();
-    const wanted = [...new Set(params.topics.map((t) => t.trim()).filter((t) => t !== ''))];
-    if (wanted.length === 0) throw new CairnError('invalid_input', `topics is required; available: ${Object.keys(guides).sort().join(', ')}`);
-    const unknown = wanted.filter((t) => guides[t] === undefined);
-    if (unknown.length > 0) {
-      throw new CairnError(
-        'invalid_input',
-        `unknown topic${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t}"`).join(', ')}; available: ${Object.keys(guides).sort().join(', ')}`,
-      );
-    }
-    return { text: wanted.map((t) => `## ${t}\n\n${guides[t]!.trim()}`).join('\n\n'), topics: wanted };
+    const available = Object.keys(guides).sort().join(', ');
+    const requested = [...new Set(params.topics.map((t) => t.trim()).filter((t) => t !== ''))];
+    if (requested.length === 0) throw new CairnError('invalid_input', `topics is required; available: ${available}`);
+    const canonical = (t: string) => (guides[t] === undefined && TOPIC_ALIASES[t] !== undefined ? TOPIC_ALIASES[t] : t);
+    const topics = [...new Set(requested.map(canonical).filter((t) => guides[t] !== undefined))];
+    const unknown = requested.filter((t) => guides[canonical(t)] === undefined);
+    const unknownText = `unknown topic${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t}"`).join(', ')}; available: ${available}`;
+    if (topics.length === 0) throw new CairnError('invalid_input', unknownText);
+    const text = topics.map((t) => `## ${t}\n\n${guides[t]!.trim()}`).join('\n\n');
+    return { text: unknown.length > 0 ? `${text}\n\n(${unknownText})` : text, topics, unknown };
   }
 
   private load(): Record<string, string> {

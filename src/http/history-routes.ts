@@ -108,6 +108,7 @@ export const guidesQuery = z.strictObject({
 const guidesResponse = z.object({
   topics: z.array(z.string()).describe('The topics returned, or every available topic when none was asked for.'),
   text: z.string().optional().describe('The guides joined under ## <topic> headings.'),
+  unknown: z.array(z.string()).optional().describe('Requested names that are no topic (listed, not an error, while another topic was found).'),
 });
 
 const receiptResponse = z.object({

@@ -72,14 +72,15 @@ export function registerHistoryTools(server: McpServer, ctx: ToolContext): void 
       description:
         `Fetch the full rules for every topic this turn needs, in one call; each comes back under a ## <topic> heading. Topics: ` +
         `${ctx.cairn.history.guideTopics().join(', ')}. tool_error: after a tool call failed; web_search: before researching online; ` +
-        'html_render: before write_result(format=html); figure: before a chart, diagram or formula; office: before .docx/.xlsx/.pptx.',
+        'html_render: before write_result(format=html); figure: before a chart, diagram or formula; office: before .docx/.xlsx/.pptx. ' +
+        'Old names (rag_web) are accepted; an unknown name is listed after the guides found.',
       inputSchema: reasoningGuideParams,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     (args) =>
       runTool(ctx, 'reasoning_guide', async () => {
         const r = ctx.cairn.history.reasoningGuide(args);
-        return textResult(r.text, { topics: r.topics });
+        return textResult(r.text, { topics: r.topics, unknown: r.unknown });
       }),
   );
 
