@@ -88,6 +88,14 @@ describe('tool_search', () => {
     expect((await search({ queries: ['shared'], limit: 'lots' }, many)).results[0]!.matches).toHaveLength(5);
   });
 
+  it('reads queries sent as JSON text as the list, as tool_call reads calls', async () => {
+    const a = await search({ queries: '["create linear issue", "post slack message"]' });
+    expect(a.queries).toEqual(['create linear issue', 'post slack message']);
+    expect(a.results.map((r) => r.matches[0])).toEqual(['mq-linear__create_issue', 'mq-slack__post_message']);
+    expect(await searchError({ queries: '["create linear issue"' })).toMatch(/^queries is not valid JSON: /);
+    expect(await searchError({ queries: '[]' })).toMatch(/at least one non-empty string/);
+  });
+
   it('treats a bare string as one query and keeps duplicate queries', async () => {
     expect((await search({ queries: 'post slack message' })).queries).toEqual(['post slack message']);
     expect((await search({ queries: ['issues', 'issues'] })).results).toHaveLength(2);

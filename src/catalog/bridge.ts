@@ -192,7 +192,15 @@ function clampLimit(raw: unknown, limits: SearchLimits): number {
 }
 
 function stringList(value: unknown, what: string, max: number, dedupe: boolean, retry: string): { items: string[] } | BridgeError {
-  const list = typeof value === 'string' ? [value] : value;
+  let list: unknown = value;
+  // A list sent as JSON text (`"[\"a\", \"b\"]"`) is read as the list, as tool_call reads `calls`; other text is one item.
+  if (typeof value === 'string' && value.trim().startsWith('[')) {
+    try {
+      list = JSON.parse(value);
+    } catch (err) {
+      return { error: `${what} is not valid JSON: ${(err as Error).message}` };
+    }
+  } else if (typeof value === 'string') list = [value];
   if (!Array.isArray(list)) return { error: `${what} is required and must be an array of strings` };
   let items = list.map((v) => (typeof v === 'string' ? v.trim() : typeof v === 'number' ? String(v) : '')).filter((v) => v !== '');
   if (dedupe) items = [...new Set(items)];
