@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -174,10 +175,19 @@ describe('MCP history tools', () => {
     expect(mixed.isError).toBeFalsy();
     expect(mixed.structuredContent).toEqual({ topics: ['web_search'], unknown: ['nope'] });
     expect(textOf(mixed)).toMatch(/^## web_search\n\n[\s\S]*\(unknown topic "nope"; available: /);
-    const result = await client.callTool({ name: 'write_result', arguments: { content: '<!DOCTYPE html><html><head><title>t</title></head><body><p>ok</p></body></html>', format: 'html' } });
+    const bare = '<!DOCTYPE html><html><head><title>t</title></head><body><p>ok</p></body></html>';
+    const refused = await client.callTool({ name: 'write_result', arguments: { content: bare, format: 'html' } });
+    expect(refused.isError).toBe(true);
+    // Without QuickUI the refusal quotes the html_render rules.
+    expect(textOf(refused)).toMatch(/- the page does not mount QuickUI[\s\S]*Use this before writing an HTML page/);
+    const quickUi = bare.replace('</head>', '<script src="quickui.js"></script></head>').replace('<p>ok</p>', '<div id="app">ok</div><script>T.init("#app", {})</script>');
+    const result = await client.callTool({ name: 'write_result', arguments: { content: quickUi, format: 'html', filename: 'dashboard' } });
     const path = (result.structuredContent as { path: string }).path;
-    expect(path.startsWith(outputDir)).toBe(true);
-    expect(path.endsWith('.html')).toBe(true);
+    expect(path).toBe(join(outputDir, 'dashboard.html'));
     expect(existsSync(path)).toBe(true);
+    const escape = await client.callTool({ name: 'write_result', arguments: { content: '# x', filename: '../../escape.md' } });
+    expect(escape.isError).toBe(true);
+    expect(textOf(escape)).toMatch(/^write_result failed: invalid write_result\.filename '\.\.\/\.\.\/escape\.md': it must be a plain file name/);
+    expect(readdirSync(outputDir)).toEqual(['dashboard.html']);
   });
 });

@@ -82,10 +82,13 @@ Use this for work with three or more steps.
   html_render: `
 Use this before writing an HTML page (write_result with format=html).
 - Write one complete, self-contained document: <!DOCTYPE html>, <html lang>, <head> with <meta charset="utf-8">, a viewport meta and a <title>, then <body>.
-- Inline the CSS in a <style> block and the JavaScript in <script> blocks; load nothing you cannot rely on offline unless the user asked for it.
-- Every inline script must be valid JavaScript on its own; the page is checked before it is written and a page with a syntax error is refused with every problem listed.
+- Inline the CSS in a <style> block and the JavaScript in <script> blocks; besides QuickUI, load nothing you cannot rely on offline unless the user asked for it.
+- Every inline script must be valid JavaScript on its own; the page is checked before it is written and a page that breaks any rule here is refused with every problem listed.
 - Close every element that needs closing and keep nesting valid (no <div> inside <p>, no stray end tags); the document is parsed and parse errors are reported.
-- Build content in the markup, not by writing markup from script (no document.write).
+- Mount QuickUI: load it with <script src="…/quickui.js"> (any URL whose name holds quickui) and call T.init('#app', state) from an inline script, where #app is an element of the page. A page that does not is refused.
+- Build content in the markup; never write markup from script (no document.write, innerHTML/outerHTML assignment or insertAdjacentHTML). Set text with textContent.
+- No {{ }} expressions in the markup or its attributes: QuickUI does not evaluate them. Put the value in the markup.
+- :if takes one state key, or !key. For a compound condition (a && b, n > 1) compute the key in the state and test that.
 - Use semantic elements (header, main, section, table with thead/tbody) and readable contrast; make tables scroll on narrow screens.
 - Escape user data placed in the page (&, <, >, quotes).`,
 

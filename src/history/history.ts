@@ -73,7 +73,7 @@ export class History implements ToolCallRecorder {
       warn,
     });
     this.guides = new Guides(h.guides_dir, warn);
-    this.results = new ResultWriter(resolveOutputDir(h.output_dir, config.data_dir));
+    this.results = new ResultWriter(resolveOutputDir(h.output_dir, config.data_dir), undefined, () => this.guides.read({ topics: ['html_render'] }).text);
   }
 
   /** Records a run (`POST /v1/runs`): creates it or merges into it; tool calls are appended. */

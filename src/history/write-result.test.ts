@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkHtml, checkJavaScript, ResultWriter, resolveOutputDir } from './write-result.js';
+import { ResultWriter, resolveOutputDir } from './write-result.js';
 
 const dirs: string[] = [];
 function tempDir(): string {
@@ -14,65 +14,9 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-const page = (body: string, head = '<title>t</title>') => `<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">${head}</head>\n<body>\n${body}\n</body>\n</html>\n`;
-
-describe('checkHtml', () => {
-  it('accepts a complete page with valid inline scripts, JSON blocks and optional end tags left out', () => {
-    const html = page(
-      [
-        '<ul><li>one<li>two</ul>',
-        '<table><tr><td>a<td>b</table>',
-        '<p>first<p>second',
-        '<template><div>in a template</div></template>',
-        '<script>const s = "</div>"; document.querySelector("p").textContent = `x ${1 + 1}`;</script>',
-        '<script type="module">import { a } from "./a.js"; await a(); export {};</script>',
-        '<script type="application/ld+json">{"@type": "Thing"}</script>',
-        '<script src="app.js"></script>',
-        '<!-- </section> in a comment -->',
-        '<img src="x.png" alt="x"><br>',
-      ].join('\n'),
-    );
-    expect(checkHtml(html)).toEqual([]);
-  });
-
-  it('reports document parse errors', () => {
-    expect(checkHtml('<html><body><p>no doctype</p></body></html>')).toEqual(['line 1:1: missing-doctype']);
-    expect(checkHtml(page('<p id="a" id="b">x</p>'))).toEqual([expect.stringMatching(/^line 5:\d+: duplicate-attribute$/)]);
-  });
-
-  it('reports elements never closed and end tags that close nothing, with their lines', () => {
-    const problems = checkHtml(page('<div>\n<span>open\n</div>\n</em>\n<p><div>x</div></p>'));
-    expect(problems).toEqual([
-      'line 6:1: <span> is never closed',
-      'line 8:1: </em> closes no open element',
-      'line 9:16: </p> closes no open element',
-    ]);
-  });
-
-  it('reports every inline script that is not JavaScript', () => {
-    const problems = checkHtml(
-      page(['<script>let x = ;</script>', '<script>const el = <div/>;</script>', '<script>import a from "a";</script>', '<script>let n: number = 1;</script>', '<script type="importmap">{"imports": }</script>'].join('\n')),
-    );
-    expect(problems).toEqual([
-      'line 5:17: inline <script>: Expression expected.',
-      'line 6:20: inline <script>: JSX is not JavaScript',
-      'line 7:9: inline <script>: import/export needs <script type="module">',
-      expect.stringMatching(/^line 8:\d+: inline <script>: Type annotations can only be used in TypeScript files\.$/),
-      expect.stringMatching(/^line 9:\d+: <script type="importmap"> is not valid JSON/),
-    ]);
-  });
-
-  it('ignores scripts of other types (templates, shaders)', () => {
-    expect(checkHtml(page('<script type="text/x-template"><div>{{ x }</script>'))).toEqual([]);
-  });
-});
-
-describe('checkJavaScript', () => {
-  it('allows top-level await and modules only in module scripts', () => {
-    expect(checkJavaScript('await fetch("/x"); export const a = 1;', true)).toEqual([]);
-    expect(checkJavaScript('export const a = 1;', false).map((p) => p.message)).toEqual(['import/export needs <script type="module">']);
-  });
-});
+/** The smallest page the check accepts: QuickUI loaded and mounted on #app. */
+const GOOD_PAGE =
+  '<!DOCTYPE html><html><head><title>x</title><script src="quickui.js"></script></head><body><div id="app"></div><script>T.init("#app", {});</script></body></html>';
 
 describe('ResultWriter', () => {
   const clock = () => new Date(2026, 10, 29, 9, 5, 7);
@@ -83,7 +27,7 @@ describe('ResultWriter', () => {
     const writer = new ResultWriter(dir, clock);
     const a = writer.write({ content: 'first' });
     const b = writer.write({ content: 'second' });
-    const c = writer.write({ content: '<!DOCTYPE html><html><head><title>x</title></head><body></body></html>', format: 'html' });
+    const c = writer.write({ content: GOOD_PAGE, format: 'html' });
     expect([a.path, b.path, c.path]).toEqual([join(dir, 'report-20261129-090507-2.md'), join(dir, 'report-20261129-090507-3.md'), join(dir, 'report-20261129-090507.html')]);
     expect(readFileSync(join(dir, 'report-20261129-090507.md'), 'utf8')).toBe('someone else’s file');
     expect(readFileSync(a.path, 'utf8')).toBe('first');
@@ -96,12 +40,57 @@ describe('ResultWriter', () => {
     expect(receipt.text).toBe(`created ${receipt.path} (18 bytes, 4 lines)\nfirst line: # Café\nlast line: end`);
   });
 
-  it('writes nothing for a failing HTML page and lists every problem', () => {
+  it('writes nothing for a failing HTML page and lists every problem, with the html_render rules when QuickUI is missing', () => {
+    const dir = tempDir();
+    const writer = new ResultWriter(dir, clock, () => 'RULES: mount QuickUI');
+    const refusal = (content: string) => {
+      try {
+        writer.write({ format: 'html', content });
+      } catch (err) {
+        return (err as Error).message;
+      }
+      throw new Error('written');
+    };
+    const broken = refusal('<html><body><div><script>let x = ;</script></body></html>');
+    expect(broken).toMatch(/not written[\s\S]*- line 1:1: missing-doctype\n- line 1:\d+: <div> is never closed\n- line 1:\d+: inline <script>: SyntaxError: Unexpected token\n- the page does not mount QuickUI/);
+    expect(broken.endsWith('\n\nRULES: mount QuickUI')).toBe(true);
+    const mounted = refusal(GOOD_PAGE.replace('<div id="app"></div>', '<div id="app"><p>{{ total }}</p></div><script>document.write("<p>")</script>'));
+    expect(mounted).toMatch(/- line 1:\d+: \{\{ total \}\} is a \{\{ \}\} expression[\s\S]*\n- line 1:\d+: inline <script>: document.write writes markup/);
+    expect(mounted).not.toContain('RULES');
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('honours a filename inside the output directory, adding the extension and never overwriting', () => {
     const dir = tempDir();
     const writer = new ResultWriter(dir, clock);
-    expect(() => writer.write({ format: 'html', content: '<html><body><div><script>let x = ;</script></body></html>' })).toThrow(
-      /not written[\s\S]*- line 1:1: missing-doctype\n- line 1:\d+: <div> is never closed\n- line 1:\d+: inline <script>/,
-    );
+    expect(writer.write({ content: 'a', filename: 'q3 summary' }).path).toBe(join(dir, 'q3 summary.md'));
+    expect(writer.write({ content: 'b', filename: 'q3 summary.md' }).path).toBe(join(dir, 'q3 summary-2.md'));
+    expect(writer.write({ content: GOOD_PAGE, format: 'html', filename: 'Page.HTM' }).path).toBe(join(dir, 'Page.htm'));
+    expect(writer.write({ content: 'c', filename: 'notes.v2' }).path).toBe(join(dir, 'notes.v2.md'));
+    expect(readFileSync(join(dir, 'q3 summary.md'), 'utf8')).toBe('a');
+  });
+
+  it('refuses a filename that would leave the output directory or hide, and writes nothing', () => {
+    const dir = tempDir();
+    const writer = new ResultWriter(dir, clock);
+    const cases: [string, RegExp][] = [
+      ['../escape.md', /without folders/],
+      ['sub/dir.md', /without folders/],
+      ['..\\up.md', /without folders/],
+      ['/etc/passwd', /without folders/],
+      ['.hidden', /must not start with a dot/],
+      ['..', /must not start with a dot/],
+      ['a\u0000b', /control character/],
+      ['what?.md', /control character or one of/],
+      ['  ', /it is empty/],
+      ['x'.repeat(121), /longer than 120/],
+      ['page.html', /extension \.html is not that of format md/],
+    ];
+    for (const [filename, message] of cases) {
+      expect(() => writer.write({ content: 'x', filename }), filename).toThrow(message);
+    }
+    expect(() => writer.write({ content: 'x', filename: '../x' })).toThrow(/^invalid write_result\.filename '\.\.\/x': .*; nothing was written$/);
+    expect(readdirSync(join(dir, '..')).filter((f) => f.startsWith('escape'))).toEqual([]);
     expect(readdirSync(dir)).toEqual([]);
   });
 

@@ -90,9 +90,10 @@ export function registerHistoryTools(server: McpServer, ctx: ToolContext): void 
       title: 'Write Result',
       description:
         'Save one long-form deliverable — the research, analysis or comparison the reply summarises, or a finished HTML page — as ' +
-        'report-YYYYMMDD-HHMMSS.md or .html in the output directory, and return the receipt with its path. content is the complete ' +
-        'file; format is md (default) or html. HTML is checked first (it must parse as a document and its inline scripts as ' +
-        'JavaScript); a failing page is not written and every problem is listed. Never overwrites a file.',
+        'report-YYYYMMDD-HHMMSS.md or .html (or a plain filename you give) in the output directory, and return the receipt with its path. ' +
+        'content is the complete file; format is md (default) or html. HTML is checked first against the html_render rules (it must parse, ' +
+        'its inline scripts as JavaScript, mount QuickUI with T.init on an element of the page, write no markup from script, use no ' +
+        '{{ }} expressions or compound :if); a failing page is not written and every problem is listed. Never overwrites a file.',
       inputSchema: writeResultParams,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
