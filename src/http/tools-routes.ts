@@ -5,6 +5,7 @@ import type { Cairn } from '../cairn.js';
 import { catalogName, NAME_SEPARATOR, type CatalogTool } from '../catalog/catalog.js';
 import { isRecord } from '../catalog/schema.js';
 import { CairnError, type CairnErrorCode } from '../errors.js';
+import { KNOWLEDGE_ID_PATTERN } from '../knowledge/registry.js';
 import { requestScope, turnOf, type AppEnv, type AuthMode } from './caller.js';
 import { STATUS_BY_CODE } from './error-response.js';
 import { addKnowledgeRoutes, knowledgeIdField } from './knowledge-routes.js';
@@ -151,9 +152,9 @@ function toCallAnswer(t: CatalogTool, result: CallToolResult): CallAnswer {
 
 /** Knowledge resources are the catalog's `wiki-…` and `cg-…` sources; everything else is a downstream server. */
 function toolType(t: CatalogTool): ToolType {
-  if (/^wiki-[0-9a-f]{8}$/.test(t.source)) return 'wiki';
-  if (/^cg-[0-9a-f]{8}$/.test(t.source)) return 'code';
-  return 'mcp';
+  const knowledge = KNOWLEDGE_ID_PATTERN.exec(t.source);
+  if (!knowledge) return 'mcp';
+  return knowledge[1] === 'wiki' ? 'wiki' : 'code';
 }
 
 /** The Cairn error code a knowledge tool's error result carries (downstream results are not asked). */
