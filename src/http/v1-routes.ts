@@ -22,7 +22,7 @@ export function addV1Routes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): vo
     const scope = requestScope(c, mode);
     const body = await readBody(c, addConversationBody);
     const result = await cairn.recordMessages(
-      body.messages.map((m) => ({ id: m.id, scope, sessionKey: body.session_key, role: m.role, content: m.content, timestamp: m.timestamp })),
+      body.messages.map((m) => ({ id: m.id, scope, sessionKey: body.session_key, role: m.role, content: m.content, name: m.name, timestamp: m.timestamp })),
     );
     return c.json({ ids: result.ids, inserted: result.inserted, skipped: result.skipped }, 201);
   });
