@@ -119,8 +119,10 @@ export class DownstreamServer {
       }
       return result as CallToolResult;
     } catch (err) {
-      if (isConnectionFailure(err)) void this.lost(generation, `call failed: ${describeError(err)}`);
-      throw new CairnError('downstream_failed', `server '${this.name}' failed on ${name}: ${describeError(err)}`, { cause: err });
+      const lost = isConnectionFailure(err);
+      if (lost) void this.lost(generation, `call failed: ${describeError(err)}`);
+      const next = lost ? '; the connection is lost and Cairn is reconnecting to it: retry in a moment' : '';
+      throw new CairnError('downstream_failed', `server '${this.name}' failed on ${name}: ${describeError(err)}${next}`, { cause: err });
     }
   }
 
