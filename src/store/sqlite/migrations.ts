@@ -299,13 +299,13 @@ function widenMessageRoles(db: Database.Database): void {
 /** The schema version this build writes. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/** Brings `db` up to {@link SCHEMA_VERSION}; refuses a file written by a newer Cairn. */
-export function migrate(db: Database.Database): void {
+/** Brings `db` up to {@link SCHEMA_VERSION} (or `upTo`, for migration tests); refuses a file written by a newer Cairn. */
+export function migrate(db: Database.Database, upTo: number = SCHEMA_VERSION): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > SCHEMA_VERSION) {
     throw new Error(`database schema version ${current} is newer than this Cairn (${SCHEMA_VERSION}); upgrade Cairn`);
   }
-  for (let version = current; version < SCHEMA_VERSION; version++) {
+  for (let version = current; version < Math.min(upTo, SCHEMA_VERSION); version++) {
     db.transaction(() => {
       const step = MIGRATIONS[version]!;
       if (typeof step === 'string') db.exec(step);
