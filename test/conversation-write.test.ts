@@ -79,7 +79,7 @@ describe('conversation_write', () => {
     const cairn = await fx.cairn();
     const [a, b] = [await connect(cairn, 'a', 'shared'), await connect(cairn, 'b', 'other')];
     const search = (client: Client) => client.callTool({ name: 'memory_search', arguments: { query: 'anything' } });
-    const spent = async (client: Client) => (await search(client)).structuredContent?.budget_exhausted === true;
+    const spent = async (client: Client) => ((await search(client)).structuredContent as { budget_exhausted?: boolean } | undefined)?.budget_exhausted === true;
     for (let i = 0; i < 3; i++) {
       expect(await spent(a)).toBe(false);
       expect(await spent(b)).toBe(false);

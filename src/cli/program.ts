@@ -251,7 +251,7 @@ function addServerCommands(program: Command): void {
     program
       .command('mcp')
       .description('serve MCP over stdio for one scope (stdout carries protocol only)')
-      .option('--session <key>', 'conversation session the tool calls belong to (per-turn search budget)'),
+      .option('--session <key>', 'conversation session the tool calls belong to (default: a generated one, printed on stderr)'),
   ).action(async (opts: ScopeOptions & { session?: string }, cmd: Command) => {
     const cairn = await createCairn(configOf(cmd));
     try {
