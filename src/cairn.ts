@@ -207,13 +207,20 @@ export class Cairn {
 
   // ---- L0 messages -------------------------------------------------------------------------
 
-  /** Records messages (validated as a whole first: one bad message rejects the batch and writes nothing). */
-  async recordMessages(messages: readonly NewMessage[], options: { onProgress?: (done: number, total: number) => void } = {}): Promise<AddMessagesResult> {
+  /**
+   * Records messages (validated as a whole first: one bad message rejects the batch and writes nothing).
+   * A captured user message starts a new implicit turn for its session and for `options.connection`,
+   * the connection that captured it (see {@link TurnRef}).
+   */
+  async recordMessages(
+    messages: readonly NewMessage[],
+    options: { onProgress?: (done: number, total: number) => void; connection?: string | undefined } = {},
+  ): Promise<AddMessagesResult> {
     const valid = messages.map((m, i) => validate(newMessageSchema, m, `message ${i}`));
-    const result = await this.store.addMessages(valid, options);
+    const result = await this.store.addMessages(valid, { onProgress: options.onProgress });
     if (result.inserted > 0) this.queue?.kick();
     // A captured user message ends the session's implicit turn (seed hosts send no turn ids).
-    if (result.inserted > 0) for (const m of valid) if (m.role === 'user') this.budget.startTurn(m.scope, m.sessionKey);
+    if (result.inserted > 0) for (const m of valid) if (m.role === 'user') this.budget.startTurn(m.scope, m.sessionKey, options.connection);
     if (result.inserted > 0) {
       const sessions = new Map(valid.map((m) => [JSON.stringify([m.scope.userId, m.scope.agentId, m.sessionKey]), m]));
       for (const m of sessions.values()) void this.scheduler.notify(m.scope, m.sessionKey);
@@ -281,7 +288,7 @@ export class Cairn {
     const scope = checkScope(turn.scope);
     if (valid.query.trim() === '') return { ...(await memorySearch(this.searchContext, scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = this.budget.charge({ ...turn, scope });
-    if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget.limit), budget };
+    if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget), budget };
     return { ...(await memorySearch(this.searchContext, scope, valid)), budget };
   }
 
@@ -291,7 +298,7 @@ export class Cairn {
     const scope = checkScope(turn.scope);
     if (valid.query.trim() === '') return { ...(await conversationSearch(this.searchContext, scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = this.budget.charge({ ...turn, scope });
-    if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget.limit), budget };
+    if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget), budget };
     return { ...(await conversationSearch(this.searchContext, scope, valid)), budget };
   }
 

@@ -79,8 +79,11 @@ const budgetSchema = z
     calls_per_turn: positiveInt.max(1000).default(3),
     /** Turns whose counts are remembered (least recently used are forgotten first). */
     max_turns: positiveInt.max(10_000_000).default(10_000),
-    /** Seconds after which a turn without a turn id ends on its own when no search came; 0 disables. */
-    idle_turn_seconds: z.coerce.number().int().min(0).default(120),
+    /**
+     * Seconds after a turn's last allowed search at which a turn without a turn id ends on its own
+     * (refused calls do not extend it); 0 disables. DESIGN.md, "Per-turn budget", explains the default.
+     */
+    idle_turn_seconds: z.coerce.number().int().min(0).default(30),
   })
   .strict();
 

@@ -7,7 +7,8 @@ export type Scope = {
 /** The scope used when a caller gives none (local, single-user mode). */
 export const DEFAULT_SCOPE: Scope = Object.freeze({ userId: 'default', agentId: 'default' });
 
-export const MESSAGE_ROLES = ['user', 'assistant'] as const;
+/** Roles of captured messages; `tool` messages carry the tool's name. */
+export const MESSAGE_ROLES = ['user', 'assistant', 'system', 'tool'] as const;
 export type MessageRole = (typeof MESSAGE_ROLES)[number];
 
 export const MEMORY_TYPES = ['persona', 'episodic', 'instruction'] as const;
@@ -20,6 +21,8 @@ export type Message = {
   sessionKey: string;
   role: MessageRole;
   content: string;
+  /** Who spoke beyond the role: the tool's name for `tool` messages (optional for the others), else null. */
+  name: string | null;
   /** When Cairn recorded the message. */
   recordedAt: string;
   /** When the message was said, as the caller gave it (optional). */
@@ -33,6 +36,7 @@ export type NewMessage = {
   sessionKey: string;
   role: MessageRole;
   content: string;
+  name?: string | null;
   timestamp?: string | null;
 };
 

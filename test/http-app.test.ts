@@ -132,7 +132,7 @@ describe('bad input is refused with a clear message and writes nothing', () => {
       ['/search/conversations', { query: 'x', limit: { n: 1 } }],
       ['/capture', { session_key: 's', user_content: ['hi'], assistant_content: 'x' }],
       ['/v1/conversations', { session_key: 's', messages: [] }],
-      ['/v1/conversations', { session_key: 's', messages: [{ role: 'user', content: 'ok' }, { role: 'system', content: 'no' }] }],
+      ['/v1/conversations', { session_key: 's', messages: [{ role: 'user', content: 'ok' }, { role: 'robot', content: 'no' }] }],
       ['/v1/conversations', { session_key: 's', messages: Array.from({ length: 501 }, () => ({ role: 'user', content: 'm' })) }],
     ];
     for (const [path, body] of cases) {

@@ -38,6 +38,23 @@ async function memories(cairn: Cairn) {
 }
 
 describe('LLM extraction', () => {
+  it('shows the model only what the user and the assistant said, not system prompts or tool output', async () => {
+    const cairn = await setup({ pipeline: { batch_size: 10, context_size: 0 } });
+    const say = (role: NewMessage['role'], content: string, name?: string): NewMessage => ({ scope, sessionKey: 's1', role, content, name });
+    await cairn.recordMessages([
+      say('system', 'You are a terse travel agent.'),
+      say('user', 'fact number 1 about the user'),
+      say('tool', 'forecast: rain', 'weather__get_forecast'),
+      say('assistant', 'reply number 2'),
+    ]);
+    await cairn.flush(scope, 's1');
+    const [request] = server.of('extract');
+    expect(promptLines(request!, 'new').map((l) => l.text)).toEqual(['fact number 1 about the user', 'reply number 2']);
+    await cairn.recordMessages([say('tool', 'forecast: sun', 'weather__get_forecast')]);
+    await cairn.flush(scope, 's1');
+    expect(server.of('extract')).toHaveLength(1);
+  });
+
   it('keeps each memory’s source messages and extractor, and shows context without extracting from it', async () => {
     const cairn = await setup({ pipeline: { batch_size: 4, context_size: 2 } });
     await cairn.recordMessages(conversation(6));

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { SCHEMA_VERSION } from '../src/store/sqlite/migrations.js';
+import { migrate, SCHEMA_VERSION } from '../src/store/sqlite/migrations.js';
 import { describeStoreContract } from './store-contract.js';
 
 const dirs: string[] = [];
@@ -95,6 +95,41 @@ describe('SqliteStore specifics', () => {
     const again = SqliteStore.open({ path });
     expect(await again.getMessages({ userId: 'u', agentId: 'a' }, ['k'])).toHaveLength(1);
     await again.close();
+  });
+
+  it('widens message roles in place: rows, seq values, the id counter and the delete triggers survive', async () => {
+    const path = tempDb();
+    const raw = new Database(path);
+    migrate(raw, SCHEMA_VERSION - 1);
+    const insert = raw.prepare(
+      `INSERT INTO messages (id, user_id, agent_id, session_key, role, content, recorded_at) VALUES (?, 'u', 'a', 's', ?, ?, '2026-01-01T00:00:00Z')`,
+    );
+    // The schema before this step refuses the new roles (if this fails, the step is no longer the last one).
+    expect(() => insert.run('t0', 'tool', 'x')).toThrow(/CHECK constraint/);
+    insert.run('m1', 'user', 'first words');
+    insert.run('m2', 'assistant', 'second words');
+    insert.run('m3', 'user', 'deleted words');
+    raw.prepare(`DELETE FROM messages WHERE id = 'm3'`).run();
+    raw.close();
+
+    const store = SqliteStore.open({ path });
+    const scope = { userId: 'u', agentId: 'a' };
+    expect((await store.listMessages(scope, { sessionKey: 's', limit: 10, offset: 0 })).map((m) => [m.id, m.role, m.name])).toEqual([
+      ['m1', 'user', null],
+      ['m2', 'assistant', null],
+    ]);
+    await store.addMessages([{ id: 't1', scope, sessionKey: 's', role: 'tool', name: 'weather__get_forecast', content: 'sunny words' }]);
+    expect((await store.getMessages(scope, ['t1']))[0]).toMatchObject({ role: 'tool', name: 'weather__get_forecast' });
+    expect(await store.deleteMessage(scope, 't1')).toBe(true);
+    await store.close();
+    const check = new Database(path, { readonly: true });
+    // A deleted seq is never reused: the AUTOINCREMENT counter came across.
+    expect(check.prepare(`SELECT seq FROM sqlite_sequence WHERE name = 'messages'`).get()).toEqual({ seq: 4 });
+    expect(check.prepare(`SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' ORDER BY name`).all()).toContainEqual({
+      name: 'messages_after_delete',
+    });
+    expect(check.prepare(`SELECT count(*) AS n FROM messages_fts WHERE rowid = 4`).get()).toEqual({ n: 0 });
+    check.close();
   });
 
   it('refuses a database written by a newer schema', () => {

@@ -96,6 +96,20 @@ describe('bridge tools over MCP', () => {
     expect(names).not.toContain('tool_search');
   });
 
+  it('keeps the bridge while a server is configured, even one that never connects, and names it when called', async () => {
+    const broken = { name: 'broken', command: process.execPath, args: ['-e', 'process.exit(1)'] };
+    const cairn = await fx.cairn({ tools: { servers: [broken], health_check_ms: 0, reconnect_initial_ms: 30_000 } });
+    await cairn.tools.start();
+    const client = await mcpClient(cairn);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['tool_search', 'tool_describe', 'tool_call']));
+    const call = await client.callTool({ name: 'tool_call', arguments: { calls: [{ name: 'broken__anything', arguments: {} }] } });
+    expect(call.isError).toBe(true);
+    expect(parsed(call).error).toMatch(/belongs to server 'broken', which is unavailable right now \(.+\)\. Cairn is reconnecting to it/);
+    const found = parsed(await client.callTool({ name: 'tool_search', arguments: { queries: ['anything'] } }));
+    expect(found.results[0].hint).toMatch(/no source is connected right now\. Not connected: broken \(.+\); Cairn is reconnecting/);
+  });
+
   it('lists downstream tools directly when enabled: off, validating calls the same way', async () => {
     const client = await mcpClient(await cairnWithTools({ enabled: 'off' }));
     const { tools } = await client.listTools();

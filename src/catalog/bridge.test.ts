@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   bridgeToolDefinitions,
+  emptyGroupHint,
   normalizeCalls,
   resolveCall,
   toolDescribe,
@@ -115,6 +116,25 @@ describe('tool_search', () => {
     expect(a.results[1]!.hint).toContain('before concluding');
     expect(a.results[1]!.available_sources!.map((s) => s.name)).toEqual(['mq-linear', 'mq-slack']);
     expect(a).not.toHaveProperty('available_sources');
+  });
+
+  it('says in the empty-group hint which sources are connected and which are not', async () => {
+    const c = new Catalog(
+      [tool('notes', 'create_note', 'Create a note.')],
+      [
+        { name: 'notes', state: 'connected', toolCount: 1, lastToolCount: 1, reason: null },
+        { name: 'weather', state: 'unavailable', toolCount: 0, lastToolCount: 2, reason: 'connection closed' },
+      ],
+    );
+    const [group] = (await search({ queries: ['zzzz nonsense'] }, c)).results;
+    expect(group!.hint).toBe(
+      'No tool matched these words. Connected: notes; their tools remain available. Not connected: weather (connection closed); ' +
+        'Cairn is reconnecting, and their tools come back when it does. Retry tool_search with the service name plus a concrete ' +
+        'action or object before concluding the capability is missing.',
+    );
+    expect(emptyGroupHint([{ name: 'weather', tool_count: 2, unavailable: 'still connecting' }])).toMatch(
+      /^No tool matched these words, and no source is connected right now\. Not connected: weather \(still connecting\);/,
+    );
   });
 
   it('keeps a connected source discoverable when its words do not match', async () => {

@@ -44,9 +44,17 @@ export type SearchLimits = { defaultLimit: number; maxLimit: number; maxQueries?
 /** Finds the tools for one query; the hub passes lexical or hybrid search. */
 export type FindTools = (query: string, limit: number) => CatalogTool[] | Promise<CatalogTool[]>;
 
-export const EMPTY_GROUP_HINT =
-  'No tool matched these words, but the sources above are connected and their tools remain available. ' +
-  'Retry tool_search with the service name plus a concrete action or object before concluding the capability is missing.';
+const RETRY_HINT = 'Retry tool_search with the service name plus a concrete action or object before concluding the capability is missing.';
+
+/** The hint of an empty group: which sources are connected (their tools remain available) and which are not. */
+export function emptyGroupHint(sources: readonly SourceSummary[]): string {
+  const connected = sources.filter((s) => s.unavailable === undefined).map((s) => s.name);
+  const down = sources.filter((s) => s.unavailable !== undefined).map((s) => `${s.name} (${s.unavailable})`);
+  if (down.length === 0) return `No tool matched these words, but the sources above are connected and their tools remain available. ${RETRY_HINT}`;
+  const reconnecting = `Not connected: ${down.join('; ')}; Cairn is reconnecting, and their tools come back when it does.`;
+  if (connected.length === 0) return `No tool matched these words, and no source is connected right now. ${reconnecting} Retry tool_search in a moment.`;
+  return `No tool matched these words. Connected: ${connected.join(', ')}; their tools remain available. ${reconnecting} ${RETRY_HINT}`;
+}
 
 export const NOT_FOUND_HINT =
   'Names in not_found are not in the catalog right now (misspelled, or their server is unavailable). Re-run tool_search to refresh.';
@@ -65,7 +73,7 @@ export async function toolSearch(catalog: Catalog, args: unknown, limits: Search
     for (const t of found) tools[t.name] ??= searchRecord(t);
     if (found.length === 0) {
       const sources = catalog.sourceSummary();
-      if (sources.length > 0) Object.assign(group, { available_sources: sources, hint: EMPTY_GROUP_HINT });
+      if (sources.length > 0) Object.assign(group, { available_sources: sources, hint: emptyGroupHint(sources) });
     }
     results.push(group);
   }
@@ -150,7 +158,10 @@ export function unknownToolError(catalog: Catalog, name: string, isCore: (name: 
   if (isCore(name) || isCore(normalized)) return directlyListedError(isCore(name) ? name : normalized);
   const server = unavailableSourceOf(catalog, name);
   if (server) {
-    return `'${name}' belongs to server '${server.name}', which is unavailable right now (${server.reason ?? server.state}). Its tools come back when it reconnects; tool_search lists the sources that are available.`;
+    return (
+      `'${name}' belongs to server '${server.name}', which is unavailable right now (${server.reason ?? server.state}). ` +
+      'Cairn is reconnecting to it and its tools come back when it does: retry this call in a moment. tool_search lists the sources that are connected.'
+    );
   }
   const suggestions = catalog.suffixMatches(name);
   const next = suggestions.length > 0 ? ` Did you mean ${suggestions.map((s) => `'${s}'`).join(', ')}?` : ' Use tool_search to find the exact name.';

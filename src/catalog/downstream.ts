@@ -108,7 +108,9 @@ export class DownstreamServer {
     const client = this.client;
     const generation = this.generation;
     if (!client || this.stateValue !== 'connected') {
-      throw new CairnError('unavailable', `server '${this.name}' is unavailable${this.reasonValue ? `: ${this.reasonValue}` : ''}`);
+      const why = this.reasonValue ? ` (${this.reasonValue})` : this.stateValue === 'connecting' ? ' (still connecting)' : '';
+      const next = this.stateValue === 'stopped' ? '' : '; Cairn is reconnecting to it: retry in a moment';
+      throw new CairnError('unavailable', `server '${this.name}' is unavailable${why}${next}`);
     }
     try {
       const result = await client.callTool({ name, arguments: args }, undefined, { timeout: this.options.callTimeoutMs });
@@ -117,8 +119,10 @@ export class DownstreamServer {
       }
       return result as CallToolResult;
     } catch (err) {
-      if (isConnectionFailure(err)) void this.lost(generation, `call failed: ${describeError(err)}`);
-      throw new CairnError('downstream_failed', `server '${this.name}' failed on ${name}: ${describeError(err)}`, { cause: err });
+      const lost = isConnectionFailure(err);
+      if (lost) void this.lost(generation, `call failed: ${describeError(err)}`);
+      const next = lost ? '; the connection is lost and Cairn is reconnecting to it: retry in a moment' : '';
+      throw new CairnError('downstream_failed', `server '${this.name}' failed on ${name}: ${describeError(err)}${next}`, { cause: err });
     }
   }
 

@@ -34,6 +34,7 @@ const importLine = z
     session_key: z.string().min(1),
     role: z.enum(MESSAGE_ROLES),
     content: z.string().min(1),
+    name: z.string().min(1).nullish(),
     timestamp: z.string().nullish(),
     user_id: z.string().min(1).optional(),
     agent_id: z.string().min(1).optional(),
@@ -63,7 +64,7 @@ export function buildProgram(): Command {
   program
     .command('import')
     .description('import conversation messages from a JSON Lines file (one message per line)')
-    .argument('<file>', 'JSONL file: {"id","session_key","role","content","timestamp"?,"user_id"?,"agent_id"?}')
+    .argument('<file>', 'JSONL file: {"id","session_key","role","content","name"?,"timestamp"?,"user_id"?,"agent_id"?}')
     .action(async (file: string, _opts: unknown, cmd: Command) => {
       await withCairn(cmd, (cairn) => importFile(cairn, file));
     });
@@ -251,7 +252,7 @@ function addServerCommands(program: Command): void {
     program
       .command('mcp')
       .description('serve MCP over stdio for one scope (stdout carries protocol only)')
-      .option('--session <key>', 'conversation session the tool calls belong to (per-turn search budget)'),
+      .option('--session <key>', 'conversation session the tool calls belong to (default: a generated one, printed on stderr)'),
   ).action(async (opts: ScopeOptions & { session?: string }, cmd: Command) => {
     const cairn = await createCairn(configOf(cmd));
     try {
@@ -432,6 +433,7 @@ async function importFile(cairn: Cairn, file: string): Promise<void> {
     sessionKey: v.session_key,
     role: v.role,
     content: v.content,
+    name: v.name ?? null,
     timestamp: v.timestamp ?? null,
   }));
   const bar = new ProgressBar('importing', messages.length);

@@ -62,9 +62,17 @@ export function claimOf(header: (name: string) => string | undefined, body: Scop
   };
 }
 
-/** The agent turn of a request: its scope, `x-cairn-session-key` and `x-cairn-turn-id`. */
-export function turnOf(scope: Scope, header: (name: string) => string | undefined): TurnRef {
-  return { scope, sessionKey: nonEmpty(header(CALLER_HEADERS.session)), turnId: nonEmpty(header(CALLER_HEADERS.turn)) };
+/**
+ * The agent turn of a request: its scope, `x-cairn-session-key`, `x-cairn-turn-id` and the REST
+ * connection (the API key, else the caller: requests without a key share one per scope).
+ */
+export function turnOf(scope: Scope, header: (name: string) => string | undefined, key: ApiKey | null = null): TurnRef {
+  return { scope, sessionKey: nonEmpty(header(CALLER_HEADERS.session)), turnId: nonEmpty(header(CALLER_HEADERS.turn)), connection: restConnection(key) };
+}
+
+/** The connection a REST request comes over, for the per-turn budget: its API key, else the caller. */
+export function restConnection(key: ApiKey | null): string {
+  return key ? `rest:key:${key.id}` : 'rest';
 }
 
 function agree(field: string, headerName: string, fromBody: string | undefined, fromHeader: string | undefined): string | undefined {

@@ -3,27 +3,53 @@ import type { Hono } from 'hono';
 import type { Cairn } from '../cairn.js';
 import { CairnError } from '../errors.js';
 import { createMcpServer } from '../mcp/mcp-server.js';
+import { generatedSessionKey } from '../mcp/stdio.js';
 import { CALLER_HEADERS, requestScope, type AppEnv, type AuthMode } from './caller.js';
 
+const SESSION_HEADER = 'mcp-session-id';
+/** What an `Mcp-Session-Id` may look like: visible ASCII (the spec's rule), bounded like session keys. */
+const SESSION_ID_PATTERN = /^[\x21-\x7e]{1,256}$/;
+
 /**
- * MCP streamable HTTP at `/mcp`, stateless: every POST gets a fresh server and transport bound to the
- * request's key and scope, so no session state outlives a request and a key is checked on every call.
- * Without sessions there is no server-initiated stream, so GET and DELETE are 405 (the spec allows it).
+ * MCP streamable HTTP at `/mcp`. Every POST gets a fresh server and transport bound to the request's key
+ * and scope, so no server state outlives a request and a key is checked on every call. Connections still
+ * have an identity: the answer to `initialize` carries a new `Mcp-Session-Id` (named after the client),
+ * which clients send on every later request. It is the connection's conversation session (unless
+ * `x-cairn-session-key` names one) and keeps its implicit budget turns apart from other clients'.
+ * There is no server-initiated stream, so GET and DELETE are 405 (the spec allows it).
  */
 export function addMcpRoute(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode, log: (message: string) => void, bodyLimitBytes: number): void {
   app.post('/mcp', async (c) => {
     const scope = requestScope(c, mode);
-    const sessionKey = c.req.header(CALLER_HEADERS.session) || undefined;
-    const server = createMcpServer({ cairn, resolveCaller: () => ({ scope, sessionKey }), log });
+    const presented = c.req.header(SESSION_HEADER);
+    if (presented !== undefined && !SESSION_ID_PATTERN.test(presented)) {
+      throw new CairnError('invalid_input', 'Mcp-Session-Id must be 1 to 256 visible ASCII characters');
+    }
+    const sessionKey = c.req.header(CALLER_HEADERS.session) || presented;
+    const key = c.get('key');
+    const connection = presented === undefined ? `mcp-http:${key?.id ?? 'local'}` : `mcp-http:${presented}`;
+    const server = createMcpServer({ cairn, resolveCaller: () => ({ scope, sessionKey, connection }), log, defaultSession: sessionKey });
     const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true, maxRequestBodySize: bodyLimitBytes });
     await server.connect(transport);
     try {
-      return await transport.handleRequest(c.req.raw);
+      const response = await transport.handleRequest(c.req.raw);
+      const client = server.server.getClientVersion();
+      if (presented !== undefined || client === undefined || !response.ok) return response;
+      // This request was `initialize`: hand the new connection its identity.
+      const headers = new Headers(response.headers);
+      headers.set(SESSION_HEADER, generatedSessionKey(clientSlug(client.name)));
+      return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
     } finally {
       await server.close();
     }
   });
   app.on(['GET', 'DELETE'], '/mcp', () => {
-    throw new CairnError('method_not_allowed', 'this MCP endpoint is stateless: POST JSON-RPC messages to /mcp');
+    throw new CairnError('method_not_allowed', 'this MCP endpoint has no server-initiated stream: POST JSON-RPC messages to /mcp');
   });
+}
+
+/** The client's name as a session-key prefix: lower-case letters, digits and dashes, at most 32. */
+function clientSlug(name: string): string {
+  const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 32);
+  return slug === '' ? 'mcp' : slug;
 }

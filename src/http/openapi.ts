@@ -110,7 +110,9 @@ export function openApiDocument(version: string): Record<string, unknown> {
   paths['/openapi.json'] = { get: { summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1 document' } } } };
   paths['/mcp'] = {
     post: {
-      summary: 'MCP streamable HTTP (stateless, JSON responses): tools memory_search, conversation_search, memory_write, memory_forget',
+      summary:
+        'MCP streamable HTTP (JSON responses; initialize answers an Mcp-Session-Id that names the connection and its session): ' +
+        "Cairn's memory and history tools, and the tool hub's bridge",
       parameters: scopeHeaders('/mcp'),
       responses: { '200': { description: 'JSON-RPC response' }, default: { description: 'Error' } },
     },

@@ -4,19 +4,19 @@ import type { Cairn, TurnSearchResult } from '../cairn.js';
 import type { ConversationSearchResult } from '../memory/conversation-search.js';
 import type { MemorySearchResult } from '../memory/memory-search.js';
 import type { NewMessage } from '../types.js';
-import { claimOf, requestScope, resolveScope, turnOf, type AppEnv, type AuthMode } from './caller.js';
+import { claimOf, requestScope, resolveScope, restConnection, turnOf, type AppEnv, type AuthMode } from './caller.js';
 import { captureBody, readBody, searchConversationsBody, searchMemoriesBody, type searchResponse } from './wire.js';
 
 /** The seed's gateway endpoints: `POST /search/memories`, `POST /search/conversations`, `POST /capture`. */
 export function addSeedRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
   app.post('/search/memories', async (c) => {
-    const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h));
+    const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h), c.get('key'));
     const body = await readBody(c, searchMemoriesBody);
     return c.json(toSearchResponse(await cairn.searchMemoriesInTurn(turn, body)));
   });
 
   app.post('/search/conversations', async (c) => {
-    const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h));
+    const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h), c.get('key'));
     const body = await readBody(c, searchConversationsBody);
     return c.json(toSearchResponse(await cairn.searchConversationsInTurn(turn, body)));
   });
@@ -27,7 +27,7 @@ export function addSeedRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
     const common = { scope, sessionKey: body.session_key, timestamp: body.timestamp ?? null };
     const messages: NewMessage[] = [{ ...common, role: 'user', content: body.user_content }];
     if (body.assistant_content !== '') messages.push({ ...common, role: 'assistant', content: body.assistant_content });
-    const result = await cairn.recordMessages(messages);
+    const result = await cairn.recordMessages(messages, { connection: restConnection(c.get('key')) });
     return c.json({ l0_recorded: result.inserted });
   });
 }

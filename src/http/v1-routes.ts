@@ -3,7 +3,7 @@ import type { Cairn } from '../cairn.js';
 import { CairnError } from '../errors.js';
 import type { z } from 'zod';
 import type { MemoryPatch, NewMemory } from '../types.js';
-import { requestScope, type AppEnv, type AuthMode } from './caller.js';
+import { requestScope, restConnection, type AppEnv, type AuthMode } from './caller.js';
 import {
   addConversationBody,
   listConversationsQuery,
@@ -22,7 +22,8 @@ export function addV1Routes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): vo
     const scope = requestScope(c, mode);
     const body = await readBody(c, addConversationBody);
     const result = await cairn.recordMessages(
-      body.messages.map((m) => ({ id: m.id, scope, sessionKey: body.session_key, role: m.role, content: m.content, timestamp: m.timestamp })),
+      body.messages.map((m) => ({ id: m.id, scope, sessionKey: body.session_key, role: m.role, content: m.content, name: m.name, timestamp: m.timestamp })),
+      { connection: restConnection(c.get('key')) },
     );
     return c.json({ ids: result.ids, inserted: result.inserted, skipped: result.skipped }, 201);
   });

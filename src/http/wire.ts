@@ -45,6 +45,7 @@ export const addConversationBody = z.strictObject({
       z.strictObject({
         role: z.enum(MESSAGE_ROLES),
         content: z.string(),
+        name: z.string().nullish().describe('The tool name of a tool message (optional for the other roles).'),
         timestamp: z.string().nullish(),
         id: z.string().optional().describe('Your id for the message; a message whose id exists already is skipped.'),
       }),
@@ -94,6 +95,7 @@ export const messageWire = z.object({
   session_key: z.string(),
   role: z.enum(MESSAGE_ROLES),
   content: z.string(),
+  name: z.string().nullable().describe('The tool name of a tool message (or a speaker name), else null.'),
   recorded_at: z.string(),
   timestamp: z.string().nullable(),
 });
@@ -128,6 +130,7 @@ export function toMessageWire(m: Message): z.infer<typeof messageWire> {
     session_key: m.sessionKey,
     role: m.role,
     content: m.content,
+    name: m.name,
     recorded_at: m.recordedAt,
     timestamp: m.timestamp,
   };

@@ -9,8 +9,8 @@ import { runTool, turnOf, type ToolContext, type ToolExtra } from './tool-contex
 
 /**
  * The tool hub on an MCP server (DESIGN.md, "Tool hub"): `tool_search`, `tool_describe` and `tool_call`
- * stand in for the downstream tools, with the deferred-tool listing in tool_search's description. At
- * tier 0 (no downstream tools) the bridge is hidden; with `tools.enabled: off` the downstream tools are
+ * stand in for the downstream tools, with the deferred-tool listing in tool_search's description. With
+ * no downstream tools and no server configured the bridge is hidden; with `tools.enabled: off` the downstream tools are
  * listed directly instead. A long-lived server (stdio) follows catalog changes and tells its client.
  * Register it after Cairn's own tools: the names registered before it are the core tools.
  */
@@ -37,9 +37,12 @@ export function registerCatalogTools(server: CairnMcpServer, ctx: ToolContext): 
     const disclosure = hub.disclosure();
     const [searchNow] = hub.bridgeTools();
     if (bridge.tool_search.description !== searchNow!.description) bridge.tool_search.update({ description: searchNow!.description });
+    // While a server is configured the bridge stays, even with no tool connected: a call then answers
+    // which server is down instead of the tool vanishing from the client.
+    const hidden = hub.config.enabled === 'off' || (disclosure.tier === 0 && hub.config.servers.length === 0);
     for (const tool of Object.values(bridge)) {
-      if (disclosure.tier === 0 && tool.enabled) tool.disable();
-      if (disclosure.tier !== 0 && !tool.enabled) tool.enable();
+      if (hidden && tool.enabled) tool.disable();
+      if (!hidden && !tool.enabled) tool.enable();
     }
     syncDirectTools(server, ctx, hub, direct);
   };

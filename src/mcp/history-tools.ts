@@ -3,7 +3,7 @@ import { chatHistoryParams } from '../history/chat-history.js';
 import { errorHistoryParams, shortHash, writeErrorParams } from '../history/error-history.js';
 import { reasoningGuideParams } from '../history/guides.js';
 import { writeResultParams } from '../history/write-result.js';
-import { runTool, textResult, turnOf, type ToolContext } from './tool-context.js';
+import { runTool, sessionSentence, textResult, turnOf, type ToolContext } from './tool-context.js';
 
 /** chat_history, error_history, write_error, reasoning_guide and write_result. */
 export function registerHistoryTools(server: McpServer, ctx: ToolContext): void {
@@ -17,7 +17,8 @@ export function registerHistoryTools(server: McpServer, ctx: ToolContext): void 
         'fetches, downstream MCP tools, subagents — scope=full keeps everything); a large run unrelated to the current request comes back ' +
         'once as a one-line note, and in full when read again. mode=tool_list: reusable calls of the last 16 runs — check it before ' +
         'fetching something again; mode=tool: one call’s raw output by task_id + name (+ args). mode=search: match=semantic over recent ' +
-        'texts or match=keyword (substring, CJK included) over the archive, within time_range.',
+        'texts or match=keyword (substring, CJK included) over the archive, within time_range.' +
+        sessionSentence(ctx),
       inputSchema: chatHistoryParams,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { CairnError } from '../errors.js';
 import { budgetSentence } from '../memory/budget.js';
 import { conversationSearchParams, memorySearchParams } from '../memory/search-params.js';
-import { MEMORY_TYPES } from '../types.js';
-import { runTool, textResult, turnOf, type ToolContext } from './tool-context.js';
+import { MEMORY_TYPES, MESSAGE_ROLES, type NewMessage } from '../types.js';
+import { runTool, sessionSentence, textResult, turnOf, type ToolContext } from './tool-context.js';
 
 const strategy = z.enum(['hybrid', 'embedding', 'fts', 'none']);
 
@@ -47,7 +47,21 @@ const memoryForgetParams = z.object({
   id: z.string().describe('Id of the memory to delete, as memory_search returned it.'),
 });
 
-/** memory_search, conversation_search, memory_write and memory_forget. */
+const capturedMessage = z.object({
+  role: z.enum(MESSAGE_ROLES).describe('user, assistant, system or tool.'),
+  content: z.string().describe('The message text.'),
+  timestamp: z.string().optional().describe('When it was said (ISO-8601).'),
+  name: z.string().optional().describe('For role=tool: the tool that answered (kept with the message).'),
+});
+
+const conversationWriteParams = z.object({
+  user_content: z.string().optional().describe("One exchange: the user's message."),
+  assistant_content: z.string().optional().describe('One exchange: the reply (may be omitted or empty).'),
+  messages: z.array(capturedMessage).max(500).optional().describe('A batch of messages in order, instead of user_content/assistant_content.'),
+  timestamp: z.string().optional().describe('When the exchange happened (ISO-8601); for user_content/assistant_content.'),
+});
+
+/** memory_search, conversation_search, conversation_write, memory_write and memory_forget. */
 export function registerMemoryTools(server: McpServer, ctx: ToolContext): void {
   const limit = budgetSentence(ctx.cairn.callsPerTurn);
 
@@ -85,6 +99,40 @@ export function registerMemoryTools(server: McpServer, ctx: ToolContext): void {
       runTool(ctx, 'Conversation search', async () => {
         const r = await ctx.cairn.searchConversationsInTurn(turnOf(ctx, extra), args);
         return textResult(r.text, searchContent(r));
+      }),
+  );
+
+  server.registerTool(
+    'conversation_write',
+    {
+      title: 'Record Conversation',
+      description:
+        "Record conversation messages in this connection's session, so conversation_search finds them and memories are " +
+        'extracted from them: one exchange (user_content, assistant_content) or a batch of messages with roles user, assistant, ' +
+        'system or tool (a tool message keeps its tool name). Record the user\'s message when a turn starts: it begins a new turn, ' +
+        `with a fresh search budget.${sessionSentence(ctx)}`,
+      inputSchema: conversationWriteParams,
+      outputSchema: {
+        session_key: z.string(),
+        ids: z.array(z.string()).describe('The message ids, in order.'),
+        inserted: z.number().int(),
+        new_turn: z.boolean().describe('Whether a user message was recorded, starting a new turn.'),
+      },
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    (args, extra) =>
+      runTool(ctx, 'conversation_write', async () => {
+        const turn = turnOf(ctx, extra);
+        const sessionKey = turn.sessionKey;
+        if (sessionKey === undefined) throw new CairnError('invalid_input', 'this connection has no session: send x-cairn-session-key or _meta.sessionKey');
+        const messages = capturedMessages(args).map((m): NewMessage => ({ ...m, scope: turn.scope, sessionKey }));
+        const r = await ctx.cairn.recordMessages(messages, { connection: turn.connection });
+        const newTurn = r.inserted > 0 && messages.some((m) => m.role === 'user');
+        const text =
+          `Recorded ${r.inserted} of ${messages.length} messages in session ${sessionKey}` +
+          (r.skipped > 0 ? ` (${r.skipped} already recorded)` : '') +
+          (newTurn ? '; a new turn started.' : '.');
+        return textResult(text, { session_key: sessionKey, ids: r.ids, inserted: r.inserted, new_turn: newTurn });
       }),
   );
 
@@ -134,4 +182,21 @@ function searchContent(r: { results: readonly object[]; strategy: string; budget
   const content: Record<string, unknown> = { count: r.results.length, strategy: r.strategy, results: r.results };
   if (!r.budget.allowed) content.budget_exhausted = true;
   return content;
+}
+
+/** The messages of a conversation_write call: a batch, or one exchange (an empty reply is left out). */
+function capturedMessages(args: z.infer<typeof conversationWriteParams>): Omit<NewMessage, 'scope' | 'sessionKey'>[] {
+  const exchange = args.user_content !== undefined || args.assistant_content !== undefined;
+  if (args.messages !== undefined) {
+    if (exchange || args.timestamp !== undefined) {
+      throw new CairnError('invalid_input', 'give either messages or user_content/assistant_content/timestamp, not both');
+    }
+    if (args.messages.length === 0) throw new CairnError('invalid_input', 'messages is empty: give at least one message');
+    return args.messages.map((m) => ({ role: m.role, content: m.content, name: m.name, timestamp: m.timestamp }));
+  }
+  if (args.user_content === undefined) throw new CairnError('invalid_input', 'give messages, or user_content (and optionally assistant_content)');
+  const timestamp = args.timestamp;
+  const exchangeMessages: Omit<NewMessage, 'scope' | 'sessionKey'>[] = [{ role: 'user', content: args.user_content, timestamp }];
+  if (args.assistant_content) exchangeMessages.push({ role: 'assistant', content: args.assistant_content, timestamp });
+  return exchangeMessages;
 }

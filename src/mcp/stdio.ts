@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Cairn } from '../cairn.js';
 import { createMcpServer } from './mcp-server.js';
@@ -5,6 +6,8 @@ import type { ToolCaller, ToolContext } from './tool-context.js';
 
 /** An MCP server running on this process's stdio. */
 export type StdioSession = {
+  /** The conversation session the connection's calls belong to (`--session`, or generated). */
+  sessionKey: string;
   /** Resolves when the client goes away (stdin ends or the transport closes). */
   closed: Promise<void>;
   /** Stops reading stdin and closes the server. */
@@ -13,10 +16,14 @@ export type StdioSession = {
 
 /**
  * Serves MCP over stdin and stdout for one caller. Stdout carries protocol only; logs go to stderr.
+ * The process is one connection: without `caller.sessionKey` it gets a generated session (stated in
+ * the tool descriptions and on stderr), so chat_history and hub recording work with no flags.
  */
 export async function serveStdio(cairn: Cairn, caller: ToolCaller): Promise<StdioSession> {
   const log = (message: string) => process.stderr.write(`cairn: ${message}\n`);
-  const ctx: ToolContext = { cairn, resolveCaller: () => caller, log };
+  const sessionKey = caller.sessionKey ?? generatedSessionKey('stdio');
+  const connected: ToolCaller = { scope: caller.scope, sessionKey, connection: caller.connection ?? `stdio:${sessionKey}:${process.pid}` };
+  const ctx: ToolContext = { cairn, resolveCaller: () => connected, log, defaultSession: sessionKey };
   await cairn.tools.start();
   const server = createMcpServer(ctx);
   const transport = new StdioServerTransport();
@@ -25,5 +32,15 @@ export async function serveStdio(cairn: Cairn, caller: ToolCaller): Promise<Stdi
     process.stdin.once('end', () => resolve());
   });
   await server.connect(transport);
-  return { closed, close: () => server.close() };
+  if (caller.sessionKey === undefined) log(`MCP session ${sessionKey}`);
+  return { sessionKey, closed, close: () => server.close() };
+}
+
+/**
+ * A new session key for a connection that names none: `<prefix>-<UTC date and time>-<8 hex>`, readable
+ * in chat_history listings and unique across connections.
+ */
+export function generatedSessionKey(prefix: string): string {
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
+  return `${prefix}-${stamp}-${randomBytes(4).toString('hex')}`;
 }

@@ -8,8 +8,11 @@ import type { Scope } from '../types.js';
 /** What the SDK hands a tool handler besides its arguments. */
 export type ToolExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-/** Who a tool call acts for: the connection's scope and, optionally, its conversation session. */
-export type ToolCaller = { scope: Scope; sessionKey?: string | undefined };
+/**
+ * Who a tool call acts for: the connection's scope, its conversation session (every stdio and HTTP
+ * connection has one by default) and the connection's identity, which keeps implicit budget turns apart.
+ */
+export type ToolCaller = { scope: Scope; sessionKey?: string | undefined; connection?: string | undefined };
 
 /** Everything a tool registration may use. Tools reach data only through the façade. */
 export type ToolContext = {
@@ -18,6 +21,8 @@ export type ToolContext = {
   resolveCaller: (extra: ToolExtra) => ToolCaller;
   /** Where unexpected failures are logged (never stdout). Default: stderr. */
   log?: (message: string) => void;
+  /** The session calls use when they name none, when fixed for the server's lifetime: stated in tool descriptions. */
+  defaultSession?: string | undefined;
 };
 
 /** Adds one group of tools to a server; `createMcpServer` runs a list of these. */
@@ -30,7 +35,12 @@ export type ToolRegistration = (server: CairnMcpServer, ctx: ToolContext) => voi
 export function turnOf(ctx: ToolContext, extra: ToolExtra): TurnRef {
   const caller = ctx.resolveCaller(extra);
   const meta = extra._meta ?? {};
-  return { scope: caller.scope, sessionKey: metaString(meta.sessionKey) ?? caller.sessionKey, turnId: metaString(meta.turnId) };
+  return {
+    scope: caller.scope,
+    sessionKey: metaString(meta.sessionKey) ?? caller.sessionKey,
+    turnId: metaString(meta.turnId),
+    connection: caller.connection,
+  };
 }
 
 /**
@@ -60,4 +70,9 @@ function errorResult(text: string): CallToolResult {
 function metaString(value: unknown): string | undefined {
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** The sentence that states the connection's default session in tool descriptions (empty when it varies). */
+export function sessionSentence(ctx: ToolContext): string {
+  return ctx.defaultSession === undefined ? '' : ` This connection's session is ${JSON.stringify(ctx.defaultSession)}.`;
 }

@@ -82,6 +82,9 @@ export class LlmExtractor implements Extractor {
   }
 
   async extract(batch: ExtractionBatch, signal?: AbortSignal): Promise<CandidateMemory[]> {
+    // Memories are about the user: system prompts and tool output are not shown to the model.
+    const spoken = (messages: readonly SequencedMessage[]) => messages.filter((m) => m.role === 'user' || m.role === 'assistant');
+    batch = { ...batch, messages: spoken(batch.messages), context: spoken(batch.context) };
     if (batch.messages.length === 0) return [];
     const refs = new Map<string, string>();
     const lines = (messages: readonly SequencedMessage[], prefix: string) =>

@@ -72,7 +72,7 @@ describe('rule extractor', () => {
   });
 
   it('extracts from user messages only, keeping the source id', async () => {
-    const base = { scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', recordedAt: '2024-01-01T00:00:00Z', timestamp: null };
+    const base = { scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', recordedAt: '2024-01-01T00:00:00Z', timestamp: null, name: null };
     const memories = await new RuleExtractor().extract({
       messages: [
         { ...base, id: 'm1', seq: 1, role: 'assistant', content: 'My name is Cairn.' },

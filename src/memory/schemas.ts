@@ -29,6 +29,7 @@ export const newMessageSchema = z.object({
   sessionKey: nonBlank(LIMITS.sessionKeyLength),
   role: z.enum(MESSAGE_ROLES),
   content: nonBlank(LIMITS.messageLength),
+  name: nonBlank(LIMITS.idLength).nullish(),
   timestamp: z.string().max(LIMITS.timestampLength).nullish(),
 });
 

@@ -250,18 +250,62 @@ const MIGRATIONS: readonly Migration[] = [
     dimensions INTEGER NOT NULL
   );
   `,
+  // Messages accept the roles system and tool, and keep a name (a tool message's tool).
+  widenMessageRoles,
 ];
+
+/**
+ * SQLite cannot change a CHECK constraint, so the messages table is rebuilt with the same rows and seq
+ * values (the keyword index, vectors and KNN rows stay keyed by them), its AUTOINCREMENT counter, index
+ * and delete triggers.
+ */
+function widenMessageRoles(db: Database.Database): void {
+  db.exec(`
+    CREATE TABLE messages_widened (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      id TEXT NOT NULL,
+      user_id TEXT NOT NULL,
+      agent_id TEXT NOT NULL,
+      session_key TEXT NOT NULL,
+      role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'system', 'tool')),
+      content TEXT NOT NULL,
+      recorded_at TEXT NOT NULL,
+      timestamp TEXT,
+      name TEXT,
+      UNIQUE (user_id, agent_id, id)
+    );
+    INSERT INTO messages_widened (seq, id, user_id, agent_id, session_key, role, content, recorded_at, timestamp)
+      SELECT seq, id, user_id, agent_id, session_key, role, content, recorded_at, timestamp FROM messages ORDER BY seq;
+    DELETE FROM sqlite_sequence WHERE name = 'messages_widened';
+    INSERT INTO sqlite_sequence (name, seq) SELECT 'messages_widened', seq FROM sqlite_sequence WHERE name = 'messages';
+    DROP TABLE messages;
+    ALTER TABLE messages_widened RENAME TO messages;
+    CREATE INDEX messages_by_session ON messages (user_id, agent_id, session_key, seq);
+    CREATE TRIGGER messages_after_delete AFTER DELETE ON messages BEGIN
+      DELETE FROM messages_fts WHERE rowid = old.seq;
+      DELETE FROM message_vectors WHERE message_seq = old.seq;
+    END;
+  `);
+  const knn = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'message_knn'`).get();
+  if (knn) {
+    db.exec(`
+      CREATE TRIGGER message_knn_after_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM message_knn WHERE rowid = old.seq;
+      END;
+    `);
+  }
+}
 
 /** The schema version this build writes. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/** Brings `db` up to {@link SCHEMA_VERSION}; refuses a file written by a newer Cairn. */
-export function migrate(db: Database.Database): void {
+/** Brings `db` up to {@link SCHEMA_VERSION} (or `upTo`, for migration tests); refuses a file written by a newer Cairn. */
+export function migrate(db: Database.Database, upTo: number = SCHEMA_VERSION): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > SCHEMA_VERSION) {
     throw new Error(`database schema version ${current} is newer than this Cairn (${SCHEMA_VERSION}); upgrade Cairn`);
   }
-  for (let version = current; version < SCHEMA_VERSION; version++) {
+  for (let version = current; version < Math.min(upTo, SCHEMA_VERSION); version++) {
     db.transaction(() => {
       const step = MIGRATIONS[version]!;
       if (typeof step === 'string') db.exec(step);

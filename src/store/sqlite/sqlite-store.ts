@@ -60,6 +60,7 @@ type MessageRow = {
   session_key: string;
   role: MessageRole;
   content: string;
+  name: string | null;
   recorded_at: string;
   timestamp: string | null;
 };
@@ -152,8 +153,8 @@ export class SqliteStore implements Store {
 
   async addMessages(messages: readonly NewMessage[], options: AddMessagesOptions = {}): Promise<AddMessagesResult> {
     const insert = this.stmt(
-      `INSERT INTO messages (id, user_id, agent_id, session_key, role, content, recorded_at, timestamp)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, agent_id, id) DO NOTHING`,
+      `INSERT INTO messages (id, user_id, agent_id, session_key, role, content, name, recorded_at, timestamp)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, agent_id, id) DO NOTHING`,
     );
     const ids: string[] = [];
     // The last message indexed per session in this batch: the next one's context, without a look-up.
@@ -165,7 +166,7 @@ export class SqliteStore implements Store {
         for (const m of messages.slice(start, start + INSERT_CHUNK)) {
           const id = m.id ?? newId('msg');
           ids.push(id);
-          const info = insert.run(id, m.scope.userId, m.scope.agentId, m.sessionKey, m.role, m.content, recordedAt, m.timestamp ?? null);
+          const info = insert.run(id, m.scope.userId, m.scope.agentId, m.sessionKey, m.role, m.content, m.name ?? null, recordedAt, m.timestamp ?? null);
           if (info.changes === 0) continue;
           inserted++;
           const session = { userId: m.scope.userId, agentId: m.scope.agentId, sessionKey: m.sessionKey };
@@ -763,6 +764,7 @@ function toMessage(row: MessageRow): Message {
     sessionKey: row.session_key,
     role: row.role,
     content: row.content,
+    name: row.name,
     recordedAt: row.recorded_at,
     timestamp: row.timestamp,
   };
