@@ -455,13 +455,12 @@ function sha256Hex(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
-/** Tool calls must carry a query; the executors alone would answer a blank one with an empty result. */
 /**
  * The budget answer for an empty query, which searches nothing (seed: empty results, strategy `none`) and so
  * is not counted against the turn; `used` is 0 because the turn's count was not consulted.
  */
 function uncharged(limit: number): BudgetCharge {
-  return { allowed: true, used: 0, limit };
+  return { allowed: true, used: 0, limit, resetsAt: null, explicit: false };
 }
 
 function checkScope(scope: Scope): Scope {
