@@ -23,6 +23,7 @@ const REPORT = resolve(BENCH, '..', 'BENCHMARKS.md');
  */
 const BENCHES = {
   locomo: './locomo.mjs',
+  abstention: './abstention.mjs',
   speed: './speed.mjs',
   'locomo-observations': './locomo-observations.mjs',
   'word-vectors': './word-vectors.mjs',

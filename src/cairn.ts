@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { loadConfig, type CairnConfig } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
 import { EmbedQueue } from './embed/embed-queue.js';
-import { vectorFusionWeight, type Embedder } from './embed/embedder.js';
+import { vectorFusionWeight, vectorSimilarityFloor, type Embedder } from './embed/embedder.js';
 import { embeddingCacheDir, wordVectorAvailability, type WordVectorAvailability } from './embed/word-vectors/word-vector-embedder.js';
 import { ToolHub } from './catalog/tool-hub.js';
 import type { ToolCallRecorder } from './catalog/recorder.js';
@@ -154,6 +154,7 @@ export class Cairn {
       warn,
       keywordSearch: config.search.keyword,
       vectorWeight: vectorFusionWeight(this.embedder, config.embedding.fusion_weight),
+      vectorFloor: vectorSimilarityFloor(this.embedder, config.embedding.similarity_floor),
     };
     this.history = new History({ store: store.history, config, embedder: this.embedder, judge: options.relevanceJudge, warn });
     this.tools = new ToolHub(config.tools, {
