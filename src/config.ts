@@ -11,8 +11,9 @@ const positiveInt = z.coerce.number().int().positive();
 const embeddingSchema = z
   .object({
     /**
-     * `auto` (default): word vectors when the optional package is installed, else keyword search only;
-     * `none` disables the vector path; `word_vectors` requires the package; `hash` is for tests only.
+     * `auto` (default): the measured zero-configuration default, keyword search only (DESIGN.md,
+     * "Embeddings"); `none` disables the vector path; `word_vectors` requires the optional package;
+     * `hash` is for tests only.
      */
     provider: z.enum(['auto', 'none', 'hash', 'openai_compatible', 'word_vectors']).default('auto'),
     base_url: z.url().optional(),

@@ -175,7 +175,7 @@ export class WordVectorEmbedder implements Embedder {
       case 'not loaded': {
         const size = fileSize(this.cachePath);
         return size === null
-          ? `${what}, cache not built yet (built on first use into ${this.cachePath})`
+          ? `${what}, cache not built yet (built at serve/mcp start or by cairn doctor --prepare into ${this.cachePath})`
           : `${what}, cache ready (${this.cachePath}, ${(size / 1e6).toFixed(0)} MB)`;
       }
     }
