@@ -37,6 +37,11 @@ const EMBEDDERS = [
   { name: 'hash', config: { provider: 'hash' } },
 ];
 
+/** Tuning half: conversations at even positions; held-out half: odd positions. */
+export const splitOf = (index) => (index % 2 === 0 ? 'tune' : 'held-out');
+export const LOCOMO_LIMIT = LIMIT;
+export const LOCOMO_DEPTH = DEPTH;
+
 const lib = async (path) => import(pathToFileURL(join(DIST, path)).href);
 
 export async function run({ log = () => {} } = {}) {
@@ -52,8 +57,7 @@ export async function run({ log = () => {} } = {}) {
   const { createCairn } = await lib('cairn.js');
   const samples = loadLocomo();
   const observations = loadObservations();
-  const split = (s, i) => (i % 2 === 0 ? 'tune' : 'held-out');
-  samples.forEach((s, i) => (s.split = split(s, i)));
+  samples.forEach((s, i) => (s.split = splitOf(i)));
   const queries = buildQueries(samples);
   const work = mkdtempSync(join(tmpdir(), 'cairn-abstention-'));
   try {
@@ -119,7 +123,7 @@ export async function run({ log = () => {} } = {}) {
 }
 
 /** Every query: own questions, questions of the next conversation of the same split, random words. */
-function buildQueries(samples) {
+export function buildQueries(samples) {
   const queries = [];
   const vocabulary = [...new Set(samples.flatMap((s) => s.questions.flatMap((q) => q.question.toLowerCase().match(/[a-z]{4,}/g) ?? [])))].sort();
   const random = prng(12);
@@ -140,14 +144,14 @@ function buildQueries(samples) {
   return queries;
 }
 
-const scopeOf = (sampleId) => ({ userId: sampleId, agentId: 'bench' });
+export const scopeOf = (sampleId) => ({ userId: sampleId, agentId: 'bench' });
 
 async function listKeyword(target, q, analyze) {
   const terms = analyze(q.text);
   return terms.length === 0 ? [] : target.keyword(scopeOf(q.scope), terms, {}, DEPTH);
 }
 
-async function embedAll(store, embedder) {
+export async function embedAll(store, embedder) {
   for (const kind of ['message', 'memory']) {
     let cursor = 0;
     for (;;) {
@@ -161,7 +165,7 @@ async function embedAll(store, embedder) {
 }
 
 /** Per split: served recall@10 on own questions, empty answers and vector-only hits on foreign ones. */
-function evaluate(queries, target, servedOf, isVectorOnly) {
+export function evaluate(queries, target, servedOf, isVectorOnly) {
   const out = {};
   for (const splitName of ['tune', 'held-out']) {
     const mine = queries.filter((q) => q.split === splitName);
