@@ -22,8 +22,9 @@ const TURN_RESULTS = join(REPO, 'bench', 'results', 'locomo.json');
 /** The Cairn configurations measured; `config` is merged into the parsed config of each run. */
 export const CONFIGS = [
   { name: 'cairn-keyword', label: 'Cairn, keyword only', config: { embedding: { provider: 'none' } } },
-  { name: 'cairn-default', label: 'Cairn, zero-config default (keyword + word vectors)', config: {} },
-  { name: 'cairn-hash-hybrid', label: 'Cairn, hybrid with the hash embedder', config: { embedding: { provider: 'hash' } } },
+  { name: 'cairn-default', label: 'Cairn, zero-config default (provider auto: keyword search)', config: {} },
+  { name: 'cairn-word-vectors-floor', label: 'Cairn, keyword + word vectors (weight 0.01, similarity floor)', config: { embedding: { provider: 'word_vectors' } } },
+  { name: 'cairn-hash-hybrid', label: 'Cairn, hybrid with the hash embedder, no floor', config: { embedding: { provider: 'hash', similarity_floor: -1 } } },
 ];
 const KS = [5, 10, 20];
 

@@ -28,18 +28,23 @@ export const LOCOMO_FILE = process.env.BENCH_LOCOMO_FILE ?? resolve(REPO, '..', 
  */
 export const CAIRN_CONFIGS = [
   { name: 'cairn-keyword', label: 'Cairn, keyword only (embedding.provider none)', env: { CAIRN_EMBEDDING_PROVIDER: 'none' } },
-  { name: 'cairn-default', label: 'Cairn, zero-config default: keyword + word vectors (weight 0.01)', env: {} },
+  { name: 'cairn-default', label: 'Cairn, zero-config default (provider auto: keyword search)', env: {} },
+  {
+    name: 'cairn-word-vectors-floor',
+    label: 'Cairn, keyword + word vectors (weight 0.01, similarity floor)',
+    env: { CAIRN_EMBEDDING_PROVIDER: 'word_vectors' },
+  },
   {
     name: 'cairn-word-vectors-rrf',
     label: 'Cairn, keyword + word vectors, plain RRF (weight 1)',
-    env: { CAIRN_EMBEDDING_PROVIDER: 'word_vectors', CAIRN_EMBEDDING_FUSION_WEIGHT: '1' },
+    env: { CAIRN_EMBEDDING_PROVIDER: 'word_vectors', CAIRN_EMBEDDING_FUSION_WEIGHT: '1', CAIRN_EMBEDDING_SIMILARITY_FLOOR: '-1' },
   },
   {
     name: 'cairn-word-vectors',
-    label: 'Cairn, word vectors only (keyword path off)',
-    env: { CAIRN_EMBEDDING_PROVIDER: 'word_vectors', CAIRN_SEARCH_KEYWORD: 'false' },
+    label: 'Cairn, word vectors only (keyword path off, no floor)',
+    env: { CAIRN_EMBEDDING_PROVIDER: 'word_vectors', CAIRN_SEARCH_KEYWORD: 'false', CAIRN_EMBEDDING_SIMILARITY_FLOOR: '-1' },
   },
-  { name: 'cairn-hash-hybrid', label: 'Cairn, keyword + hash embedder, plain RRF', env: { CAIRN_EMBEDDING_PROVIDER: 'hash' } },
+  { name: 'cairn-hash-hybrid', label: 'Cairn, keyword + hash embedder, plain RRF, no floor', env: { CAIRN_EMBEDDING_PROVIDER: 'hash', CAIRN_EMBEDDING_SIMILARITY_FLOOR: '-1' } },
 ];
 
 /** The in-bench BM25 baselines (bench/bm25.mjs), measured before Cairn on the same questions. */
@@ -247,7 +252,7 @@ function document(samples, systems) {
         ]),
         notes:
           '`better` / `worse`: questions whose recall@10 rose / fell against Cairn with keyword search only; `sign-test p` is the two-sided exact sign test of that split. ' +
-          'The zero-config default fuses word vectors at RRF weight 0.01, too small to re-order the keyword hits, so it can only add what keyword search misses. ' +
+          'Every row is what conversation_search serves under that configuration (floors applied). The zero-config default is keyword search (section "Zero-configuration embedder"); word vectors fuse at RRF weight 0.01, too small to re-order the keyword hits, and their hits must clear the similarity floor (section "Abstention"); rows marked "no floor" set `embedding.similarity_floor: -1` to show the vector ranking itself. ' +
           'The hash embedder hashes the same analysed tokens the keyword path uses and knows no meaning; it is here to exercise plain fusion, and RRF with it dilutes the keyword ranking.',
       },
       {

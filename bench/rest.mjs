@@ -29,7 +29,7 @@ const CHUNK = 10_000;
  */
 const CONFIGS = [
   { name: 'keyword', label: 'keyword only (embedding.provider none)', provider: 'none' },
-  { name: 'zero-config', label: 'zero-config default (keyword + word vectors)', provider: undefined },
+  { name: 'word-vectors', label: 'keyword + word vectors (embedding.provider word_vectors)', provider: 'word_vectors' },
 ];
 
 /** `npm run bench` entry: {@link measure} for each configuration, rendered as a BENCHMARKS.md section. */
@@ -39,7 +39,7 @@ export async function run({ log } = {}) {
     const cacheDir = await prebuildWordVectorCache(cacheRoot, log ?? (() => {}));
     const results = [];
     for (const config of CONFIGS) {
-      if (config.provider === undefined && cacheDir === null) continue;
+      if (config.provider === 'word_vectors' && cacheDir === null) continue;
       results.push({ config: config.name, label: config.label, ...(await measure({ log, provider: config.provider, cacheDir: cacheDir ?? undefined })) });
     }
     const r = results[0];

@@ -23,6 +23,8 @@ const REPORT = resolve(BENCH, '..', 'BENCHMARKS.md');
  */
 const BENCHES = {
   locomo: './locomo.mjs',
+  abstention: './abstention.mjs',
+  'zero-config': './zero-config.mjs',
   speed: './speed.mjs',
   'locomo-observations': './locomo-observations.mjs',
   'word-vectors': './word-vectors.mjs',

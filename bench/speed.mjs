@@ -1,6 +1,6 @@
 /**
  * Speed on a synthetic corpus (bench/corpus.mjs), through the library API as a host would use it:
- * import throughput without embeddings, conversation_search latency with the keyword default and with
+ * import throughput without embeddings, conversation_search latency with keyword search (the default) and with
  * the hash embedder (hybrid), and how fast the background queue embeds with the hash embedder.
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -81,7 +81,7 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
 
       const embedders = [{ provider: 'hash', config: 'hybrid (hash embedder, 256 dimensions)' }];
       if (wordVectors.findWordVectorPackage() !== null) {
-        embedders.unshift({ provider: 'auto', config: 'hybrid (word vectors, 100 dimensions: the zero-config default)' });
+        embedders.unshift({ provider: 'word_vectors', config: 'hybrid (word vectors, 100 dimensions)' });
       }
       for (const { provider, config } of embedders) {
         const hybrid = await open(cairnLib, kept, provider, { cacheDir: wordVectorCacheDir });
@@ -89,7 +89,7 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
         const drained = await hybrid.drainEmbeddings(15 * 60_000);
         const seconds = (performance.now() - start) / 1000;
         if (!drained) throw new Error(`speed: embedding ${size} messages did not finish`);
-        embedding.push({ size, embedder: provider === 'auto' ? 'word vectors' : provider, seconds: round(seconds, 2), messages_per_second: Math.round(size / seconds) });
+        embedding.push({ size, embedder: provider === 'word_vectors' ? 'word vectors' : provider, seconds: round(seconds, 2), messages_per_second: Math.round(size / seconds) });
         searches.push({ size, config, ...(await latency(hybrid, queries, options)) });
         await hybrid.close();
         log(`speed: ${config} at ${size}: p95 ${searches.at(-1).p95_ms} ms`);

@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { loadConfig, type CairnConfig } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
 import { EmbedQueue } from './embed/embed-queue.js';
-import { vectorFusionWeight, type Embedder } from './embed/embedder.js';
+import { vectorFusionWeight, vectorSimilarityFloor, type Embedder } from './embed/embedder.js';
 import { embeddingCacheDir, wordVectorAvailability, type WordVectorAvailability } from './embed/word-vectors/word-vector-embedder.js';
 import { ToolHub } from './catalog/tool-hub.js';
 import type { ToolCallRecorder } from './catalog/recorder.js';
@@ -54,6 +54,8 @@ export type EmbeddingStatus = {
   provider: string;
   embedderId: string | null;
   vectorSearch: boolean;
+  /** False while the embedder prepares (a word-vector cache being built); searches answer without vectors meanwhile. */
+  ready: boolean;
   pending: number;
   lastError: string | null;
   /** One line on the provider's state, e.g. whether word vectors are installed and their cache built. */
@@ -154,6 +156,7 @@ export class Cairn {
       warn,
       keywordSearch: config.search.keyword,
       vectorWeight: vectorFusionWeight(this.embedder, config.embedding.fusion_weight),
+      vectorFloor: vectorSimilarityFloor(this.embedder, config.embedding.similarity_floor),
     };
     this.history = new History({ store: store.history, config, embedder: this.embedder, judge: options.relevanceJudge, warn });
     this.tools = new ToolHub(config.tools, {
@@ -400,10 +403,24 @@ export class Cairn {
       provider: this.config.embedding.provider,
       embedderId: this.embedder?.id ?? null,
       vectorSearch: this.queue !== null,
+      ready: this.embedder?.ready !== false,
       pending: this.queue ? await this.queue.depth() : 0,
       lastError: this.queue?.lastError ?? null,
       detail: this.describeEmbedding(),
     };
+  }
+
+  /** False while the embedder prepares (see {@link EmbeddingStatus.ready}). */
+  get embeddingReady(): boolean {
+    return this.embedder?.ready !== false;
+  }
+
+  /**
+   * Prepares the embedder now (builds or loads the word-vector cache, reporting through `onProgress`), so
+   * that no search waits for it. Resolves at once for embedders with nothing to prepare.
+   */
+  async prepareEmbedder(): Promise<void> {
+    await this.embedder?.prepare?.();
   }
 
   /** Store, schema, embedding provider and word-vector state, for `cairn doctor`. */

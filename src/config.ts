@@ -11,8 +11,9 @@ const positiveInt = z.coerce.number().int().positive();
 const embeddingSchema = z
   .object({
     /**
-     * `auto` (default): word vectors when the optional package is installed, else keyword search only;
-     * `none` disables the vector path; `word_vectors` requires the package; `hash` is for tests only.
+     * `auto` (default): the measured zero-configuration default, keyword search only (DESIGN.md,
+     * "Embeddings"); `none` disables the vector path; `word_vectors` requires the optional package;
+     * `hash` is for tests only.
      */
     provider: z.enum(['auto', 'none', 'hash', 'openai_compatible', 'word_vectors']).default('auto'),
     base_url: z.url().optional(),
@@ -27,9 +28,14 @@ const embeddingSchema = z
     query_timeout_ms: positiveInt.default(5_000),
     /**
      * Weight of the vector ranking in RRF against the keyword ranking's 1. Default: the embedder's own
-     * (1 for model embedders, 0.1 for word vectors; DESIGN.md, "Ranking").
+     * (1 for model embedders, 0.01 for word vectors; DESIGN.md, "Ranking").
      */
     fusion_weight: z.coerce.number().positive().max(10).optional(),
+    /**
+     * Cosine similarity a hit found only by the vector path must reach to be served (memories, messages,
+     * error records). Default: the embedder's calibrated floor (DESIGN.md, "Ranking"), 0 for model embedders.
+     */
+    similarity_floor: z.coerce.number().min(-1).max(1).optional(),
     /**
      * Where word vectors keep their binary cache (about 75 MB, built once per package version). Default
      * `<data_dir>/cache`; point several data directories at one place to build it once.

@@ -37,6 +37,18 @@ async function mcpClient(url: string, headers: Record<string, string> = {}) {
 }
 
 describe('cairn serve (local mode)', () => {
+  it('zero configuration on a fresh data directory: ready at once, and the README example answers its first search', async () => {
+    // provider auto is what a fresh install runs (no CAIRN_* variable): keyword search, nothing to prepare.
+    const server = await serve(['--port', '0', '--data', tempDir()], { CAIRN_EMBEDDING_PROVIDER: 'auto' });
+    expect(await (await fetch(`${server.url}/health`)).json()).toMatchObject({ status: 'ok', embedding: { provider: 'auto', embedder_id: null, ready: true } });
+    await post(`${server.url}/capture`, { session_key: 'trip', user_content: 'I am vegetarian', assistant_content: 'Noted!' });
+    const first = await post(`${server.url}/search/conversations`, { query: 'vegetarian' });
+    expect(first).toMatchObject({ status: 200, body: { strategy: 'fts' } });
+    expect(first.body.results).toMatch(/^Found \d matching message\(s\):[\s\S]*I am vegetarian/);
+    const nothing = await post(`${server.url}/search/conversations`, { query: 'xylophone quasar' });
+    expect(nothing.body).toMatchObject({ results: 'No matching conversation messages found.', total: 0 });
+  });
+
   it('serves REST and MCP in one process and shuts down cleanly on SIGTERM', async () => {
     const data = tempDir();
     const port = await freePort();

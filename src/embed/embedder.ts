@@ -1,3 +1,5 @@
+import { describeError } from '../errors.js';
+
 /**
  * Turns texts into L2-normalised vectors. Implementations: `hash-embedder.ts`, `openai-embedder.ts`
  * (and later word vectors). A text may have no vector (`null`), e.g. when it holds no known word.
@@ -10,9 +12,22 @@ export interface Embedder {
   /**
    * How much this embedder's ranking counts when fused with the keyword ranking (the weight of its list in
    * RRF; absent means 1, plain RRF). Model embedders leave it out; word vectors, a weaker signal than
-   * BM25 on conversation text, declare 0.1 (DESIGN.md, "Ranking"). Config `embedding.fusion_weight` wins.
+   * BM25 on conversation text, declare 0.01 (DESIGN.md, "Ranking"). Config `embedding.fusion_weight` wins.
    */
   readonly fusionWeight?: number;
+  /**
+   * Cosine similarity below which a hit found only by this embedder is not served (DESIGN.md, "Ranking"),
+   * calibrated on data per embedder (bench/abstention.mjs). Absent: {@link DEFAULT_SIMILARITY_FLOOR}.
+   * Config `embedding.similarity_floor` wins.
+   */
+  readonly similarityFloor?: number;
+  /**
+   * False while the embedder is still preparing (loading or building a cache). Searches then answer
+   * without the vector path instead of waiting; absent means always ready.
+   */
+  readonly ready?: boolean;
+  /** Starts (or joins) the one-off preparation; resolves when the embedder is ready. */
+  prepare?(): Promise<void>;
   /** Embeds texts in order; the result has one entry per input. */
   embed(texts: readonly string[], signal?: AbortSignal): Promise<(Float32Array | null)[]>;
 }
@@ -27,7 +42,29 @@ export function normalize(vector: Float32Array): Float32Array | null {
   return vector;
 }
 
+/**
+ * The floor of an embedder that declares none (model embedders, whose scale Cairn cannot know): only
+ * vectors pointing the same way as the query count. Calibrate a model with bench/abstention.mjs and set
+ * `embedding.similarity_floor`.
+ */
+export const DEFAULT_SIMILARITY_FLOOR = 0;
+
+/** The similarity floor of vector-only hits: the configured `embedding.similarity_floor`, else the embedder's own, else {@link DEFAULT_SIMILARITY_FLOOR}. */
+export function vectorSimilarityFloor(embedder: Embedder | null, configured: number | undefined): number {
+  return configured ?? embedder?.similarityFloor ?? DEFAULT_SIMILARITY_FLOOR;
+}
+
 /** The RRF weight of the vector list: the configured `embedding.fusion_weight`, else the embedder's own, else 1. */
 export function vectorFusionWeight(embedder: Embedder | null, configured: number | undefined): number {
   return configured ?? embedder?.fusionWeight ?? 1;
+}
+
+/**
+ * The embedder when it can answer now. One still preparing (a word-vector cache being built) is asked to
+ * go on preparing and the search answers without it: no query waits on a one-off preparation.
+ */
+export function readyEmbedder(embedder: Embedder | null, warn: (message: string) => void): Embedder | null {
+  if (embedder === null || embedder.ready !== false) return embedder;
+  embedder.prepare?.().catch((err: unknown) => warn(`embedder not ready: ${describeError(err)}`));
+  return null;
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { Embedder } from '../embed/embedder.js';
+import { readyEmbedder, type Embedder } from '../embed/embedder.js';
 import { CairnError, describeError } from '../errors.js';
 import { clampLimit } from '../memory/search-params.js';
 import { RRF_K, rrfFuse } from '../search/rrf.js';
@@ -23,8 +23,6 @@ export const HASH_LENGTH = 8;
 export const MIN_HASH_LENGTH = 4;
 /** Records a failure hint names at most. */
 export const HINT_LIMIT = 3;
-/** Cosine similarity a record must reach to count as similar (search and failure hints). */
-export const MIN_ERROR_SIMILARITY = 0.35;
 /** Records embedded per search when vectors are missing (written since the last search). */
 const EMBED_CATCH_UP = 256;
 
@@ -69,6 +67,8 @@ export type ErrorHistoryDeps = {
   queryTimeoutMs: number;
   /** RRF weight of the vector ranking against BM25's 1 (see `vectorFusionWeight`). */
   vectorWeight: number;
+  /** Cosine similarity a record must reach to count as similar, search and failure hints (`vectorSimilarityFloor`). */
+  similarityFloor: number;
   warn: (message: string) => void;
 };
 
@@ -190,7 +190,7 @@ export class ErrorHistory {
   }
 
   private async vectorHits(scope: Scope, query: string, filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]> {
-    const embedder = this.deps.embedder;
+    const embedder = readyEmbedder(this.deps.embedder, this.deps.warn);
     if (!embedder) return [];
     try {
       const signal = AbortSignal.timeout(this.deps.queryTimeoutMs);
@@ -208,7 +208,7 @@ export class ErrorHistory {
       const [vector] = await embedder.embed([query], signal);
       if (!vector) return [];
       const hits = await this.deps.store.searchErrorRecordsByVector(scope, vector, embedder.id, filter, limit);
-      return hits.filter((h) => h.score >= MIN_ERROR_SIMILARITY);
+      return hits.filter((h) => h.score >= this.deps.similarityFloor);
     } catch (err) {
       this.deps.warn(`error_history: semantic path failed, answering with keywords only: ${describeError(err)}`);
       return [];

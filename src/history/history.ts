@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { ToolCaller, ToolCallNote, ToolCallRecord, ToolCallRecorder } from '../catalog/recorder.js';
 import type { CairnConfig } from '../config.js';
-import { vectorFusionWeight, type Embedder } from '../embed/embedder.js';
+import { vectorFusionWeight, vectorSimilarityFloor, type Embedder } from '../embed/embedder.js';
 import { CairnError, describeError } from '../errors.js';
 import { createChatModel } from '../llm/chat-client.js';
 import { scopeSchema } from '../memory/schemas.js';
@@ -70,6 +70,7 @@ export class History implements ToolCallRecorder {
       embedder,
       queryTimeoutMs: config.embedding.query_timeout_ms,
       vectorWeight,
+      similarityFloor: vectorSimilarityFloor(embedder, config.embedding.similarity_floor),
       warn,
     });
     this.guides = new Guides(h.guides_dir, warn);

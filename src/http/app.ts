@@ -65,13 +65,15 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
     const embedding = await cairn.embeddingStatus();
     const store = cairn.storeInfo;
     return c.json({
-      status: embedding.lastError ? 'degraded' : 'ok',
+      // `warming`: the embedder is still preparing; searches answer with keywords until it is ready.
+      status: embedding.lastError ? 'degraded' : embedding.ready ? 'ok' : 'warming',
       version: CAIRN_VERSION,
       store: { backend: store.backend, keyword_search: store.keywordSearch, vector_search: store.vectorSearch },
       embedding: {
         provider: embedding.provider,
         embedder_id: embedding.embedderId,
         vector_search: embedding.vectorSearch,
+        ready: embedding.ready,
         last_error: embedding.lastError,
         detail: embedding.detail,
       },

@@ -33,13 +33,14 @@ export type Operation = {
 };
 
 const health = z.object({
-  status: z.enum(['ok', 'degraded']),
+  status: z.enum(['ok', 'warming', 'degraded']),
   version: z.string(),
   store: z.object({ backend: z.string(), keyword_search: z.boolean(), vector_search: z.boolean() }),
   embedding: z.object({
     provider: z.string(),
     embedder_id: z.string().nullable(),
     vector_search: z.boolean(),
+    ready: z.boolean(),
     last_error: z.string().nullable(),
   }),
   queue_depth: z.number().int(),

@@ -1,4 +1,4 @@
-import type { Embedder } from '../embed/embedder.js';
+import { readyEmbedder, type Embedder } from '../embed/embedder.js';
 import { describeError } from '../errors.js';
 import { hybridSearch, type HybridOutput, type RetrievalPath } from '../search/hybrid.js';
 import type { Store } from '../store/store.js';
@@ -18,12 +18,15 @@ export type SearchContext = {
   keywordSearch?: boolean;
   /** RRF weight of the vector list against the keyword list's 1 (see `vectorFusionWeight`). Default 1. */
   vectorWeight?: number;
+  /** Cosine similarity a vector hit must reach to be served (see `vectorSimilarityFloor`). Default: none. */
+  vectorFloor?: number;
 };
 
 /** Whether a keyword or vector path can run at all in this context. */
 export function pathsAvailable(ctx: SearchContext): { keyword: boolean; vector: boolean } {
   return { keyword: ctx.store.capabilities.keywordSearch && ctx.keywordSearch !== false, vector: ctx.embedder !== null && ctx.store.capabilities.vectorSearch };
 }
+
 
 /**
  * Runs one hybrid search: analyses the query for the keyword path, embeds it for the vector path, and
@@ -39,7 +42,7 @@ export async function runHybrid(
   const available = pathsAvailable(ctx);
   const terms = analyze(query);
   const keyword: RetrievalPath = available.keyword && terms.length > 0 ? () => searchKeyword(terms) : null;
-  const embedder = ctx.embedder;
+  const embedder = readyEmbedder(ctx.embedder, ctx.warn);
   const vector: RetrievalPath =
     available.vector && embedder
       ? async () => {
@@ -52,6 +55,7 @@ export async function runHybrid(
     vector,
     embeddingConfigured: available.vector,
     vectorWeight: ctx.vectorWeight,
+    vectorFloor: ctx.vectorFloor,
     onPathError: (path, err) => ctx.warn(`${label}: ${path} path failed, answering without it: ${describeError(err)}`),
   });
 }

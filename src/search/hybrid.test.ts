@@ -60,4 +60,25 @@ describe('hybridSearch strategy', () => {
     expect(out.hits.map((h) => h.id)).toEqual(['a', 'b']);
     expect(failures).toEqual(['vector: provider down']);
   });
+
+  it('drops vector hits below vectorFloor before fusion; keyword hits are served whatever their vector score', async () => {
+    const keyword = async () => [{ id: 'a', score: 0.2 }];
+    const vector = async () => [
+      { id: 'c', score: 0.9 },
+      { id: 'a', score: 0.1 },
+      { id: 'd', score: 0.3 },
+    ];
+    const floored = await hybridSearch({ keyword, vector, embeddingConfigured: true, vectorFloor: 0.5 });
+    expect(floored.strategy).toBe('hybrid');
+    expect(floored.hits.map((h) => h.id)).toEqual(['a', 'c']);
+    // Without a floor every vector hit is fused.
+    expect((await hybridSearch({ keyword, vector, embeddingConfigured: true })).hits.map((h) => h.id)).toEqual(['a', 'c', 'd']);
+  });
+
+  it('answers nothing when no keyword matches and no vector hit clears the floor (strategy embedding)', async () => {
+    const vector = async () => [{ id: 'c', score: 0.4 }];
+    expect(await hybridSearch({ keyword: empty, vector, embeddingConfigured: true, vectorFloor: 0.5 })).toEqual({ hits: [], strategy: 'embedding' });
+    const kept = await hybridSearch({ keyword: empty, vector, embeddingConfigured: true, vectorFloor: 0.4 });
+    expect(kept).toEqual({ hits: [{ id: 'c', score: 0.4 }], strategy: 'embedding' });
+  });
 });

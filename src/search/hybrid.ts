@@ -11,6 +11,11 @@ export type HybridInput = {
   embeddingConfigured: boolean;
   /** RRF weight of the vector list (the keyword list counts 1). Default 1. */
   vectorWeight?: number;
+  /**
+   * Cosine similarity a vector hit must reach to be kept (the embedder's calibrated floor, see
+   * `similarityFloor`); hits below it are dropped before fusion. Default: none (every hit is kept).
+   */
+  vectorFloor?: number;
   /** Called when a path throws; the other path still answers. */
   onPathError?: (path: 'keyword' | 'vector', err: unknown) => void;
 };
@@ -21,8 +26,8 @@ export type HybridOutput = {
 };
 
 /**
- * Runs the keyword and vector paths in parallel and fuses them with RRF when both return candidates
- * (DESIGN.md, "Search pipeline"). Strategy: `hybrid` when both returned hits, `embedding` or `fts`
+ * Runs the keyword and vector paths in parallel, drops vector hits below `vectorFloor`, and fuses the
+ * lists with RRF when both hold candidates (DESIGN.md, "Search pipeline"). Strategy: `hybrid` when both returned hits, `embedding` or `fts`
  * when one did, and when neither did, `embedding` if an embedder is configured else `fts`.
  */
 export async function hybridSearch(input: HybridInput): Promise<HybridOutput> {
@@ -35,7 +40,9 @@ export async function hybridSearch(input: HybridInput): Promise<HybridOutput> {
       return [];
     }
   };
-  const [keywordHits, vectorHits] = await Promise.all([run(input.keyword, 'keyword'), run(input.vector, 'vector')]);
+  const [keywordHits, allVectorHits] = await Promise.all([run(input.keyword, 'keyword'), run(input.vector, 'vector')]);
+  const floor = input.vectorFloor;
+  const vectorHits = floor === undefined ? allVectorHits : allVectorHits.filter((h) => h.score >= floor);
   if (keywordHits.length > 0 && vectorHits.length > 0) {
     return { hits: rrfFuse([keywordHits, vectorHits], RRF_K, [1, input.vectorWeight ?? 1]), strategy: 'hybrid' };
   }

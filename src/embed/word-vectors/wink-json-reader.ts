@@ -21,7 +21,7 @@ export type WinkHeader = {
 export type ReadWinkOptions = {
   /** Called after every chunk with bytes read so far and the file size. */
   onProgress?: (done: number, total: number) => void;
-  /** Chunk size in bytes. Default 4 MiB. */
+  /** Chunk size in bytes. Default 1 MiB: each chunk is parsed in one go, so a smaller one keeps a server answering while a cache builds. */
   chunkSize?: number;
 };
 
@@ -39,7 +39,7 @@ export async function readWinkVectors(
   const consumer = new WinkConsumer(onVector);
   const tokenizer = new JsonTokenizer(consumer);
   let done = 0;
-  for await (const chunk of createReadStream(path, { highWaterMark: options.chunkSize ?? 4 << 20 })) {
+  for await (const chunk of createReadStream(path, { highWaterMark: options.chunkSize ?? 1 << 20 })) {
     tokenizer.feed(chunk as Buffer, false);
     done += (chunk as Buffer).length;
     options.onProgress?.(done, total);

@@ -1,3 +1,4 @@
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { analyze } from '../../text/analyze.js';
@@ -106,12 +107,15 @@ export async function buildWordVectorCache(options: BuildWordVectorCacheOptions)
   const kept = order.filter((i) => !seen.has(tokens[i]!) && seen.add(tokens[i]!));
   const words = kept.map((i) => tokens[i]!);
   const count = words.length;
+  // Each step below runs in one go; yielding between them keeps a serving process responsive meanwhile.
+  await yieldToEventLoop();
   const matrix = new Uint16Array(count * dims);
   kept.forEach((from, row) => matrix.set(staged.subarray(from * dims, (from + 1) * dims), row * dims));
   const encoded = words.map((w) => Buffer.from(w, 'utf8'));
   const offsets = new Uint32Array(count + 1);
   for (let row = 0; row < count; row++) offsets[row + 1] = offsets[row]! + encoded[row]!.length;
   const vocabulary = Buffer.concat(encoded);
+  await yieldToEventLoop();
   const header: WordVectorCacheHeader = {
     source: options.source,
     version: options.version,
@@ -132,7 +136,9 @@ export async function buildWordVectorCache(options: BuildWordVectorCacheOptions)
     vocabulary,
   };
   fillSlots(table);
+  await yieldToEventLoop();
   table.common = commonDirection(table);
+  await yieldToEventLoop();
   writeAtomically(options.output, [
     ...preamble(header),
     bytesOf(table.ranks),

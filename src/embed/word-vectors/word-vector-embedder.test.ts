@@ -30,6 +30,20 @@ function embedder(options: Partial<WordVectorEmbedderOptions> = {}): WordVectorE
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
 
 describe('WordVectorEmbedder', () => {
+  it('is not ready while its cache must be built or is building, and ready once a built cache exists', async () => {
+    const cachePath = join(dir, 'readiness.bin');
+    const first = new WordVectorEmbedder({ source, cachePath });
+    expect(first.ready).toBe(false);
+    const preparing = first.prepare();
+    expect(first.ready).toBe(false);
+    await preparing;
+    expect(first.ready).toBe(true);
+    // Loading a built cache takes milliseconds: a fresh embedder on it counts as ready before it loads.
+    const second = new WordVectorEmbedder({ source, cachePath });
+    expect(second.status).toBe('not loaded');
+    expect(second.ready).toBe(true);
+  });
+
   it('builds the cache on first use; a reload gives identical vectors', async () => {
     const cachePath = join(dir, 'shared.bin');
     const texts = ['My car broke down in the rain', 'pizza for a meal', 'Stock market, 2023'];

@@ -44,6 +44,13 @@ export const DEFAULT_WORD_VECTOR_SETTINGS: WordVectorSettings = { a: 0.01, dropS
  */
 export const WORD_VECTOR_FUSION_WEIGHT = 0.01;
 
+/**
+ * Cosine similarity a hit found only by word vectors must reach to be served. Averaged word vectors of
+ * unrelated texts share a common direction, so their cosines sit well above 0; the floor is calibrated
+ * on LoCoMo questions asked in a foreign conversation and random-word queries (bench/abstention.mjs).
+ */
+export const WORD_VECTOR_SIMILARITY_FLOOR = 0.85;
+
 /** A word-vector JSON in the wink layout, with the name and version that key its cache. */
 export type WordVectorSource = { name: string; version: string; path: string };
 
@@ -117,6 +124,7 @@ export class WordVectorEmbedder implements Embedder {
   readonly id: string;
   readonly dimensions: number;
   readonly fusionWeight = WORD_VECTOR_FUSION_WEIGHT;
+  readonly similarityFloor = WORD_VECTOR_SIMILARITY_FLOOR;
   readonly cachePath: string;
   readonly source: WordVectorSource;
   readonly settings: WordVectorSettings;
@@ -167,10 +175,20 @@ export class WordVectorEmbedder implements Embedder {
       case 'not loaded': {
         const size = fileSize(this.cachePath);
         return size === null
-          ? `${what}, cache not built yet (built on first use into ${this.cachePath})`
+          ? `${what}, cache not built yet (built at serve/mcp start or by cairn doctor --prepare into ${this.cachePath})`
           : `${what}, cache ready (${this.cachePath}, ${(size / 1e6).toFixed(0)} MB)`;
       }
     }
+  }
+
+  /**
+   * False while the cache has to be built (or is being built): searches then answer without word vectors
+   * rather than wait seconds. Loading a built cache takes milliseconds and counts as ready.
+   */
+  get ready(): boolean {
+    if (this.loaded !== null) return true;
+    if (this.state === 'building cache') return false;
+    return existsSync(this.cachePath);
   }
 
   get status(): WordVectorState {

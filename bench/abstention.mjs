@@ -1,0 +1,298 @@
+/**
+ * Abstention of memory_search and conversation_search on LoCoMo (issue 12, item 4b), and the similarity
+ * floor of each embedder calibrated from it. Three query sets per conversation: its own questions
+ * (served recall@10), the questions of another conversation asked in its scope, and random-word queries
+ * (how often the served answer is empty, and how often it holds a hit only the vector path found).
+ * The ten conversations are split in two: floors are chosen on the tuning half (even positions) and the
+ * held-out half (odd positions) is reported with the floor fixed. Runs on the built library.
+ *
+ * Each query runs the store's two scoped paths once (depth 3 × limit, as the tools ask) and then the
+ * tools' own fusion (`hybridSearch`: floor, weighted RRF) once per floor of the sweep; the chosen floor
+ * of every embedder is then checked end to end through `searchConversations` / `searchMemories`.
+ * The data is CC BY-NC and is read from ../shared/data/locomo/ at run time; nothing is written into the repo.
+ *
+ *   node bench/run.mjs abstention
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { prng } from './corpus.mjs';
+import { LOCOMO_FILE, loadLocomo } from './locomo.mjs';
+import { loadObservations } from './locomo-observations.mjs';
+import { recallAt, round } from './metrics.mjs';
+import { prebuildWordVectorCache } from './word-vector-cache.mjs';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const DIST = join(REPO, 'dist');
+const LIMIT = 10;
+const DEPTH = LIMIT * 3;
+/** Floors swept for every embedder. */
+const FLOORS = [-1, 0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95];
+/** The floor rule: the lowest floor at which at most this share of foreign queries is served a vector-only hit. */
+const FOREIGN_VECTOR_RATE = 0.05;
+const RANDOM_QUERIES_PER_SCOPE = 40;
+const EMBEDDERS = [
+  { name: 'word_vectors', config: { provider: 'word_vectors' } },
+  { name: 'hash', config: { provider: 'hash' } },
+];
+
+/** Tuning half: conversations at even positions; held-out half: odd positions. */
+export const splitOf = (index) => (index % 2 === 0 ? 'tune' : 'held-out');
+export const LOCOMO_LIMIT = LIMIT;
+export const LOCOMO_DEPTH = DEPTH;
+
+const lib = async (path) => import(pathToFileURL(join(DIST, path)).href);
+
+export async function run({ log = () => {} } = {}) {
+  if (!existsSync(LOCOMO_FILE)) {
+    log(`abstention: skipped, ${LOCOMO_FILE} not found`);
+    return null;
+  }
+  const { SqliteStore } = await lib('store/sqlite/sqlite-store.js');
+  const { analyze } = await lib('text/analyze.js');
+  const { hybridSearch } = await lib('search/hybrid.js');
+  const { createEmbedder } = await lib('embed/create-embedder.js');
+  const { parseConfig } = await lib('config.js');
+  const { createCairn } = await lib('cairn.js');
+  const samples = loadLocomo();
+  const observations = loadObservations();
+  samples.forEach((s, i) => (s.split = splitOf(i)));
+  const queries = buildQueries(samples);
+  const work = mkdtempSync(join(tmpdir(), 'cairn-abstention-'));
+  try {
+    const cacheDir = await prebuildWordVectorCache(join(work, 'cache'), log);
+    const embedders = EMBEDDERS.filter((e) => e.name !== 'word_vectors' || cacheDir !== null);
+    const store = SqliteStore.open({ path: join(work, 'cairn.db') });
+    const sourcesOf = new Map();
+    for (const s of samples) {
+      const scope = scopeOf(s.sampleId);
+      await store.addMessages(s.turns.map((t) => ({ id: t.id, scope, sessionKey: t.sessionKey, role: t.role, content: t.text, timestamp: t.timestamp })));
+      for (const fact of observations.get(s.sampleId) ?? []) {
+        const memory = await store.createMemory(scope, { content: fact.text, type: 'episodic', sourceMessageIds: fact.sources });
+        sourcesOf.set(memory.id, fact.sources);
+      }
+    }
+    const targets = [
+      { name: 'conversation_search', kind: 'message', keyword: (...a) => store.searchMessagesByKeyword(...a), vector: (...a) => store.searchMessagesByVector(...a), covered: (id) => [id] },
+      { name: 'memory_search', kind: 'memory', keyword: (...a) => store.searchMemoriesByKeyword(...a), vector: (...a) => store.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
+    ];
+    const keywordLists = new Map();
+    for (const target of targets) {
+      for (const q of queries) keywordLists.set(`${target.name}|${q.key}`, await listKeyword(target, q, analyze));
+    }
+    const rows = [];
+    const chosen = [];
+    // Keyword only: the floor does not apply.
+    for (const target of targets) rows.push({ embedder: 'none (keyword only)', target: target.name, floor: null, ...evaluate(queries, target, (q) => keywordLists.get(`${target.name}|${q.key}`).slice(0, LIMIT), () => false) });
+    for (const e of embedders) {
+      const embedder = createEmbedder(parseConfig({ data_dir: work, embedding: { ...e.config, ...(cacheDir ? { cache_dir: cacheDir } : {}) } }).embedding, { dataDir: work });
+      await embedAll(store, embedder);
+      const weight = embedder.fusionWeight ?? 1;
+      for (const target of targets) {
+        const vectorLists = new Map();
+        const texts = queries.map((q) => q.text);
+        const vectors = await embedder.embed(texts);
+        for (const [i, q] of queries.entries()) {
+          vectorLists.set(q.key, vectors[i] ? await target.vector(scopeOf(q.scope), vectors[i], embedder.id, {}, DEPTH) : []);
+        }
+        const sweep = [];
+        for (const floor of FLOORS) {
+          const served = new Map();
+          for (const q of queries) {
+            const keyword = keywordLists.get(`${target.name}|${q.key}`);
+            const { hits } = await hybridSearch({ keyword: async () => keyword, vector: async () => vectorLists.get(q.key), embeddingConfigured: true, vectorWeight: weight, vectorFloor: floor });
+            served.set(q.key, hits.slice(0, LIMIT));
+          }
+          const keywordIds = (q) => new Set(keywordLists.get(`${target.name}|${q.key}`).map((h) => h.id));
+          const result = evaluate(queries, target, (q) => served.get(q.key), (q, id) => !keywordIds(q).has(id));
+          sweep.push({ embedder: e.name, id: embedder.id, target: target.name, floor, ...result });
+        }
+        rows.push(...sweep);
+        const pick = sweep.find((r) => r.tune.foreignVectorRate <= FOREIGN_VECTOR_RATE) ?? sweep.at(-1);
+        chosen.push({ embedder: e.name, id: embedder.id, target: target.name, floor: pick.floor });
+        log(`abstention: ${e.name} ${target.name}: floor ${pick.floor} (tune foreign vector-only ${pick.tune.foreignVectorRate}); held-out recall@10 ${pick['held-out'].recall10}`);
+      }
+    }
+    await store.close();
+    const served = await servedCheck({ createCairn, parseConfig, samples, observations, queries, cacheDir, embedders, work, log });
+    return document({ samples, queries, rows, chosen, served });
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** Every query: own questions, questions of the next conversation of the same split, random words. */
+export function buildQueries(samples) {
+  const queries = [];
+  const vocabulary = [...new Set(samples.flatMap((s) => s.questions.flatMap((q) => q.question.toLowerCase().match(/[a-z]{4,}/g) ?? [])))].sort();
+  const random = prng(12);
+  for (const [i, s] of samples.entries()) {
+    const sameSplit = samples.filter((o) => o.split === s.split);
+    const foreign = sameSplit[(sameSplit.indexOf(s) + 1) % sameSplit.length];
+    for (const q of s.questions.filter((q) => q.category !== '5')) {
+      queries.push({ key: `own|${q.qid}`, kind: 'own', split: s.split, scope: s.sampleId, text: q.question, gold: q.gold });
+    }
+    for (const q of foreign.questions.filter((q) => q.category !== '5')) {
+      queries.push({ key: `cross|${s.sampleId}|${q.qid}`, kind: 'cross', split: s.split, scope: s.sampleId, text: q.question, gold: new Set() });
+    }
+    for (let r = 0; r < RANDOM_QUERIES_PER_SCOPE; r++) {
+      const words = Array.from({ length: 2 + (r % 2) }, () => vocabulary[Math.floor(random() * vocabulary.length)]);
+      queries.push({ key: `random|${i}|${r}`, kind: 'random', split: s.split, scope: s.sampleId, text: words.join(' '), gold: new Set() });
+    }
+  }
+  return queries;
+}
+
+export const scopeOf = (sampleId) => ({ userId: sampleId, agentId: 'bench' });
+
+async function listKeyword(target, q, analyze) {
+  const terms = analyze(q.text);
+  return terms.length === 0 ? [] : target.keyword(scopeOf(q.scope), terms, {}, DEPTH);
+}
+
+export async function embedAll(store, embedder) {
+  for (const kind of ['message', 'memory']) {
+    let cursor = 0;
+    for (;;) {
+      const pending = await store.pendingEmbeddings(kind, embedder.id, cursor, 1000);
+      if (pending.length === 0) break;
+      const vectors = await embedder.embed(pending.map((p) => p.text));
+      await store.saveEmbeddings(kind, embedder.id, pending.map((p, i) => ({ ...p, vector: vectors[i] })));
+      cursor = pending.at(-1).key;
+    }
+  }
+}
+
+/** Per split: served recall@10 on own questions, empty answers and vector-only hits on foreign ones. */
+export function evaluate(queries, target, servedOf, isVectorOnly) {
+  const out = {};
+  for (const splitName of ['tune', 'held-out']) {
+    const mine = queries.filter((q) => q.split === splitName);
+    const own = mine.filter((q) => q.kind === 'own');
+    const recall = own.reduce((sum, q) => sum + recallAt((servedOf(q) ?? []).flatMap((h) => target.covered(h.id)), q.gold, Infinity), 0) / own.length;
+    const rate = (kind, test) => {
+      const set = mine.filter((q) => kind.includes(q.kind));
+      return round(set.filter(test).length / set.length, 4);
+    };
+    const empty = (q) => (servedOf(q) ?? []).length === 0;
+    const vectorOnly = (q) => (servedOf(q) ?? []).some((h) => isVectorOnly(q, h.id));
+    out[splitName] = {
+      recall10: round(recall, 4),
+      ownEmpty: rate(['own'], empty),
+      crossEmpty: rate(['cross'], empty),
+      randomEmpty: rate(['random'], empty),
+      foreignVectorRate: rate(['cross', 'random'], vectorOnly),
+    };
+  }
+  return out;
+}
+
+/**
+ * The operating point end to end: a Cairn per configuration (floor at its default), LoCoMo turns and
+ * observations imported through the façade, every held-out query through the tools as agents call them.
+ */
+async function servedCheck({ createCairn, parseConfig, samples, observations, queries, cacheDir, embedders, work, log }) {
+  const configs = [{ name: 'none (keyword only)', embedding: { provider: 'none' } }, ...embedders.map((e) => ({ name: e.name, embedding: e.config }))];
+  const heldOut = queries.filter((q) => q.split === 'held-out');
+  const rows = [];
+  for (const config of configs) {
+    const dataDir = join(work, `served-${config.name.replace(/\W+/g, '-')}`);
+    const cairn = await createCairn(parseConfig({ data_dir: dataDir, embedding: { ...config.embedding, ...(cacheDir ? { cache_dir: cacheDir } : {}) }, pipeline: { enabled: false } }), {
+      backgroundPipeline: false,
+      warn: (m) => log(`abstention: ${m}`),
+    });
+    try {
+      const sourcesOf = new Map();
+      for (const s of samples.filter((s) => s.split === 'held-out')) {
+        const scope = scopeOf(s.sampleId);
+        await cairn.recordMessages(s.turns.map((t) => ({ id: t.id, scope, sessionKey: t.sessionKey, role: t.role, content: t.text, timestamp: t.timestamp })));
+        for (const fact of observations.get(s.sampleId) ?? []) {
+          const memory = await cairn.remember(scope, { content: fact.text, type: 'episodic', sourceMessageIds: fact.sources });
+          sourcesOf.set(memory.id, fact.sources);
+        }
+      }
+      await cairn.drainEmbeddings();
+      for (const target of ['conversation_search', 'memory_search']) {
+        const served = new Map();
+        const texts = new Map();
+        for (const q of heldOut) {
+          const params = { query: q.text, limit: LIMIT };
+          const result = target === 'conversation_search' ? await cairn.searchConversations(scopeOf(q.scope), params) : await cairn.searchMemories(scopeOf(q.scope), params);
+          served.set(q.key, result.results);
+          texts.set(q.key, result.text);
+        }
+        const covered = target === 'conversation_search' ? (id) => [id] : (id) => sourcesOf.get(id) ?? [];
+        const result = evaluate(heldOut, { covered }, (q) => served.get(q.key), () => false)['held-out'];
+        const emptyText = target === 'conversation_search' ? 'No matching conversation messages found.' : 'No matching memories found.';
+        const emptyTexts = heldOut.filter((q) => served.get(q.key).length === 0).every((q) => texts.get(q.key) === emptyText);
+        rows.push({ embedder: config.name, target, ...result, emptyTexts });
+        log(`abstention: served ${config.name} ${target}: recall@10 ${result.recall10}, cross empty ${result.crossEmpty}, random empty ${result.randomEmpty}`);
+      }
+    } finally {
+      await cairn.close();
+    }
+  }
+  return rows;
+}
+
+function document({ samples, queries, rows, chosen, served }) {
+  const count = (split, kind) => queries.filter((q) => q.split === split && q.kind === kind).length;
+  const sizes = ['tune', 'held-out'].map((s) => `${s}: ${count(s, 'own')} own, ${count(s, 'cross')} cross-conversation, ${count(s, 'random')} random-word queries`).join('; ');
+  const sweepRow = (r) => [
+    r.embedder,
+    r.target,
+    r.floor,
+    r.tune.recall10,
+    r.tune.crossEmpty,
+    r.tune.randomEmpty,
+    r.tune.foreignVectorRate ?? null,
+    r['held-out'].recall10,
+    r['held-out'].crossEmpty,
+    r['held-out'].randomEmpty,
+    r['held-out'].foreignVectorRate ?? null,
+  ];
+  return {
+    name: 'abstention',
+    title: 'Abstention: memory and conversation search on questions they cannot answer',
+    order: 15,
+    summary: [
+      `LoCoMo, ${samples.length} conversations, each in its own scope, split by position: even = tuning half, odd = held-out half (${sizes}).`,
+      'Own questions (categories 1–4) measure served recall@10; each conversation is also asked every question of the next conversation of its half',
+      `and ${RANDOM_QUERIES_PER_SCOPE} queries of 2–3 words drawn from the questions' vocabulary. Served = what the tool returns with limit ${LIMIT}: both paths at depth ${DEPTH},`,
+      'vector hits below the floor dropped, weighted RRF. **Floor rule**, applied on the tuning half only: the lowest floor at which at most',
+      `${FOREIGN_VECTOR_RATE * 100} % of foreign (cross-conversation and random-word) queries are served a hit that only the vector path found.`,
+      'A keyword hit shares an analysed term with the query and is always served, so keyword search abstains only when no stored text shares a term.',
+    ].join(' '),
+    data: { chosen, served },
+    tables: [
+      {
+        title: 'Chosen floors (tuning half)',
+        columns: ['embedder', 'embedder id', 'tool', 'floor by the rule', 'embedder floor (highest of its tools)'],
+        digits: [null, null, null, 2, 2],
+        rows: chosen.map((c) => [c.embedder, c.id, c.target, c.floor, Math.max(...chosen.filter((o) => o.embedder === c.embedder).map((o) => o.floor))]),
+        notes: 'Each embedder declares one floor for every tool, the highest its tools need (`similarityFloor`, DESIGN.md "Ranking"); `embedding.similarity_floor` overrides it. The end-to-end table below runs with the declared floors.',
+      },
+      {
+        title: 'Served recall against abstention, by floor',
+        columns: ['embedder', 'tool', 'floor', 'tune recall@10', 'tune cross empty', 'tune random empty', 'tune foreign vector-only', 'held-out recall@10', 'held-out cross empty', 'held-out random empty', 'held-out foreign vector-only'],
+        digits: [null, null, 2, 3, 3, 3, 3, 3, 3, 3, 3],
+        rows: rows.map(sweepRow),
+        notes:
+          '`cross empty` / `random empty`: share of those queries answered with the empty text. `foreign vector-only`: share of cross-conversation and random-word queries served at least one hit the keyword path did not find. ' +
+          'Floor −1 keeps every vector hit (the behaviour before floors).',
+      },
+      {
+        title: 'Served end to end at the chosen floors (held-out half, through searchConversations / searchMemories)',
+        columns: ['embedder', 'tool', 'recall@10', 'own empty', 'cross empty', 'random empty', 'empty answers use the seed text'],
+        digits: [null, null, 3, 3, 3, 3, null],
+        rows: served.map((r) => [r.embedder, r.target, r.recall10, r.ownEmpty, r.crossEmpty, r.randomEmpty, r.emptyTexts ? 'yes' : 'no']),
+      },
+    ],
+  };
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const result = await run({ log: (m) => process.stderr.write(`${m}\n`) });
+  process.stdout.write(`${JSON.stringify(result?.tables, null, 1)}\n`);
+}
