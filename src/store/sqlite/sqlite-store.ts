@@ -245,11 +245,12 @@ export class SqliteStore implements Store {
     if (nearest !== null) {
       if (nearest.length === 0) return [];
       // The index is partitioned by scope; the id look-up is scoped again so that no other tenant's row can answer.
-      const rows = this.stmt(`SELECT seq, id FROM messages WHERE user_id = ? AND agent_id = ? AND seq IN (SELECT value FROM json_each(?))`).all(
-        scope.userId,
-        scope.agentId,
-        JSON.stringify(nearest.map((h) => h.seq)),
-      ) as { seq: number; id: string }[];
+      // CROSS JOIN keeps json_each as the outer loop: each hit is one primary-key probe, where the planner
+      // would otherwise walk the whole scope through the (user_id, agent_id) index.
+      const rows = this.stmt(
+        `SELECT m.seq AS seq, m.id AS id FROM json_each(?) AS hit CROSS JOIN messages AS m ON m.seq = hit.value
+         WHERE m.user_id = ? AND m.agent_id = ?`,
+      ).all(JSON.stringify(nearest.map((h) => h.seq)), scope.userId, scope.agentId) as { seq: number; id: string }[];
       const ids = new Map(rows.map((r) => [r.seq, r.id]));
       return nearest.flatMap((h) => {
         const id = ids.get(h.seq);
