@@ -230,7 +230,7 @@ function addServerCommands(program: Command): void {
     .option('--insecure', 'allow a non-loopback host without auth.mode: keys')
     .action(async (opts: { host?: string; port?: number; insecure?: boolean }, cmd: Command) => {
       const config = configOf(cmd, { server: { host: opts.host, port: opts.port } });
-      const cairn = await createCairn(config, { watchKnowledge: true });
+      const cairn = await createCairn(config, { watchKnowledge: true, readWorkers: config.server.read_workers });
       let running: RunningServer;
       try {
         running = await startServer(cairn, { insecure: opts.insecure });
