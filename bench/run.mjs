@@ -24,6 +24,7 @@ const REPORT = resolve(BENCH, '..', 'BENCHMARKS.md');
 const BENCHES = {
   locomo: './locomo.mjs',
   speed: './speed.mjs',
+  hybrid: './hybrid.mjs',
   'locomo-observations': './locomo-observations.mjs',
   'word-vectors': './word-vectors.mjs',
   rest: './rest.mjs',

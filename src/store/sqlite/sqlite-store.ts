@@ -95,6 +95,8 @@ type MemoryRow = {
 };
 
 const INSERT_CHUNK = 2_000;
+/** How much of the file a read-only connection maps into memory (pages are the OS page cache's, shared). */
+const READER_MMAP_BYTES = 1 << 30;
 const DEFAULT_PRIORITY = 50;
 /** Prefix of the decision id an undo supersedes a replacement with: `undo:<the decision it reversed>`. */
 const UNDO_DECISION = 'undo:';
@@ -142,6 +144,9 @@ export class SqliteStore implements Store {
       if (!readOnly) db.pragma('journal_mode = WAL');
       db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
       if (!readOnly) db.pragma('synchronous = NORMAL');
+      // A reader scans whole index ranges (the KNN chunks of a scope); reading them through a memory map
+      // instead of a read() per page roughly halves a vector search at 10k+ messages (DESIGN.md, "Concurrency").
+      if (readOnly) db.pragma(`mmap_size = ${READER_MMAP_BYTES}`);
       let vectorSearch = true;
       try {
         sqliteVec.load(db);
