@@ -211,10 +211,13 @@ function gaussianMatrix(rows, columns, seed) {
 
 function signBits(matrix, v) {
   const bits = Buffer.alloc(matrix.length / v.length / 8);
+  // Hash vectors are sparse: only their non-zero components contribute to a projection.
+  const nonZero = [];
+  for (let i = 0; i < v.length; i++) if (v[i] !== 0) nonZero.push(i);
   for (let b = 0; b < bits.length * 8; b++) {
     let d = 0;
     const row = b * v.length;
-    for (let i = 0; i < v.length; i++) d += matrix[row + i] * v[i];
+    for (const i of nonZero) d += matrix[row + i] * v[i];
     if (d > 0) bits[b >> 3] |= 1 << (b & 7);
   }
   return bits;

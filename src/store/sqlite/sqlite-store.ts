@@ -144,8 +144,8 @@ export class SqliteStore implements Store {
       if (!readOnly) db.pragma('journal_mode = WAL');
       db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
       if (!readOnly) db.pragma('synchronous = NORMAL');
-      // A reader scans whole index ranges (the KNN chunks of a scope); reading them through a memory map
-      // instead of a read() per page roughly halves a vector search at 10k+ messages (DESIGN.md, "Concurrency").
+      // A reader scans whole index ranges (a scope's KNN chunks): through a memory map they are read from
+      // the page cache without a system call per page (DESIGN.md, "Concurrency").
       if (readOnly) db.pragma(`mmap_size = ${READER_MMAP_BYTES}`);
       let vectorSearch = true;
       try {
