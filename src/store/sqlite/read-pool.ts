@@ -42,6 +42,7 @@ type Reader = {
 export class ReadPool {
   private readonly readers: Reader[] = [];
   private nextId = 1;
+  private turn = 0;
   private closing: Promise<void> | null = null;
   private failure: string | null = null;
 
@@ -92,9 +93,15 @@ export class ReadPool {
     return this.closing;
   }
 
+  /** The worker with the fewest queries in flight; ties rotate, so every worker warms its caches. */
   private leastBusy(): Reader {
-    let best = this.readers[0]!;
-    for (const reader of this.readers) if (reader.pending.size < best.pending.size) best = reader;
+    const n = this.readers.length;
+    const start = this.turn++ % n;
+    let best = this.readers[start]!;
+    for (let i = 1; i < n; i++) {
+      const reader = this.readers[(start + i) % n]!;
+      if (reader.pending.size < best.pending.size) best = reader;
+    }
     return best;
   }
 
