@@ -26,6 +26,7 @@ const BENCHES = {
   abstention: './abstention.mjs',
   'zero-config': './zero-config.mjs',
   speed: './speed.mjs',
+  hybrid: './hybrid.mjs',
   'locomo-observations': './locomo-observations.mjs',
   'word-vectors': './word-vectors.mjs',
   rest: './rest.mjs',

@@ -47,6 +47,11 @@ export type CairnOptions = {
   toolCallRecorder?: ToolCallRecorder | null;
   /** Watch knowledge folders and re-sync them when files change (long-running processes: `cairn serve`). Default false. */
   watchKnowledge?: boolean;
+  /**
+   * Worker threads that run searches on read-only connections of their own (`cairn serve` passes
+   * `server.read_workers`). Default 0: searches run on the calling thread, which suits short-lived processes.
+   */
+  readWorkers?: number;
 };
 
 /** Embedding provider state, as `/health` and `cairn doctor` report it. */
@@ -451,7 +456,7 @@ export class Cairn {
 
 /** Opens Cairn on the configured data directory (embedded SQLite). */
 export async function createCairn(config: CairnConfig = loadConfig(), options: CairnOptions = {}): Promise<Cairn> {
-  const store = SqliteStore.open({ path: join(config.data_dir, 'cairn.db') });
+  const store = SqliteStore.open({ path: join(config.data_dir, 'cairn.db'), readWorkers: options.readWorkers, warn: options.warn });
   try {
     return new Cairn(config, store, options);
   } catch (err) {

@@ -69,6 +69,11 @@ const serverSchema = z
     body_limit_bytes: positiveInt.default(1_048_576),
     /** Milliseconds shutdown waits for in-flight requests and the embedding queue before closing anyway. */
     shutdown_timeout_ms: positiveInt.default(10_000),
+    /**
+     * Worker threads `cairn serve` runs searches on, each with its own read-only connection, so that
+     * searches use every core and never block the thread that answers HTTP. 0 runs them on that thread.
+     */
+    read_workers: z.coerce.number().int().min(0).max(64).default(2),
   })
   .strict();
 

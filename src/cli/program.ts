@@ -231,7 +231,7 @@ function addServerCommands(program: Command): void {
     .option('--insecure', 'allow a non-loopback host without auth.mode: keys')
     .action(async (opts: { host?: string; port?: number; insecure?: boolean }, cmd: Command) => {
       const config = configOf(cmd, { server: { host: opts.host, port: opts.port } });
-      const cairn = await createCairn(config, { watchKnowledge: true, onProgress: progressLines() });
+      const cairn = await createCairn(config, { watchKnowledge: true, onProgress: progressLines(), readWorkers: config.server.read_workers });
       warmUp(cairn);
       let running: RunningServer;
       try {

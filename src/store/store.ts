@@ -51,6 +51,8 @@ export type StoreCapabilities = {
   vectorSearch: boolean;
   /** Where the data lives (a file path or a redacted connection string). */
   location: string;
+  /** Worker threads that answer searches; 0 when they run on the calling thread. */
+  readWorkers: number;
 };
 
 export type AddMessagesOptions = {

@@ -89,7 +89,8 @@ export class MessageKnn {
    */
   search(userId: string, agentId: string, embedderId: string, vector: Buffer, dimensions: number, sessionKey: string | undefined, k: number): KnnHit[] | null {
     let held = this.current();
-    if (held === null && this.hasVectors(embedderId, dimensions)) {
+    // A read-only connection (a read worker) cannot build it: it scans exactly until the writer saves a vector.
+    if (held === null && !this.db.readonly && this.hasVectors(embedderId, dimensions)) {
       this.db.transaction(() => this.prepare(embedderId, dimensions))();
       held = this.current();
     }

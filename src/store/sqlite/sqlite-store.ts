@@ -41,6 +41,7 @@ import { KnowledgeTables } from './knowledge-tables.js';
 import { MESSAGE_FTS_WEIGHTS, MessageIndex } from './message-index.js';
 import { MessageKnn } from './message-knn.js';
 import { migrate } from './migrations.js';
+import { ReadPool } from './read-pool.js';
 import { Statements } from './statements.js';
 import { toBlob } from './vector-blob.js';
 
@@ -50,6 +51,15 @@ export type SqliteStoreOptions = {
   path: string;
   /** Milliseconds a writer waits for a lock before failing. Default 5000. */
   busyTimeoutMs?: number;
+  /** Open the file read-only (a read worker's connection); the file must exist and be migrated. Default false. */
+  readOnly?: boolean;
+  /**
+   * Worker threads that run searches and their hydration on read-only connections of their own
+   * (`read-pool.ts`). Default 0: every query runs on this connection, on the calling thread.
+   */
+  readWorkers?: number;
+  /** Where the read pool reports that it could not start. Default stderr. */
+  warn?: (message: string) => void;
 };
 
 type MessageRow = {
@@ -86,6 +96,8 @@ type MemoryRow = {
 };
 
 const INSERT_CHUNK = 2_000;
+/** How much of the file a read-only connection maps into memory (pages are the OS page cache's, shared). */
+const READER_MMAP_BYTES = 1 << 30;
 const DEFAULT_PRIORITY = 50;
 /** Prefix of the decision id an undo supersedes a replacement with: `undo:<the decision it reversed>`. */
 const UNDO_DECISION = 'undo:';
@@ -109,25 +121,33 @@ export class SqliteStore implements Store {
   private readonly messageIndex: MessageIndex;
   /** The KNN index over message vectors; null without the sqlite-vec extension. */
   private readonly messageKnn: MessageKnn | null;
+  /** Worker threads that answer the searches; null when this connection answers them itself. */
+  private readonly readers: ReadPool | null;
 
-  private constructor(db: Database.Database, path: string, vectorSearch: boolean) {
+  private constructor(db: Database.Database, path: string, vectorSearch: boolean, readers: ReadPool | null) {
     this.db = db;
+    this.readers = readers;
     this.statements = new Statements(db);
     this.messageIndex = new MessageIndex(db);
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
     this.knowledge = new KnowledgeTables(db);
     this.history = new HistoryTables(db, vectorSearch);
-    this.capabilities = { backend: 'sqlite', keywordSearch: true, vectorSearch, location: path };
+    this.capabilities = { backend: 'sqlite', keywordSearch: true, vectorSearch, location: path, readWorkers: readers?.size ?? 0 };
   }
 
   /** Opens (creating if needed) the database at `options.path` and applies pending migrations. */
   static open(options: SqliteStoreOptions): SqliteStore {
     if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
-    const db = new Database(options.path);
+    const readOnly = options.readOnly === true;
+    const db = new Database(options.path, { readonly: readOnly, fileMustExist: readOnly });
     try {
-      db.pragma('journal_mode = WAL');
+      // WAL is a property of the file (the writer set it); a reader cannot set it and need not.
+      if (!readOnly) db.pragma('journal_mode = WAL');
       db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-      db.pragma('synchronous = NORMAL');
+      if (!readOnly) db.pragma('synchronous = NORMAL');
+      // A reader scans whole index ranges (a scope's KNN chunks): through a memory map they are read from
+      // the page cache without a system call per page (DESIGN.md, "Concurrency").
+      if (readOnly) db.pragma(`mmap_size = ${READER_MMAP_BYTES}`);
       let vectorSearch = true;
       try {
         sqliteVec.load(db);
@@ -138,7 +158,9 @@ export class SqliteStore implements Store {
       // SQLite's lower() folds ASCII only; scene filters must be case-insensitive for every script.
       db.function('casefold', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? text.toLowerCase() : text));
       migrate(db);
-      return new SqliteStore(db, options.path, vectorSearch);
+      const warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
+      const readers = readOnly ? null : ReadPool.start(options.path, options.readWorkers ?? 0, warn);
+      return new SqliteStore(db, options.path, vectorSearch, readers);
     } catch (err) {
       db.close();
       throw err;
@@ -226,6 +248,7 @@ export class SqliteStore implements Store {
   }
 
   async searchMessagesByKeyword(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]> {
+    if (this.readers?.usable) return this.readers.run('searchMessagesByKeyword', [scope, terms, filter, limit]);
     const match = buildFtsQuery(terms);
     if (match === null) return [];
     const session = filter.sessionKey === undefined ? '' : 'AND m.session_key = ?';
@@ -241,16 +264,18 @@ export class SqliteStore implements Store {
 
   async searchMessagesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): Promise<RankedHit[]> {
     this.requireVectors();
+    if (this.readers?.usable) return this.readers.run('searchMessagesByVector', [scope, vector, embedderId, filter, limit]);
     const blob = toBlob(vector);
     const nearest = this.messageKnn?.search(scope.userId, scope.agentId, embedderId, blob, vector.length, filter.sessionKey, limit) ?? null;
     if (nearest !== null) {
       if (nearest.length === 0) return [];
       // The index is partitioned by scope; the id look-up is scoped again so that no other tenant's row can answer.
-      const rows = this.stmt(`SELECT seq, id FROM messages WHERE user_id = ? AND agent_id = ? AND seq IN (SELECT value FROM json_each(?))`).all(
-        scope.userId,
-        scope.agentId,
-        JSON.stringify(nearest.map((h) => h.seq)),
-      ) as { seq: number; id: string }[];
+      // CROSS JOIN keeps json_each as the outer loop: each hit is one primary-key probe, where the planner
+      // would otherwise walk the whole scope through the (user_id, agent_id) index.
+      const rows = this.stmt(
+        `SELECT m.seq AS seq, m.id AS id FROM json_each(?) AS hit CROSS JOIN messages AS m ON m.seq = hit.value
+         WHERE m.user_id = ? AND m.agent_id = ?`,
+      ).all(JSON.stringify(nearest.map((h) => h.seq)), scope.userId, scope.agentId) as { seq: number; id: string }[];
       const ids = new Map(rows.map((r) => [r.seq, r.id]));
       return nearest.flatMap((h) => {
         const id = ids.get(h.seq);
@@ -359,6 +384,7 @@ export class SqliteStore implements Store {
   }
 
   async searchMemoriesByKeyword(scope: Scope, terms: readonly string[], filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
+    if (this.readers?.usable) return this.readers.run('searchMemoriesByKeyword', [scope, terms, filter, limit]);
     const match = buildFtsQuery(terms);
     if (match === null) return [];
     const { clause, params } = memoryFilterSql(filter);
@@ -371,6 +397,7 @@ export class SqliteStore implements Store {
 
   async searchMemoriesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
     this.requireVectors();
+    if (this.readers?.usable) return this.readers.run('searchMemoriesByVector', [scope, vector, embedderId, filter, limit]);
     const { clause, params } = memoryFilterSql(filter);
     const rows = this.stmt(
       `SELECT m.id AS id, vec_distance_cosine(v.embedding, ?) AS distance
@@ -713,6 +740,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.readers?.close();
     if (this.db.open) this.db.close();
   }
 

@@ -1,0 +1,153 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { CairnError, type CairnErrorCode } from '../../errors.js';
+import type { Store } from '../store.js';
+
+/**
+ * Store methods the read workers answer: the searches, whose cost grows with the corpus. Loading the few
+ * winners by id is a handful of primary-key probes and stays on the main connection.
+ */
+export const POOLED_READS = ['searchMessagesByKeyword', 'searchMessagesByVector', 'searchMemoriesByKeyword', 'searchMemoriesByVector'] as const satisfies readonly (keyof Store)[];
+
+export type PooledRead = (typeof POOLED_READS)[number];
+
+/** Messages between a {@link ReadPool} and its workers (`read-worker.ts`). */
+export type ReadRequest = { id: number; method: PooledRead; args: unknown[] } | { id: 0; method: 'close' };
+export type ReadReply =
+  | { id: 0; type: 'ready' }
+  | { id: number; type: 'done'; result: unknown }
+  | { id: number; type: 'error'; code: CairnErrorCode | null; message: string };
+
+const WORKER_SCRIPT = new URL('./read-worker.js', import.meta.url);
+
+type Pending = { resolve: (value: unknown) => void; reject: (err: Error) => void };
+
+type Reader = {
+  worker: Worker;
+  pending: Map<number, Pending>;
+  ready: boolean;
+};
+
+/**
+ * A pool of worker threads, each holding its own read-only connection to the database file, that run
+ * the store's read methods off the thread that serves requests (DESIGN.md, "Concurrency"). WAL lets
+ * every reader work while the one writer (the main thread's connection) commits; a read posted after a
+ * write returns has a snapshot that includes it, so a caller always reads its own writes.
+ *
+ * A worker runs one query at a time; a request goes to the worker with the fewest in flight. A worker
+ * that fails while starting disables the pool (the store then reads on its own connection); one that
+ * stops later fails its pending requests and is replaced.
+ */
+export class ReadPool {
+  private readonly readers: Reader[] = [];
+  private nextId = 1;
+  private turn = 0;
+  private closing: Promise<void> | null = null;
+  private failure: string | null = null;
+
+  private constructor(
+    private readonly path: string,
+    private readonly warn: (message: string) => void,
+  ) {}
+
+  /**
+   * Starts `size` workers on the database at `path`, or returns null when there is nothing to start: a
+   * size of 0, an in-memory database (not shared between connections), or no built worker script
+   * (running from TypeScript sources).
+   */
+  static start(path: string, size: number, warn: (message: string) => void): ReadPool | null {
+    if (size <= 0 || path === ':memory:' || !existsSync(fileURLToPath(WORKER_SCRIPT))) return null;
+    const pool = new ReadPool(path, warn);
+    for (let i = 0; i < size; i++) pool.readers.push(pool.spawn());
+    return pool;
+  }
+
+  /** False once the pool is closing or could not start; the store then reads on its own connection. */
+  get usable(): boolean {
+    return this.closing === null && this.failure === null && this.readers.length > 0;
+  }
+
+  /** Worker threads running now. */
+  get size(): number {
+    return this.readers.length;
+  }
+
+  /** Runs `method(...args)` on a worker's read-only store. */
+  run<M extends PooledRead>(method: M, args: Parameters<Store[M]>): ReturnType<Store[M]> {
+    const reader = this.leastBusy();
+    const id = this.nextId++;
+    // Referenced while a query runs (a process waiting on it must not exit); idle, it never keeps the process alive.
+    reader.worker.ref();
+    return new Promise<unknown>((resolve, reject) => {
+      reader.pending.set(id, { resolve, reject });
+      reader.worker.postMessage({ id, method, args } satisfies ReadRequest);
+    }) as ReturnType<Store[M]>;
+  }
+
+  /** Lets the queries in flight finish, then closes every worker's connection and ends the threads. */
+  close(): Promise<void> {
+    this.closing ??= Promise.all(this.readers.map((reader) => this.stop(reader))).then(() => {
+      this.readers.length = 0;
+    });
+    return this.closing;
+  }
+
+  /** The worker with the fewest queries in flight; ties rotate, so every worker warms its caches. */
+  private leastBusy(): Reader {
+    const n = this.readers.length;
+    const start = this.turn++ % n;
+    let best = this.readers[start]!;
+    for (let i = 1; i < n; i++) {
+      const reader = this.readers[(start + i) % n]!;
+      if (reader.pending.size < best.pending.size) best = reader;
+    }
+    return best;
+  }
+
+  private spawn(): Reader {
+    const worker = new Worker(WORKER_SCRIPT, { workerData: { path: this.path } });
+    const reader: Reader = { worker, pending: new Map(), ready: false };
+    worker.unref();
+    worker.on('message', (reply: ReadReply) => {
+      if (reply.type === 'ready') {
+        reader.ready = true;
+        return;
+      }
+      const pending = reader.pending.get(reply.id);
+      if (!pending) return;
+      reader.pending.delete(reply.id);
+      if (reader.pending.size === 0 && this.closing === null) worker.unref();
+      if (reply.type === 'done') pending.resolve(reply.result);
+      else pending.reject(reply.code === null ? new Error(reply.message) : new CairnError(reply.code, reply.message));
+    });
+    worker.on('error', (err) => this.lost(reader, err.message));
+    worker.on('exit', (code) => this.lost(reader, `exit code ${code}`));
+    return reader;
+  }
+
+  private lost(reader: Reader, reason: string): void {
+    const index = this.readers.indexOf(reader);
+    if (index < 0) return;
+    this.readers.splice(index, 1);
+    const error = new CairnError('internal', `a read worker stopped: ${reason}`);
+    for (const pending of reader.pending.values()) pending.reject(error);
+    reader.pending.clear();
+    if (this.closing !== null) return;
+    if (!reader.ready) {
+      // It could not even open the database: another worker would fail the same way.
+      this.failure = reason;
+      this.warn(`read workers disabled, reading on the main connection: ${reason}`);
+      return;
+    }
+    this.readers.push(this.spawn());
+  }
+
+  /** A worker answers its messages in order, so the queries posted before `close` are answered before it exits. */
+  private async stop(reader: Reader): Promise<void> {
+    const exited = new Promise<void>((resolve) => reader.worker.once('exit', () => resolve()));
+    reader.worker.ref();
+    reader.worker.postMessage({ id: 0, method: 'close' } satisfies ReadRequest);
+    await exited;
+  }
+}

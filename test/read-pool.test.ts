@@ -1,0 +1,151 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type * as CairnModule from '../src/index.js';
+import type * as StoreModule from '../src/store/sqlite/sqlite-store.js';
+import type * as TextModule from '../src/text/analyze.js';
+
+// The read workers run the built worker script (dist/store/sqlite/read-worker.js; `npm test` builds
+// first): from TypeScript sources the store has no worker to start and reads on its own connection. So
+// this suite drives the built package, the code `cairn serve` runs.
+type Cairn = Awaited<ReturnType<typeof CairnModule.createCairn>>;
+const DIST = join(import.meta.dirname, '..', 'dist');
+const cairnLib = (await import(pathToFileURL(join(DIST, 'index.js')).href)) as typeof CairnModule;
+const storeLib = (await import(pathToFileURL(join(DIST, 'store', 'sqlite', 'sqlite-store.js')).href)) as typeof StoreModule;
+const textLib = (await import(pathToFileURL(join(DIST, 'text', 'analyze.js')).href)) as typeof TextModule;
+
+const TOPICS = ['hiking trip', 'pottery class', 'jazz concert', 'sourdough bread', 'chess club', 'garden tomatoes', 'marathon training', 'camping gear'];
+const PEOPLE = ['Caroline', 'Melanie', 'Joanna', 'Nate', 'Evan', 'Sam'];
+const SCOPES = [
+  { userId: 'u1', agentId: 'a' },
+  { userId: 'u2', agentId: 'a' },
+];
+const QUERIES = ['hiking trip with Caroline', 'sourdough', 'who went to the jazz concert', 'marathon training plan', 'chess', 'tomatoes in the garden', 'camping'];
+
+function corpus() {
+  const messages = [];
+  for (let i = 0; i < 1_200; i++) {
+    const topic = TOPICS[(i * 7) % TOPICS.length]!;
+    const person = PEOPLE[(i * 5) % PEOPLE.length]!;
+    messages.push({
+      scope: SCOPES[i % SCOPES.length]!,
+      sessionKey: `s${i % 30}`,
+      role: i % 2 === 0 ? ('user' as const) : ('assistant' as const),
+      content: `${person} talked about the ${topic} on day ${i}, and ${TOPICS[(i * 3) % TOPICS.length]} came up too.`,
+    });
+  }
+  return messages;
+}
+
+function open(dir: string, readWorkers: number): Promise<Cairn> {
+  const config = cairnLib.parseConfig({ data_dir: dir, embedding: { provider: 'hash', dimensions: 64 }, pipeline: { enabled: false } });
+  return cairnLib.createCairn(config, { readWorkers, backgroundEmbedding: false, warn: () => {} });
+}
+
+async function searchAll(cairn: Cairn) {
+  return Promise.all(
+    SCOPES.flatMap((scope) =>
+      QUERIES.flatMap((query) => [
+        cairn.searchConversations(scope, { query, limit: 10 }),
+        cairn.searchConversations(scope, { query, limit: 10, session_key: 's3' }),
+        cairn.searchMemories(scope, { query, limit: 10 }),
+      ]),
+    ),
+  );
+}
+
+describe('read workers', () => {
+  const dirs: string[] = [];
+  let dir = '';
+  let expected: Awaited<ReturnType<typeof searchAll>> = [];
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'cairn-read-pool-'));
+    dirs.push(dir);
+    const cairn = await open(dir, 0);
+    await cairn.recordMessages(corpus());
+    for (const [i, topic] of TOPICS.entries()) await cairn.remember(SCOPES[i % 2]!, { content: `${PEOPLE[i % PEOPLE.length]} loves the ${topic}`, type: 'persona' });
+    await cairn.drainEmbeddings();
+    expected = [];
+    for (const scope of SCOPES) {
+      for (const query of QUERIES) {
+        expected.push(await cairn.searchConversations(scope, { query, limit: 10 }));
+        expected.push(await cairn.searchConversations(scope, { query, limit: 10, session_key: 's3' }));
+        expected.push(await cairn.searchMemories(scope, { query, limit: 10 }));
+      }
+    }
+    await cairn.close();
+  });
+
+  afterAll(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('answer concurrent searches exactly as the single connection does', async () => {
+    const cairn = await open(dir, 2);
+    try {
+      expect(cairn.storeInfo.readWorkers).toBe(2);
+      expect(expected.some((r) => r.strategy === 'hybrid' && r.results.length > 0)).toBe(true);
+      // Several rounds in flight at once, so both workers hold queries at the same time.
+      const rounds = await Promise.all([searchAll(cairn), searchAll(cairn), searchAll(cairn)]);
+      for (const round of rounds) expect(round).toEqual(expected);
+    } finally {
+      await cairn.close();
+    }
+  });
+
+  it('see a write made just before the search', async () => {
+    const fresh = mkdtempSync(join(tmpdir(), 'cairn-read-pool-'));
+    dirs.push(fresh);
+    const cairn = await open(fresh, 2);
+    try {
+      const scope = SCOPES[0]!;
+      await cairn.recordMessages(corpus().slice(0, 200));
+      for (let i = 0; i < 10; i++) {
+        const word = `zebra${i}quokka`;
+        const { ids } = await cairn.recordMessages([{ scope, sessionKey: 'fresh', role: 'user', content: `I saw a ${word} at the zoo` }]);
+        const found = await cairn.searchConversations(scope, { query: word });
+        expect(found.results.map((r) => r.id)).toEqual(ids);
+        const memory = await cairn.remember(scope, { content: `Favourite animal: ${word}`, type: 'persona' });
+        expect((await cairn.searchMemories(scope, { query: word })).results.map((r) => r.id)).toEqual([memory.id]);
+        // And a delete is seen as soon as it returns.
+        await cairn.deleteMessage(scope, ids[0]!);
+        expect((await cairn.searchConversations(scope, { query: word })).results).toEqual([]);
+      }
+      // Another tenant never sees them.
+      expect((await cairn.searchMemories(SCOPES[1]!, { query: 'zebra0quokka' })).results).toEqual([]);
+    } finally {
+      await cairn.close();
+    }
+  });
+
+  it('shut down with the store after answering the queries in flight', async () => {
+    const store = storeLib.SqliteStore.open({ path: join(dir, 'cairn.db'), readWorkers: 2 });
+    const terms = textLib.analyze('hiking trip or pottery class');
+    // Store calls reach the pool synchronously, so every one of these is in flight when close starts.
+    const inFlight = Promise.all(SCOPES.map((scope) => store.searchMessagesByKeyword(scope, terms, {}, 10)));
+    const closed = store.close();
+    const answers = await inFlight;
+    await closed;
+    expect(answers.map((hits) => hits.length)).toEqual([10, 10]);
+    // SQLite removes the WAL file when the last connection closes: no worker kept one open.
+    expect(existsSync(join(dir, 'cairn.db-wal'))).toBe(false);
+    const single = storeLib.SqliteStore.open({ path: join(dir, 'cairn.db') });
+    try {
+      expect(answers).toEqual(await Promise.all(SCOPES.map((scope) => single.searchMessagesByKeyword(scope, terms, {}, 10))));
+    } finally {
+      await single.close();
+    }
+  });
+
+  it('close with the façade', async () => {
+    const cairn = await open(dir, 2);
+    expect((await cairn.searchConversations(SCOPES[0]!, { query: 'chess' })).results.length).toBeGreaterThan(0);
+    expect(existsSync(join(dir, 'cairn.db-wal'))).toBe(true);
+    await cairn.close();
+    expect(existsSync(join(dir, 'cairn.db-wal'))).toBe(false);
+    await expect(cairn.listMessages(SCOPES[0]!, { limit: 1 })).rejects.toThrow(/not open/);
+  });
+});
