@@ -20,7 +20,8 @@ import { median, ndcgAt, quantile, recallAt, round } from './metrics.mjs';
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(REPO, 'dist');
 const CLI = join(DIST, 'cli', 'main.js');
-const DATA = resolve(REPO, '..', 'shared', 'data');
+/** The public data sets (evaluation only); `BENCH_DATA_DIR` points elsewhere, e.g. from a worktree. */
+const DATA = process.env.BENCH_DATA_DIR ?? resolve(REPO, '..', 'shared', 'data');
 const THIS_FILE = fileURLToPath(import.meta.url);
 const K = 10;
 /** Timed passes over the latency query set; the table shows the median of the per-pass percentiles. */
@@ -139,6 +140,20 @@ export async function runTools({ log = () => {} } = {}) {
 
 /** The name `bench/run.mjs` looks for. */
 export const run = runTools;
+
+/**
+ * Which half of a data set a query belongs to: `tune` (thresholds are chosen on it) or `held-out` (never
+ * looked at while choosing; reported beside it). A stable hash of the set and the query id, so the split
+ * does not depend on file order or on the code under test.
+ */
+export function splitOf(set, qid) {
+  let h = 0x811c9dc5;
+  for (const ch of `${set}:${qid}`) h = Math.imul(h ^ ch.codePointAt(0), 0x01000193) >>> 0;
+  return h % 2 === 0 ? 'tune' : 'held-out';
+}
+
+/** The data sets, for scripts that study them. */
+export const datasets = () => [bfcl(), metatool(), metatoolMulti(), seal()];
 
 function runLabel(key) {
   if (key === 'baseline') return 'plain BM25 baseline';

@@ -237,6 +237,11 @@ const toolsSchema = z
      * follow them (measured: BENCHMARKS.md, "Tool retrieval").
      */
     hybrid: flag.default(true),
+    /**
+     * Cosine similarity a tool must reach to be offered on meaning alone (a `semantic` match, after the
+     * keyword matches). Default: the value calibrated for the embedder's family (DESIGN.md, "Tool hub").
+     */
+    semantic_floor: z.coerce.number().min(0).max(1).optional(),
     /** Milliseconds a downstream server may take to connect and list its tools. */
     connect_timeout_ms: positiveInt.max(600_000).default(15_000),
     /** Milliseconds a downstream tool call may take. */
