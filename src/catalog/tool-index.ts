@@ -27,7 +27,7 @@ export const KEYWORD_QUERY_MAX_TERMS = 3;
  * incidental common one). Chosen on the tuning split of BFCL, MetaTool and Seal-Tools from the curve of
  * served recall against leave-gold-out abstention (BENCHMARKS.md, "Tool retrieval").
  */
-export const DISTINCTIVE_TERM_IDF_SHARE = 0.55;
+export const DISTINCTIVE_TERM_IDF_SHARE = 0.5;
 
 /** What the index needs to know about one tool. */
 export type IndexableTool = {
@@ -102,6 +102,17 @@ function stem(word: string): string {
 const STOP_STEMS: ReadonlySet<string> = new Set([...ENGLISH_STOPWORDS].map(stem));
 
 /**
+ * Words that phrase a request rather than name a capability ("can you help me", "I need to", "please
+ * tell me"). Served admission does not count them as content terms; they still score.
+ */
+export const REQUEST_FILLER_WORDS: readonly string[] =
+  'need want wanna help please tell know thanks thank hi hello hey hope able possible kindly wonder something anything like'.split(' ');
+const FILLER_STEMS: ReadonlySet<string> = new Set(REQUEST_FILLER_WORDS.map(stem));
+
+// British -ise spellings meet American -ize ones (summarise, summarised, organisation → -iz-).
+const BRITISH_ISE = /^([a-z]{3,})is(e|ed|es|ing|er|ers|ation|ations)$/;
+
+/**
  * Tokens of tool text or of a query, in order, duplicates kept. Latin words are lower-cased, stripped of
  * diacritics and Porter2-stemmed (`issues` → `issu`); stop words are kept. With `cjk`, Han runs are
  * segmented by jieba and kana become bigrams; without it they are dropped, as in the reference.
@@ -113,7 +124,7 @@ export function toolTokens(text: string, options: ToolTextOptions = {}): string[
   for (const [, han, kana, word] of text.normalize('NFKC').matchAll(RUN_PATTERN)) {
     if (word !== undefined) {
       const folded = foldWord(word);
-      if (folded !== '') tokens.push(ASCII_WORD.test(folded) ? stem(folded) : folded);
+      if (folded !== '') tokens.push(ASCII_WORD.test(folded) ? stem(folded.replace(BRITISH_ISE, '$1iz$2')) : folded);
     } else if (cjk) {
       tokens.push(...analyze((han ?? kana)!, { stem: false, dropStopwords: false }));
     }
@@ -210,7 +221,7 @@ export class ToolIndex {
     const stats = new Stats(this, options.exclude);
     const exact = (this.byName.get(query.trim().toLowerCase()) ?? []).filter((i) => !stats.excluded(i));
     const scoring = this.options.referenceScoring ? terms : scoringTerms(terms);
-    const content = [...new Set(scoringTerms(terms))];
+    const content = contentTerms(terms);
     const exactSet = new Set(exact);
     let hits: ToolHit[];
     if (admission === 'rank') hits = this.ranked(scoring, stats, exactSet);
@@ -372,6 +383,13 @@ function best(hits: ToolHit[], limit: number): ToolHit[] {
     if (top.length > limit) top.pop();
   }
   return top;
+}
+
+/** The distinct scoring terms without request fillers (all of them when nothing else is left): what served admission weighs. */
+function contentTerms(terms: readonly string[]): string[] {
+  const scoring = [...new Set(scoringTerms(terms))];
+  const content = scoring.filter((t) => !FILLER_STEMS.has(t));
+  return content.length > 0 ? content : scoring;
 }
 
 /**
