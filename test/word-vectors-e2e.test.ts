@@ -73,7 +73,7 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
     expect(found.results.length).toBeGreaterThan(1);
   });
 
-  it('tool search with zero configuration: keyword matches first, and a query no tool shares a word with gets the closest tools', () => {
+  it('tool search with zero configuration: keyword matches, and a tool close in meaning only above the semantic floor, labelled', () => {
     const catalog = join(dir, 'catalog.json');
     const tool = (name: string, description: string) => ({ name, description, inputSchema: { type: 'object', properties: {} } });
     writeFileSync(
@@ -84,15 +84,20 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
         tool('create_invoice', 'Create a billing invoice for a customer'),
       ]),
     );
-    const search = (query: string, extra: Record<string, string> = {}) => {
+    const answer = (query: string, extra: Record<string, string> = {}) => {
       const r = cairn(extra, 'tools', 'search', '--catalog', catalog, query, '--json');
       expect(r.code).toBe(0);
-      return (JSON.parse(r.stdout) as { names: string[] }).names;
+      return JSON.parse(r.stdout) as { names: string[]; matched_by: Record<string, string> };
     };
-    expect(search('send email')[0]).toBe('send_email');
-    // No tool holds "forecast", "rain" or "tomorrow": keyword search alone abstains.
-    expect(search('rain forecast tomorrow', { CAIRN_EMBEDDING_PROVIDER: 'none' })).toEqual([]);
-    expect(search('rain forecast tomorrow')[0]).toBe('get_weather');
+    expect(answer('send email')).toEqual({ query: 'send email', names: ['send_email'], matched_by: { send_email: 'keyword' } });
+    // No tool holds "forecast", "rain" or "tomorrow": keyword search abstains, and the word vectors' similarity
+    // to get_weather stays below their calibrated floor, so the default answers nothing either.
+    expect(answer('rain forecast tomorrow', { CAIRN_EMBEDDING_PROVIDER: 'none' }).names).toEqual([]);
+    expect(answer('rain forecast tomorrow').names).toEqual([]);
+    // A lower floor lets the closest tool through, labelled as a semantic-only match.
+    const lowered = answer('rain forecast tomorrow', { CAIRN_TOOLS_SEMANTIC_FLOOR: '0.6' });
+    expect(lowered.names[0]).toBe('get_weather');
+    expect(lowered.matched_by.get_weather).toBe('semantic');
   });
 
   it('with CAIRN_EMBEDDING_PROVIDER=none the search is keyword only and cannot find the paraphrase', () => {
