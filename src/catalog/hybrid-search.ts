@@ -16,7 +16,7 @@ export const MIN_TOOL_SIMILARITY = 0.5;
  * `tools.semantic_floor` overrides it.
  */
 export const SEMANTIC_FLOORS: Readonly<Record<string, number>> = {
-  word_vectors: 0.85,
+  word_vectors: 0.9,
   // Hash vectors only see shared tokens, which the keyword path already finds: test and development use.
   hash: 0.5,
 };
