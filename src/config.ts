@@ -232,9 +232,9 @@ const toolsSchema = z
     /** Segment Chinese (jieba) and Japanese kana in tool text and queries instead of dropping them. */
     cjk: flag.default(true),
     /**
-     * Fuse BM25 with the embedder's vectors (weighted RRF) in tool search; needs an embedder. With the
-     * zero-config word vectors (weight 0.01) keyword matches keep their order and tools close in meaning
-     * follow them (measured: BENCHMARKS.md, "Tool retrieval").
+     * Use the embedder in tool search; needs one. Keyword matches come first (ordered by BM25 fused with
+     * the vectors by weighted RRF), then tools the vectors alone find above the semantic floor, labelled
+     * `semantic` (measured: BENCHMARKS.md, "Tool retrieval").
      */
     hybrid: flag.default(true),
     /**
