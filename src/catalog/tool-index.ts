@@ -225,9 +225,12 @@ export class ToolIndex {
     const exactSet = new Set(exact);
     let hits: ToolHit[];
     if (admission === 'rank') hits = this.ranked(scoring, stats, exactSet);
-    else {
-      const admitted = admission === 'strict' ? this.strict(terms, stats, exact) : this.served(content, stats, exact);
-      hits = admitted.map((index) => ({ index, score: exactSet.has(index) ? Infinity : this.bm25(index, scoring, stats), match: 'keyword', terms: 0 }));
+    else if (admission === 'served') {
+      // Every admitted tool holds a content term, so it is among the ranked ones: one pass over the postings.
+      const admitted = this.served(content, stats);
+      hits = this.ranked(scoring, stats, exactSet).filter((h) => admitted[h.index] === 1 || exactSet.has(h.index));
+    } else {
+      hits = this.strict(terms, stats, exact).map((index) => ({ index, score: exactSet.has(index) ? Infinity : this.bm25(index, scoring, stats), match: 'keyword', terms: 0 }));
     }
     return best(hits, limit).map((hit) => ({ ...hit, match: exactSet.has(hit.index) ? 'exact_name' : 'keyword', terms: this.held(hit.index, content) }));
   }
@@ -238,27 +241,25 @@ export class ToolIndex {
    * so a missing service answers empty. More terms (a question or a request): every term no tool has is
    * left aside (names, values, phrasing), and a tool must hold two of the rest or one distinctive term.
    */
-  private served(content: readonly string[], stats: Stats, exact: readonly number[]): number[] {
-    const admitted = new Set(exact);
+  private served(content: readonly string[], stats: Stats): Uint8Array {
+    const admitted = new Uint8Array(this.size);
     if (content.length <= KEYWORD_QUERY_MAX_TERMS) {
       let gate = content[0]!;
       for (const t of content) if (stats.idf(t) > stats.idf(gate)) gate = t;
-      for (const i of this.postings.get(gate)?.docs ?? []) if (!stats.excluded(i)) admitted.add(i);
-    } else {
-      const share = this.options.distinctiveShare ?? DISTINCTIVE_TERM_IDF_SHARE;
-      const known = content.filter((t) => stats.df(t) > 0);
-      const distinctive = new Set(known.filter((t) => stats.idf(t) >= share * stats.idfMax));
-      const held = new Map<number, number>();
-      for (const t of known) {
-        for (const i of this.postings.get(t)!.docs) {
-          if (stats.excluded(i)) continue;
-          const n = (held.get(i) ?? 0) + 1;
-          held.set(i, n);
-          if (n >= 2 || distinctive.has(t)) admitted.add(i);
-        }
+      for (const i of this.postings.get(gate)?.docs ?? []) if (!stats.excluded(i)) admitted[i] = 1;
+      return admitted;
+    }
+    const share = this.options.distinctiveShare ?? DISTINCTIVE_TERM_IDF_SHARE;
+    const held = new Uint8Array(this.size);
+    for (const t of content) {
+      if (stats.df(t) === 0) continue;
+      const distinctive = stats.idf(t) >= share * stats.idfMax;
+      for (const i of this.postings.get(t)!.docs) {
+        if (held[i]! < 2) held[i]!++;
+        if (distinctive || held[i] === 2) admitted[i] = 1;
       }
     }
-    return [...admitted].sort((a, b) => a - b);
+    return admitted;
   }
 
   /** The gate (rarest token) and floor of the reference: tools holding the gate and enough answerable terms. */
