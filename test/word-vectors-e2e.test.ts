@@ -95,7 +95,7 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
     expect(found.results[0]?.id).toBe('m1');
   });
 
-  it('tool search with word vectors configured: keyword matches first, and a query no tool shares a word with gets the closest tools', () => {
+  it('tool search with word vectors configured: keyword matches, and a tool close in meaning only above the semantic floor, labelled', () => {
     const catalog = join(dir, 'catalog.json');
     const tool = (name: string, description: string) => ({ name, description, inputSchema: { type: 'object', properties: {} } });
     writeFileSync(
@@ -106,15 +106,20 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
         tool('create_invoice', 'Create a billing invoice for a customer'),
       ]),
     );
-    const search = (query: string, extra: Record<string, string> = {}) => {
+    const answer = (query: string, extra: Record<string, string> = {}) => {
       const r = cairn(extra, 'tools', 'search', '--catalog', catalog, query, '--json');
       expect(r.code).toBe(0);
-      return (JSON.parse(r.stdout) as { names: string[] }).names;
+      return JSON.parse(r.stdout) as { names: string[]; matched_by: Record<string, string> };
     };
-    expect(search('send email', WORD_VECTORS)[0]).toBe('send_email');
-    // No tool holds "forecast", "rain" or "tomorrow": keyword search alone (the default) abstains.
-    expect(search('rain forecast tomorrow')).toEqual([]);
-    expect(search('rain forecast tomorrow', WORD_VECTORS)[0]).toBe('get_weather');
+    expect(answer('send email', WORD_VECTORS)).toEqual({ query: 'send email', names: ['send_email'], matched_by: { send_email: 'keyword' } });
+    // No tool holds "forecast", "rain" or "tomorrow": keyword search (the default) abstains, and the word
+    // vectors' similarity to get_weather stays below their calibrated floor, so they answer nothing either.
+    expect(answer('rain forecast tomorrow').names).toEqual([]);
+    expect(answer('rain forecast tomorrow', WORD_VECTORS).names).toEqual([]);
+    // A lower floor lets the closest tool through, labelled as a semantic-only match.
+    const lowered = answer('rain forecast tomorrow', { ...WORD_VECTORS, CAIRN_TOOLS_SEMANTIC_FLOOR: '0.6' });
+    expect(lowered.names[0]).toBe('get_weather');
+    expect(lowered.matched_by.get_weather).toBe('semantic');
   });
 
   it('with zero configuration the search is keyword only and cannot find the paraphrase', () => {

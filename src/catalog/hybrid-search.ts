@@ -2,81 +2,148 @@ import { vectorFusionWeight, type Embedder } from '../embed/embedder.js';
 import { describeError } from '../errors.js';
 import { RRF_K, rrfFuse } from '../search/rrf.js';
 import type { Catalog, CatalogTool } from './catalog.js';
-import type { Admission } from './tool-index.js';
+import type { Admission, MatchKind, ToolHit } from './tool-index.js';
 
 /** Candidates each path contributes to the fusion. */
 const POOL = 50;
-/** Cosine similarity a tool must reach to be a vector candidate. */
+/** Cosine similarity a tool must reach to be a vector candidate in rank mode (the ordering diagnostic). */
 export const MIN_TOOL_SIMILARITY = 0.5;
 
 /**
- * Tool search with BM25 (and its admission rules) fused with embedding similarity by RRF. Tool vectors
- * are computed once per catalog snapshot; a query the embedder cannot embed, or an embedder failure,
- * falls back to the lexical ranking. An exact tool name still ranks first.
+ * Cosine similarity a tool must reach to be offered on meaning alone (a `semantic` match), per embedder
+ * family (the part of `Embedder.id` before the first `:`). Each is calibrated on the tuning split of
+ * BFCL, MetaTool and Seal-Tools (BENCHMARKS.md, "Tool retrieval", semantic floor table); config
+ * `tools.semantic_floor` overrides it.
+ */
+export const SEMANTIC_FLOORS: Readonly<Record<string, number>> = {
+  word_vectors: 0.9,
+  // Hash vectors only see shared tokens, which the keyword path already finds: test and development use.
+  hash: 0.5,
+};
+/** Families not calibrated here (model embedders): a cautious default until measured for the model. */
+export const UNCALIBRATED_SEMANTIC_FLOOR = 0.6;
+
+/** The semantic floor for an embedder: the calibrated value for its family, else the cautious default. */
+export function semanticFloor(embedder: Pick<Embedder, 'id'>): number {
+  return SEMANTIC_FLOORS[embedder.id.split(':')[0]!] ?? UNCALIBRATED_SEMANTIC_FLOOR;
+}
+
+/** One result of tool search: the tool and how it matched the query. */
+export type ToolMatch = { tool: CatalogTool; match: MatchKind };
+
+export type ToolSearchOptions = {
+  /** RRF weight of the vector ranking against BM25's 1. Default: the embedder's own. */
+  weight?: number | undefined;
+  /** Cosine floor of semantic-only matches. Default: {@link semanticFloor} of the embedder. */
+  semanticFloor?: number | undefined;
+};
+
+/** Per-query options of {@link HybridToolSearch.search}. */
+export type ToolQuery = {
+  admission?: Admission;
+  /** Tool names treated as absent from the catalog (leave-gold-out evaluation). */
+  exclude?: ReadonlySet<string>;
+};
+
+/**
+ * Tool search as tool_search answers it: the keyword matches admitted by the index (ordered by BM25,
+ * fused by weighted RRF with the embedder's ranking when there is one), then — with an embedder — the
+ * tools that only the vectors find, above the embedder's semantic floor, by similarity. Every result says
+ * how it matched. Tool vectors are computed once per catalog snapshot; an embedder failure answers with
+ * the keyword matches alone. In `rank` mode (a diagnostic ordering) both lists are fused as a whole.
  */
 export class HybridToolSearch {
   private readonly vectors = new WeakMap<Catalog, Promise<(Float32Array | null)[]>>();
-
-  private readonly minSimilarity: number;
-  /** RRF weight of the vector ranking against BM25's 1. */
   private readonly weight: number;
+  private readonly floor: number;
 
   constructor(
-    private readonly embedder: Embedder,
+    private readonly embedder: Embedder | null,
     private readonly warn: (message: string) => void,
-    options: { weight?: number; minSimilarity?: number } = {},
+    options: ToolSearchOptions = {},
   ) {
-    this.minSimilarity = options.minSimilarity ?? MIN_TOOL_SIMILARITY;
     this.weight = options.weight ?? vectorFusionWeight(embedder, undefined);
+    this.floor = options.semanticFloor ?? (embedder ? semanticFloor(embedder) : 1);
   }
 
-  async search(catalog: Catalog, query: string, limit: number, admission: Admission = 'strict'): Promise<CatalogTool[]> {
-    const lexical = catalog.index.scored(query, Math.max(limit, POOL), admission);
-    const pinned = lexical.filter((h) => h.score === Infinity).map((h) => h.index);
-    let vector: number[] = [];
-    try {
-      vector = await this.vectorRanking(catalog, query);
-    } catch (err) {
-      this.warn(`tool search: embedding path failed, answering with keywords only: ${describeError(err)}`);
+  /** True when a vector path takes part (semantic matches are possible). */
+  get semantic(): boolean {
+    return this.embedder !== null;
+  }
+
+  async search(catalog: Catalog, query: string, limit: number, options: ToolQuery = {}): Promise<ToolMatch[]> {
+    const admission = options.admission ?? 'served';
+    const exclude = options.exclude && options.exclude.size > 0 ? positions(catalog, options.exclude) : undefined;
+    const lexical = catalog.index.scored(query, Math.max(limit, POOL), admission, { exclude });
+    const similar = await this.similarities(catalog, query, exclude);
+    const byIndex = new Map<number, ToolHit>(lexical.map((h) => [h.index, h]));
+    const match = (i: number): ToolMatch => ({ tool: catalog.tools[i]!, match: byIndex.get(i)?.match ?? 'semantic' });
+    const pinned = lexical.filter((h) => h.match === 'exact_name').map((h) => h.index);
+    const rest = (order: number[]) => order.filter((i) => !pinned.includes(i));
+    if (admission === 'rank') {
+      const vector = similar.filter((s) => s.sim >= MIN_TOOL_SIMILARITY).slice(0, POOL);
+      return [...pinned, ...rest(this.fuse(lexical, vector))].slice(0, limit).map(match);
     }
-    const fused = rrfFuse(
-      [lexical.map((h) => ({ id: String(h.index), score: h.score })), vector.map((i) => ({ id: String(i), score: 0 }))],
+    const keyword = rest(this.fuse(lexical, similar.filter((s) => byIndex.has(s.index))));
+    const semanticOnly = similar.filter((s) => s.sim >= this.floor && !byIndex.has(s.index)).map((s) => s.index);
+    return [...pinned, ...keyword, ...semanticOnly].slice(0, limit).map(match);
+  }
+
+  private fuse(lexical: readonly ToolHit[], vector: readonly { index: number }[]): number[] {
+    if (vector.length === 0) return lexical.map((h) => h.index);
+    return rrfFuse(
+      [lexical.map((h) => ({ id: String(h.index), score: h.score })), vector.map((v) => ({ id: String(v.index), score: 0 }))],
       RRF_K,
       [1, this.weight],
     ).map((h) => Number(h.id));
-    const order = [...pinned, ...fused.filter((i) => !pinned.includes(i))];
-    return order.slice(0, limit).map((i) => catalog.tools[i]!);
   }
 
-  /** The vector path alone: the tools most similar to `query`, best first, above the similarity floor. */
-  async similar(catalog: Catalog, query: string, limit: number): Promise<CatalogTool[]> {
-    return (await this.vectorRanking(catalog, query)).slice(0, limit).map((i) => catalog.tools[i]!);
+  /** The vector path alone: the tools most similar to `query`, best first, above `minSimilarity`. */
+  async similar(catalog: Catalog, query: string, limit: number, minSimilarity = MIN_TOOL_SIMILARITY): Promise<CatalogTool[]> {
+    return (await this.similarities(catalog, query))
+      .filter((s) => s.sim >= minSimilarity)
+      .slice(0, limit)
+      .map((s) => catalog.tools[s.index]!);
   }
 
-  /** Positions of the tools most similar to `query`, best first, above the similarity floor. */
-  private async vectorRanking(catalog: Catalog, query: string): Promise<number[]> {
-    const [queryVector] = await this.embedder.embed([query]);
-    if (!queryVector) return [];
-    const tools = await this.toolVectors(catalog);
-    const scored: { index: number; sim: number }[] = [];
-    tools.forEach((v, index) => {
-      if (!v) return;
-      let sim = 0;
-      for (let k = 0; k < v.length; k++) sim += v[k]! * queryVector[k]!;
-      if (sim >= this.minSimilarity) scored.push({ index, sim });
-    });
-    scored.sort((a, b) => b.sim - a.sim);
-    return scored.slice(0, POOL).map((s) => s.index);
+  /** Cosine of `query` to every tool with a vector, best first (the first {@link POOL}); empty without an embedder or on failure. */
+  async similarities(catalog: Catalog, query: string, exclude?: ReadonlySet<number>): Promise<{ index: number; sim: number }[]> {
+    if (!this.embedder) return [];
+    try {
+      const [queryVector] = await this.embedder.embed([query]);
+      if (!queryVector) return [];
+      const tools = await this.toolVectors(catalog, this.embedder);
+      const scored: { index: number; sim: number }[] = [];
+      tools.forEach((v, index) => {
+        if (!v || exclude?.has(index)) return;
+        let sim = 0;
+        for (let k = 0; k < v.length; k++) sim += v[k]! * queryVector[k]!;
+        scored.push({ index, sim });
+      });
+      scored.sort((a, b) => b.sim - a.sim);
+      return scored.slice(0, POOL);
+    } catch (err) {
+      this.warn(`tool search: embedding path failed, answering with keywords only: ${describeError(err)}`);
+      return [];
+    }
   }
 
-  private toolVectors(catalog: Catalog): Promise<(Float32Array | null)[]> {
+  private toolVectors(catalog: Catalog, embedder: Embedder): Promise<(Float32Array | null)[]> {
     let pending = this.vectors.get(catalog);
     if (!pending) {
       const texts = catalog.tools.map((t) => `${t.toolName.replace(/[_.:-]/g, ' ')} ${t.description}`);
-      pending = this.embedder.embed(texts);
+      pending = embedder.embed(texts);
       pending.catch(() => this.vectors.delete(catalog));
       this.vectors.set(catalog, pending);
     }
     return pending;
   }
+}
+
+function positions(catalog: Catalog, names: ReadonlySet<string>): Set<number> {
+  const out = new Set<number>();
+  catalog.tools.forEach((t, i) => {
+    if (names.has(t.name)) out.add(i);
+  });
+  return out;
 }

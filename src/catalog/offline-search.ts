@@ -2,23 +2,27 @@ import type { ToolsConfig } from '../config.js';
 import type { Embedder } from '../embed/embedder.js';
 import { CairnError } from '../errors.js';
 import { catalogEntrySchema, staticCatalog, type Catalog } from './catalog.js';
-import { HybridToolSearch } from './hybrid-search.js';
+import { HybridToolSearch, type ToolMatch } from './hybrid-search.js';
 import type { Admission } from './tool-index.js';
 
 export type OfflineSearchOptions = {
   /** Index choices (`index_param_descriptions`, `split_camel_case`, `cjk`) and `hybrid`. */
-  config: Pick<ToolsConfig, 'index_param_descriptions' | 'split_camel_case' | 'cjk' | 'hybrid'>;
+  config: Pick<ToolsConfig, 'index_param_descriptions' | 'split_camel_case' | 'cjk' | 'hybrid' | 'semantic_floor'>;
   /** Needed for hybrid search; without one the search is lexical. */
   embedder?: Embedder | null;
   /** RRF weight of the vector ranking (config `embedding.fusion_weight`). Default: the embedder's own. */
   vectorWeight?: number;
-  /** `strict` (default) answers as tool_search does; `rank` orders every tool sharing a term. */
+  /** `served` (default) answers as tool_search does; `strict` is the reference rule; `rank` orders every tool sharing a term. */
   admission?: Admission;
   warn?: (message: string) => void;
 };
 
-/** Searches a fixed catalog with no servers (`cairn tools search --catalog`, benchmarks): names, best first. */
-export type OfflineSearch = { catalog: Catalog; search(query: string, limit: number): Promise<string[]> };
+/**
+ * Searches a fixed catalog with no servers (`cairn tools search --catalog`, benchmarks) exactly as the
+ * hub's tool_search does: matches best first, each with how it matched. `exclude` leaves tools out as if
+ * they were not in the catalog (leave-gold-out evaluation).
+ */
+export type OfflineSearch = { catalog: Catalog; semantic: boolean; search(query: string, limit: number, exclude?: ReadonlySet<string>): Promise<ToolMatch[]> };
 
 /** Builds an {@link OfflineSearch} over catalog entries `{name, description, inputSchema, server?}`. */
 export function offlineToolSearch(entries: unknown, options: OfflineSearchOptions): OfflineSearch {
@@ -33,13 +37,14 @@ export function offlineToolSearch(entries: unknown, options: OfflineSearchOption
   });
   const c = options.config;
   const catalog = staticCatalog(valid, { paramDescriptions: c.index_param_descriptions, camelCase: c.split_camel_case, cjk: c.cjk });
-  const admission = options.admission ?? 'strict';
-  const hybrid = c.hybrid && options.embedder ? new HybridToolSearch(options.embedder, options.warn ?? (() => undefined), { weight: options.vectorWeight }) : null;
+  const admission = options.admission ?? 'served';
+  const search = new HybridToolSearch(c.hybrid ? (options.embedder ?? null) : null, options.warn ?? (() => undefined), {
+    weight: options.vectorWeight,
+    semanticFloor: c.semantic_floor,
+  });
   return {
     catalog,
-    async search(query, limit) {
-      const tools = hybrid ? await hybrid.search(catalog, query, limit, admission) : catalog.search(query, limit, admission);
-      return tools.map((t) => t.name);
-    },
+    semantic: search.semantic,
+    search: (query, limit, exclude) => search.search(catalog, query, limit, { admission, exclude }),
   };
 }

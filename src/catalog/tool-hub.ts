@@ -19,7 +19,7 @@ import {
 } from './bridge.js';
 import { Catalog, catalogName, type CatalogTool, type Disclosure, type DisclosureSettings, type SourceStatus } from './catalog.js';
 import { DownstreamServer } from './downstream.js';
-import { HybridToolSearch } from './hybrid-search.js';
+import { HybridToolSearch, type ToolMatch } from './hybrid-search.js';
 import type { ToolCaller, ToolCallRecorder } from './recorder.js';
 import { isRecord, type JsonObject } from './schema.js';
 import type { ToolTextOptions } from './tool-index.js';
@@ -78,7 +78,7 @@ export class ToolHub {
   private readonly recorder: ToolCallRecorder | null;
   private readonly warn: (message: string) => void;
   private readonly textOptions: ToolTextOptions;
-  private readonly hybrid: HybridToolSearch | null;
+  private readonly searcher: HybridToolSearch;
   private readonly listeners = new Set<() => void>();
   private readonly coreNames = new Set<string>();
   private readonly providers: { provider: ToolProvider; unsubscribe: () => void }[] = [];
@@ -94,7 +94,10 @@ export class ToolHub {
     this.recorder = options.recorder ?? null;
     this.warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
     this.textOptions = { cjk: config.cjk, paramDescriptions: config.index_param_descriptions, camelCase: config.split_camel_case };
-    this.hybrid = config.hybrid && options.embedder ? new HybridToolSearch(options.embedder, this.warn, { weight: options.vectorWeight }) : null;
+    this.searcher = new HybridToolSearch(config.hybrid ? (options.embedder ?? null) : null, this.warn, {
+      weight: options.vectorWeight,
+      semanticFloor: config.semantic_floor,
+    });
     const timing = {
       connectTimeoutMs: config.connect_timeout_ms,
       callTimeoutMs: config.call_timeout_ms,
@@ -203,7 +206,7 @@ export class ToolHub {
 
   /** The bridge tool definitions for the current catalog (tool_search carries the listing). */
   bridgeTools(contextLength?: number): ToolDefinition[] {
-    return bridgeToolDefinitions(this.disclosure(contextLength), this.limits, { semantic: this.hybrid !== null });
+    return bridgeToolDefinitions(this.disclosure(contextLength), this.limits, { semantic: this.searcher.semantic });
   }
 
   /** tool_search. */
@@ -254,13 +257,13 @@ export class ToolHub {
     if (filter.source !== undefined && !catalog.sources.some((s) => s.name === filter.source) && !catalog.tools.some((t) => t.source === filter.source)) {
       throw new CairnError('not_found', `unknown tool source '${filter.source}'; sources: ${catalog.sourceSummary().map((s) => s.name).join(', ') || 'none'}`);
     }
-    const tools = filter.query?.trim() ? await this.find(catalog, filter.query, catalog.tools.length) : catalog.tools;
+    const tools = filter.query?.trim() ? (await this.find(catalog, filter.query, catalog.tools.length)).map((m) => m.tool) : catalog.tools;
     return filter.source === undefined ? [...tools] : tools.filter((t) => t.source === filter.source);
   }
 
-  private async find(catalog: Catalog, query: string, limit: number): Promise<CatalogTool[]> {
-    if (this.hybrid) return this.hybrid.search(catalog, query, limit);
-    return catalog.search(query, limit);
+  /** The one search behind tool_search, `/v3/tools/list` with a query and `cairn tools search`: served admission, labelled. */
+  private find(catalog: Catalog, query: string, limit: number): Promise<ToolMatch[]> {
+    return this.searcher.search(catalog, query, limit);
   }
 
   private async dispatch(tool: CatalogTool, args: JsonObject, caller: ToolCaller): Promise<InvokeOutcome> {

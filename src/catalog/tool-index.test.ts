@@ -159,8 +159,8 @@ describe('retrieval', () => {
 describe('relevance floor', () => {
   const index = new ToolIndex(floorCatalog);
 
-  it('filters a tool that shares only one incidental word with a long query', () => {
-    expect(names(floorCatalog, index, 'run shell command execute code')).toEqual([]);
+  it('filters a tool that shares only one incidental word with a long query (reference rule)', () => {
+    expect(index.search('run shell command execute code', 5, 'strict')).toEqual([]);
   });
 
   it('leaves short queries untouched', () => {
@@ -177,6 +177,61 @@ describe('relevance floor', () => {
   it('an exact tool name bypasses the floor and the gate', () => {
     expect(names(floorCatalog, index, 'github_create_issue')[0]).toBe('github_create_issue');
     expect(names(floorCatalog, index, '  GITHUB_CREATE_ISSUE ')[0]).toBe('github_create_issue');
+  });
+});
+
+describe('served admission (tool_search)', () => {
+  // Twelve tools in which create, list, file and text are common words and the services are distinct.
+  const catalog = [
+    td('github__create_issue', 'Open a new issue in a GitHub repository', ['title', 'body']),
+    td('github__list_issues', 'List the issues of a GitHub repository', ['repo']),
+    td('slack__send_message', 'Post a message into a Slack channel', ['channel', 'text']),
+    td('docs__pdf_to_text', 'Extract the plain text of a PDF document', ['path']),
+    td('docs__summarize', 'Summarize a long text into a few sentences', ['text']),
+    td('files__create_directory', 'Create a directory', ['path']),
+    td('files__write_file', 'Write text to a file, creating the file when missing', ['path', 'content']),
+    td('files__read_file', 'Read a file', ['path']),
+    td('files__list_directory', 'List the entries of a directory', ['path']),
+    td('calendar__create_event', 'Create a calendar event', ['title', 'start']),
+    td('calendar__list_events', 'List calendar events in a time range', ['from', 'to']),
+    td('weather__forecast', '查询城市未来几天的天气预报', ['city']),
+  ];
+  const index = new ToolIndex(catalog);
+  const served = (query: string, limit = 5) => index.scored(query, limit).map((h) => ({ name: catalog[h.index]!.name, match: h.match }));
+
+  it('a missing capability answers nothing: a keyword query whose rarest word no tool holds, or a request sharing no content word', () => {
+    expect(served('send gmail email')).toEqual([]);
+    expect(served('could you please book me a flight to Paris next friday')).toEqual([]);
+  });
+
+  it('a natural-language intent gets its tools, fillers and British spelling included', () => {
+    const found = served('I need to turn this PDF into text and summarise it').map((m) => m.name);
+    expect(found.slice(0, 2).sort()).toEqual(['docs__pdf_to_text', 'docs__summarize']);
+    expect(served('can you help me open a new issue on github')[0]).toEqual({ name: 'github__create_issue', match: 'keyword' });
+  });
+
+  it('one incidental common word is not a match', () => {
+    // "create" is in four of twelve tools: not distinctive, and the request shares nothing else.
+    expect(served('create a quarterly budget spreadsheet for the marketing team')).toEqual([]);
+    expect(index.search('create a quarterly budget spreadsheet for the marketing team', 5, 'rank').length).toBeGreaterThan(0);
+  });
+
+  it('an exact name comes first and says so; other matches are keyword ones', () => {
+    const found = served('files__read_file');
+    expect(found[0]).toEqual({ name: 'files__read_file', match: 'exact_name' });
+    expect(found.slice(1).every((m) => m.match === 'keyword')).toBe(true);
+  });
+
+  it('a Chinese request finds the tool described in Chinese', () => {
+    expect(served('帮我查一下北京明天的天气预报')[0]).toEqual({ name: 'weather__forecast', match: 'keyword' });
+  });
+
+  it('excluded tools are left out of the answer and of the word statistics', () => {
+    const pdf = catalog.findIndex((t) => t.name === 'docs__pdf_to_text');
+    expect(index.search('pdf document', 5).map((i) => catalog[i]!.name)).toEqual(['docs__pdf_to_text']);
+    // Without the one tool that holds "pdf", the keyword query names a capability no tool has.
+    expect(index.scored('pdf document', 5, 'served', { exclude: new Set([pdf]) })).toEqual([]);
+    expect(index.scored('extract plain text', 5, 'rank', { exclude: new Set([pdf]) }).map((h) => h.index)).not.toContain(pdf);
   });
 });
 
@@ -213,7 +268,7 @@ describe('properties', () => {
       fc.property(fc.array(tool, { maxLength: 12 }), fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 5 }), fc.integer({ min: 1, max: 6 }), (tools, q, limit) => {
         const index = new ToolIndex(tools);
         const query = q.join(' ');
-        const hits = index.search(query, limit);
+        const hits = index.search(query, limit, 'strict');
         expect(hits.length).toBeLessThanOrEqual(limit);
         const terms = index.tokens(query);
         let gate = terms[0]!;

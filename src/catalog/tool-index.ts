@@ -5,9 +5,10 @@ import { isRecord, topLevelProperties } from './schema.js';
 
 /**
  * Lexical retrieval over a tool catalog (DESIGN.md, "Tool hub"): one bag of words per tool, Snowball
- * English stemming on both sides, Okapi BM25, and the admission rules of the reference tool search — a
- * tool must contain the query's rarest token and, once a query has four or more answerable terms, at
- * least half of them; a query equal to a tool's name always returns that tool first.
+ * English stemming on both sides, Okapi BM25, and admission — which tools are answers at all. `served`
+ * (tool_search): a keyword query (up to three content terms) keeps the reference's rarest-term rule; a
+ * longer, natural-language query admits a tool that holds two of its content terms, or one distinctive
+ * term. A query equal to a tool's name always returns that tool first.
  */
 
 /** BM25 term-frequency saturation. */
@@ -18,6 +19,15 @@ export const BM25_B = 0.75;
 export const MIN_QUERY_TERM_COVERAGE = 0.5;
 /** The relevance floor engages from this many answerable (catalog-known) query terms up. */
 export const MIN_ANSWERABLE_TERMS_FOR_COVERAGE = 4;
+/** Served admission: a query with at most this many content terms is a keyword query (rarest-term rule). */
+export const KEYWORD_QUERY_MAX_TERMS = 3;
+/**
+ * Served admission of a longer query: a tool holding only one of its content terms is a match when that
+ * term's IDF is at least this share of the IDF of a term no tool has (a word in few tools, not an
+ * incidental common one). Chosen on the tuning split of BFCL, MetaTool and Seal-Tools from the curve of
+ * served recall against leave-gold-out abstention (BENCHMARKS.md, "Tool retrieval").
+ */
+export const DISTINCTIVE_TERM_IDF_SHARE = 0.5;
 
 /** What the index needs to know about one tool. */
 export type IndexableTool = {
@@ -39,16 +49,34 @@ export type ToolTextOptions = {
   camelCase?: boolean;
   /** Score every query token, repeats and stop words included, as the reference does (for comparison). Default false. */
   referenceScoring?: boolean;
+  /** Served admission's {@link DISTINCTIVE_TERM_IDF_SHARE} (benchmarks sweep it). */
+  distinctiveShare?: number;
 };
 
 /**
- * How search admits tools. `strict` (tool_search): the rarest-token rule and the relevance floor.
- * `rank`: every tool sharing a scored term, by BM25 — for callers that want an ordering, not a verdict.
+ * How search admits tools. `served` (tool_search, the default): see {@link ToolIndex}. `strict`: the
+ * reference's rules unchanged (rarest token over every query token, half of four or more answerable
+ * terms), kept for comparison. `rank`: every tool sharing a scored term, by BM25 — an ordering, not a verdict.
  */
-export type Admission = 'strict' | 'rank';
+export type Admission = 'served' | 'strict' | 'rank';
 
-/** One result: a position in the indexed list and its BM25 score (`Infinity` for an exact name). */
-export type ToolHit = { index: number; score: number };
+/** How a tool matched a query: its exact name, shared words, or (hybrid search only) meaning alone. */
+export type MatchKind = 'exact_name' | 'keyword' | 'semantic';
+
+/**
+ * One result: a position in the indexed list, its BM25 score (`Infinity` for an exact name), how it
+ * matched, and how many of the query's content terms it holds.
+ */
+export type ToolHit = { index: number; score: number; match: 'exact_name' | 'keyword'; terms: number };
+
+/** Per-query search options. */
+export type ToolQueryOptions = {
+  /**
+   * Positions to treat as absent from the catalog: not returned, and left out of document frequencies
+   * (leave-gold-out evaluation: the answer as if those tools did not exist).
+   */
+  exclude?: ReadonlySet<number>;
+};
 
 // Han ideographs | kana | any other run of letters, marks and digits. `_ . : -` and punctuation separate.
 const RUN_PATTERN = /(\p{Script=Han}+)|([\p{Script=Hiragana}\p{Script=Katakana}ー]+)|([\p{L}\p{M}\p{N}]+)/gu;
@@ -74,6 +102,17 @@ function stem(word: string): string {
 const STOP_STEMS: ReadonlySet<string> = new Set([...ENGLISH_STOPWORDS].map(stem));
 
 /**
+ * Words that phrase a request rather than name a capability ("can you help me", "I need to", "please
+ * tell me"). Served admission does not count them as content terms; they still score.
+ */
+export const REQUEST_FILLER_WORDS: readonly string[] =
+  'need want wanna help please tell know thanks thank hi hello hey hope able possible kindly wonder something anything like'.split(' ');
+const FILLER_STEMS: ReadonlySet<string> = new Set(REQUEST_FILLER_WORDS.map(stem));
+
+// British -ise spellings meet American -ize ones (summarise, summarised, organisation → -iz-).
+const BRITISH_ISE = /^([a-z]{3,})is(e|ed|es|ing|er|ers|ation|ations)$/;
+
+/**
  * Tokens of tool text or of a query, in order, duplicates kept. Latin words are lower-cased, stripped of
  * diacritics and Porter2-stemmed (`issues` → `issu`); stop words are kept. With `cjk`, Han runs are
  * segmented by jieba and kana become bigrams; without it they are dropped, as in the reference.
@@ -85,7 +124,7 @@ export function toolTokens(text: string, options: ToolTextOptions = {}): string[
   for (const [, han, kana, word] of text.normalize('NFKC').matchAll(RUN_PATTERN)) {
     if (word !== undefined) {
       const folded = foldWord(word);
-      if (folded !== '') tokens.push(ASCII_WORD.test(folded) ? stem(folded) : folded);
+      if (folded !== '') tokens.push(ASCII_WORD.test(folded) ? stem(folded.replace(BRITISH_ISE, '$1iz$2')) : folded);
     } else if (cjk) {
       tokens.push(...analyze((han ?? kana)!, { stem: false, dropStopwords: false }));
     }
@@ -167,7 +206,7 @@ export class ToolIndex {
   }
 
   /** Positions of the best `limit` tools for `query`, best first; equal scores keep catalog order. */
-  search(query: string, limit: number, admission: Admission = 'strict'): number[] {
+  search(query: string, limit: number, admission: Admission = 'served'): number[] {
     return this.scored(query, limit, admission).map((hit) => hit.index);
   }
 
@@ -175,68 +214,158 @@ export class ToolIndex {
    * The best `limit` hits for `query` with their scores. An exact (case-insensitive) tool name always
    * matches and ranks first; otherwise `admission` decides which tools are results.
    */
-  scored(query: string, limit: number, admission: Admission = 'strict'): ToolHit[] {
+  scored(query: string, limit: number, admission: Admission = 'served', options: ToolQueryOptions = {}): ToolHit[] {
     if (this.size === 0 || !(limit > 0)) return [];
     const terms = this.tokens(query);
     if (terms.length === 0) return [];
-    const exact = this.byName.get(query.trim().toLowerCase()) ?? [];
+    const stats = new Stats(this, options.exclude);
+    const exact = (this.byName.get(query.trim().toLowerCase()) ?? []).filter((i) => !stats.excluded(i));
     const scoring = this.options.referenceScoring ? terms : scoringTerms(terms);
-    const hits = admission === 'strict' ? this.strict(terms, scoring, exact) : this.ranked(scoring, exact);
-    return best(hits, limit);
+    const content = contentTerms(terms);
+    const exactSet = new Set(exact);
+    let hits: ToolHit[];
+    if (admission === 'rank') hits = this.ranked(scoring, stats, exactSet);
+    else if (admission === 'served') {
+      // Every admitted tool holds a content term, so it is among the ranked ones: one pass over the postings.
+      const admitted = this.served(content, stats);
+      hits = this.ranked(scoring, stats, exactSet).filter((h) => admitted[h.index] === 1 || exactSet.has(h.index));
+    } else {
+      hits = this.strict(terms, stats, exact).map((index) => ({ index, score: exactSet.has(index) ? Infinity : this.bm25(index, scoring, stats), match: 'keyword', terms: 0 }));
+    }
+    return best(hits, limit).map((hit) => ({ ...hit, match: exactSet.has(hit.index) ? 'exact_name' : 'keyword', terms: this.held(hit.index, content) }));
+  }
+
+  /**
+   * Served admission. Up to {@link KEYWORD_QUERY_MAX_TERMS} content terms (a keyword query such as
+   * `github create issue`): a tool must hold the rarest of them, and a term no tool has admits nothing,
+   * so a missing service answers empty. More terms (a question or a request): every term no tool has is
+   * left aside (names, values, phrasing), and a tool must hold two of the rest or one distinctive term.
+   */
+  private served(content: readonly string[], stats: Stats): Uint8Array {
+    const admitted = new Uint8Array(this.size);
+    if (content.length <= KEYWORD_QUERY_MAX_TERMS) {
+      let gate = content[0]!;
+      for (const t of content) if (stats.idf(t) > stats.idf(gate)) gate = t;
+      for (const i of this.postings.get(gate)?.docs ?? []) if (!stats.excluded(i)) admitted[i] = 1;
+      return admitted;
+    }
+    const share = this.options.distinctiveShare ?? DISTINCTIVE_TERM_IDF_SHARE;
+    const held = new Uint8Array(this.size);
+    for (const t of content) {
+      if (stats.df(t) === 0) continue;
+      const distinctive = stats.idf(t) >= share * stats.idfMax;
+      for (const i of this.postings.get(t)!.docs) {
+        if (held[i]! < 2) held[i]!++;
+        if (distinctive || held[i] === 2) admitted[i] = 1;
+      }
+    }
+    return admitted;
   }
 
   /** The gate (rarest token) and floor of the reference: tools holding the gate and enough answerable terms. */
-  private strict(terms: readonly string[], scoring: readonly string[], exact: readonly number[]): ToolHit[] {
+  private strict(terms: readonly string[], stats: Stats, exact: readonly number[]): number[] {
     let gate = terms[0]!;
-    for (const t of terms) if (this.idf(t) > this.idf(gate)) gate = t; // strict `>`: the earliest rarest token gates
-    const answerable = [...new Set(terms)].filter((t) => this.postings.has(t));
+    for (const t of terms) if (stats.idf(t) > stats.idf(gate)) gate = t; // strict `>`: the earliest rarest token gates
+    const answerable = [...new Set(terms)].filter((t) => stats.df(t) > 0);
     const required = answerable.length < MIN_ANSWERABLE_TERMS_FOR_COVERAGE ? 1 : Math.ceil(answerable.length * MIN_QUERY_TERM_COVERAGE);
     const admitted = new Set(exact);
     for (const i of this.postings.get(gate)?.docs ?? []) {
-      const tf = this.docTerms[i]!;
-      let covered = 0;
-      for (const t of answerable) if (tf.has(t)) covered++;
-      if (covered >= required) admitted.add(i);
+      if (stats.excluded(i)) continue;
+      if (this.held(i, answerable) >= required) admitted.add(i);
     }
-    const exactSet = new Set(exact);
-    return [...admitted]
-      .sort((a, b) => a - b)
-      .map((index) => ({ index, score: exactSet.has(index) ? Infinity : this.bm25(index, scoring) }));
+    return [...admitted].sort((a, b) => a - b);
   }
 
   /** Plain BM25 over the postings of the scoring terms: every tool with a positive score. */
-  private ranked(scoring: readonly string[], exact: readonly number[]): ToolHit[] {
+  private ranked(scoring: readonly string[], stats: Stats, exact: ReadonlySet<number>): ToolHit[] {
     const scores = new Float64Array(this.size);
     for (const t of scoring) {
       const p = this.postings.get(t);
       if (!p) continue;
+      const idf = stats.idf(t);
       for (let j = 0; j < p.docs.length; j++) {
         const i = p.docs[j]!;
         const f = p.freqs[j]!;
-        scores[i]! += (p.idf * f * (BM25_K1 + 1)) / (f + this.norms[i]!);
+        scores[i]! += (idf * f * (BM25_K1 + 1)) / (f + this.norms[i]!);
       }
     }
     for (const i of exact) scores[i] = Infinity;
     const hits: ToolHit[] = [];
     scores.forEach((score, index) => {
-      if (score > 0) hits.push({ index, score });
+      if (score > 0 && !stats.excluded(index)) hits.push({ index, score, match: 'keyword', terms: 0 });
     });
     return hits;
   }
 
-  private bm25(index: number, scoring: readonly string[]): number {
+  /** How many of `terms` the tool at `index` holds. */
+  private held(index: number, terms: readonly string[]): number {
+    const tf = this.docTerms[index]!;
+    let n = 0;
+    for (const t of terms) if (tf.has(t)) n++;
+    return n;
+  }
+
+  private bm25(index: number, scoring: readonly string[], stats: Stats): number {
     const tf = this.docTerms[index]!;
     const norm = this.norms[index]!;
     let score = 0;
     for (const t of scoring) {
       const f = tf.get(t);
-      if (f !== undefined) score += (this.postings.get(t)!.idf * f * (BM25_K1 + 1)) / (f + norm);
+      if (f !== undefined) score += (stats.idf(t) * f * (BM25_K1 + 1)) / (f + norm);
     }
     return score;
   }
 
   private idfOf(df: number): number {
     return Math.log(1 + (this.size - df + 0.5) / (df + 0.5));
+  }
+
+  /** @internal Documents holding `token` (for {@link Stats}). */
+  postingDocs(token: string): Uint32Array | undefined {
+    return this.postings.get(token)?.docs;
+  }
+}
+
+/**
+ * Document frequencies and IDF for one query, with the excluded tools taken out of the catalog (the
+ * length normalisation keeps the full catalog's average). Without exclusions it reads the index as is.
+ */
+class Stats {
+  private readonly n: number;
+  private readonly cache = new Map<string, number>();
+  readonly idfMax: number;
+
+  constructor(
+    private readonly index: ToolIndex,
+    private readonly exclude: ReadonlySet<number> | undefined,
+  ) {
+    let n = index.size;
+    if (exclude) for (const i of exclude) if (i >= 0 && i < index.size) n--;
+    this.n = n;
+    this.idfMax = this.idfOf(0);
+  }
+
+  excluded(i: number): boolean {
+    return this.exclude?.has(i) ?? false;
+  }
+
+  df(token: string): number {
+    let df = this.cache.get(token);
+    if (df === undefined) {
+      const docs = this.index.postingDocs(token);
+      df = docs?.length ?? 0;
+      if (docs && this.exclude && this.exclude.size > 0) for (const i of docs) if (this.exclude.has(i)) df--;
+      this.cache.set(token, df);
+    }
+    return df;
+  }
+
+  idf(token: string): number {
+    return this.exclude && this.exclude.size > 0 ? this.idfOf(this.df(token)) : this.index.idf(token);
+  }
+
+  private idfOf(df: number): number {
+    return Math.log(1 + (this.n - df + 0.5) / (df + 0.5));
   }
 }
 
@@ -255,6 +384,13 @@ function best(hits: ToolHit[], limit: number): ToolHit[] {
     if (top.length > limit) top.pop();
   }
   return top;
+}
+
+/** The distinct scoring terms without request fillers (all of them when nothing else is left): what served admission weighs. */
+function contentTerms(terms: readonly string[]): string[] {
+  const scoring = [...new Set(scoringTerms(terms))];
+  const content = scoring.filter((t) => !FILLER_STEMS.has(t));
+  return content.length > 0 ? content : scoring;
 }
 
 /**

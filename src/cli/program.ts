@@ -9,7 +9,9 @@ import { toKnowledgeWire } from '../http/knowledge-routes.js';
 import { isLoopbackHost, startServer, type RunningServer } from '../http/server.js';
 import { serveStdio } from '../mcp/stdio.js';
 import { MEMORY_TYPES, MESSAGE_ROLES, type NewMessage, type Scope } from '../types.js';
+import type { ToolMatch } from '../catalog/hybrid-search.js';
 import { offlineToolSearch } from '../catalog/offline-search.js';
+import type { Admission } from '../catalog/tool-index.js';
 import { openEmbedder } from '../embed/create-embedder.js';
 import { readJsonl, type JsonlError } from './jsonl.js';
 import { ProgressBar } from './progress.js';
@@ -518,8 +520,8 @@ function badLines(file: string, errors: JsonlError[], consequence: string): Cair
   return new CairnError('invalid_input', `${errors.length} bad line(s) in ${file}; ${consequence}:\n${shown.join('\n')}`);
 }
 
-/** One line of a `cairn tools search --batch` file. */
-const toolQueryLine = z.object({ qid: z.union([z.string(), z.number()]), query: z.string() }).strict();
+/** One line of a `cairn tools search --batch` file; `exclude` leaves tools out for that query (leave-gold-out evaluation). */
+const toolQueryLine = z.object({ qid: z.union([z.string(), z.number()]), query: z.string(), exclude: z.array(z.string()).optional() }).strict();
 
 /** `cairn tools list` (the live catalog by server) and `cairn tools search` (a fixed catalog file, no server). */
 function addToolCommands(program: Command): void {
@@ -545,17 +547,22 @@ function addToolCommands(program: Command): void {
 
   tools
     .command('search')
-    .description('search a tool catalog file the way tool_search does (no server needed)')
-    .argument('[query]', 'keywords: service + action + object')
+    .description('search a tool catalog file exactly as tool_search does under this configuration (no server needed)')
+    .argument('[query]', 'keywords (service + action + object) or a plain request')
     .requiredOption('--catalog <file>', 'JSON array of {name, description, inputSchema, server?}')
-    .option('--batch <file>', 'JSONL of {"qid","query"}; prints one {"qid","names"} line per query')
-    .option('--limit <n>', 'names per query (1-1000)', '5')
-    .addOption(new Option('--admission <mode>', 'strict: as tool_search (rarest-token rule, relevance floor); rank: plain BM25 order').choices(['strict', 'rank']).default('strict'))
+    .option('--batch <file>', 'JSONL of {"qid","query","exclude"?}; prints one {"qid","names","matched_by"} line per query')
+    .option('--limit <n>', 'names per query (default tools.search_default_limit; served answers stop at tools.max_search_limit)')
+    .addOption(
+      new Option('--admission <mode>', 'served: as tool_search; strict: the reference rarest-token rule; rank: plain BM25 order, every tool sharing a word')
+        .choices(['served', 'strict', 'rank'])
+        .default('served'),
+    )
     .option('--json', 'print JSON')
-    .action(async (query: string | undefined, opts: { catalog: string; batch?: string; limit: string; admission: 'strict' | 'rank'; json?: boolean }, cmd: Command) => {
+    .action(async (query: string | undefined, opts: { catalog: string; batch?: string; limit?: string; admission: Admission; json?: boolean }, cmd: Command) => {
       const config = configOf(cmd);
-      const limit = Number(opts.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CairnError('invalid_input', '--limit must be an integer from 1 to 1000');
+      const limit = opts.limit === undefined ? config.tools.search_default_limit : Number(opts.limit);
+      const maxLimit = opts.admission === 'served' ? config.tools.max_search_limit : 1000;
+      if (!Number.isInteger(limit) || limit < 1 || limit > maxLimit) throw new CairnError('invalid_input', `--limit must be an integer from 1 to ${maxLimit}`);
       let entries: unknown;
       try {
         entries = JSON.parse(readFileSync(opts.catalog, 'utf8'));
@@ -564,18 +571,26 @@ function addToolCommands(program: Command): void {
       }
       const embedder = config.tools.hybrid ? openEmbedder(config.embedding, { dataDir: config.data_dir }).embedder : null;
       const searcher = offlineToolSearch(entries, { config: config.tools, embedder, vectorWeight: config.embedding.fusion_weight, admission: opts.admission, warn: (m) => process.stderr.write(`cairn: ${m}\n`) });
+      const answer = (matches: ToolMatch[]) => ({ names: matches.map((m) => m.tool.name), matched_by: Object.fromEntries(matches.map((m) => [m.tool.name, m.match])) });
       if (opts.batch) {
         const { values, errors } = await readJsonl(opts.batch, toolQueryLine);
         if (errors.length > 0) throw badLines(opts.batch, errors, 'no query was run');
         const out: string[] = [];
-        for (const { value } of values) out.push(JSON.stringify({ qid: value.qid, names: await searcher.search(value.query, limit) }));
+        for (const { value } of values) {
+          const matches = await searcher.search(value.query, limit, value.exclude ? new Set(value.exclude) : undefined);
+          out.push(JSON.stringify({ qid: value.qid, ...answer(matches) }));
+        }
         if (out.length > 0) print(out.join('\n'));
         return;
       }
       if (query === undefined) throw new CairnError('invalid_input', 'a query is required (or --batch FILE)');
-      const names = await searcher.search(query, limit);
-      if (opts.json) return print(JSON.stringify({ query, names }));
-      print(names.length > 0 ? names.join('\n') : 'No tool matched (every query word must appear in some tool).');
+      const matches = await searcher.search(query, limit);
+      if (opts.json) return print(JSON.stringify({ query, ...answer(matches) }));
+      if (matches.length === 0) {
+        const sources = searcher.catalog.sourceSummary().map((s) => s.name);
+        return print(`No tool matched (a short keyword query needs its rarest word in some tool). Sources: ${sources.join(', ') || 'none'}.`);
+      }
+      for (const m of matches) print(`${m.tool.name}  (${m.match})`);
     });
 }
 
