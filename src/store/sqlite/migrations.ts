@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { rebuildMessageIndex } from './message-index.js';
+import { buildMessageTerms, rebuildMessageIndex } from './message-index.js';
 
 /**
  * Schema versions, applied in order inside one transaction each; `PRAGMA user_version` records the last.
@@ -250,6 +250,8 @@ const MIGRATIONS: readonly Migration[] = [
     dimensions INTEGER NOT NULL
   );
   `,
+  // The message keyword index moves from FTS5 to scope-clustered `message_terms` (DESIGN.md, "Keyword engine").
+  buildMessageTerms,
 ];
 
 /** The schema version this build writes. */

@@ -38,7 +38,8 @@ import type {
 } from '../store.js';
 import { HistoryTables } from './history-tables.js';
 import { KnowledgeTables } from './knowledge-tables.js';
-import { MESSAGE_FTS_WEIGHTS, MessageIndex } from './message-index.js';
+import { MessageIndex } from './message-index.js';
+import { MessageKeywords } from './message-keywords.js';
 import { MessageKnn } from './message-knn.js';
 import { migrate } from './migrations.js';
 import { Statements } from './statements.js';
@@ -106,6 +107,7 @@ export class SqliteStore implements Store {
   readonly history: HistoryStore;
 
   private readonly messageIndex: MessageIndex;
+  private readonly messageKeywords: MessageKeywords;
   /** The KNN index over message vectors; null without the sqlite-vec extension. */
   private readonly messageKnn: MessageKnn | null;
 
@@ -113,6 +115,7 @@ export class SqliteStore implements Store {
     this.db = db;
     this.statements = new Statements(db);
     this.messageIndex = new MessageIndex(db);
+    this.messageKeywords = new MessageKeywords(db);
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
     this.knowledge = new KnowledgeTables(db);
     this.history = new HistoryTables(db, vectorSearch);
@@ -225,17 +228,7 @@ export class SqliteStore implements Store {
   }
 
   async searchMessagesByKeyword(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]> {
-    const match = buildFtsQuery(terms);
-    if (match === null) return [];
-    const session = filter.sessionKey === undefined ? '' : 'AND m.session_key = ?';
-    const params: unknown[] = [match, scope.userId, scope.agentId];
-    if (filter.sessionKey !== undefined) params.push(filter.sessionKey);
-    params.push(limit);
-    const rows = this.stmt(
-      `SELECT m.id AS id, bm25(messages_fts, ${MESSAGE_FTS_WEIGHTS}) AS rank FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
-       WHERE messages_fts MATCH ? AND m.user_id = ? AND m.agent_id = ? ${session} ORDER BY rank LIMIT ?`,
-    ).all(...params) as { id: string; rank: number }[];
-    return rows.map((r) => ({ id: r.id, score: bm25ToScore(r.rank) }));
+    return this.messageKeywords.search(scope, terms, filter, limit);
   }
 
   async searchMessagesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): Promise<RankedHit[]> {

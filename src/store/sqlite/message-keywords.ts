@@ -1,0 +1,84 @@
+import type Database from 'better-sqlite3';
+import { type CollectionStats, TopKIndex } from '../../search/top-k-index.js';
+import type { RankedHit, Scope } from '../../types.js';
+import type { MessageFilter } from '../store.js';
+
+type ScopeState = { index: TopKIndex; generation: number };
+
+/**
+ * Keyword search over messages: one in-memory {@link TopKIndex} per scope, built from that scope's
+ * range of `message_terms` on its first search and kept current on every later one (DESIGN.md,
+ * "Keyword engine"). Before answering, two index look-ups say whether another connection changed the
+ * scope: rows with a higher `seq` are appended; a deletion (a new `generation`) rebuilds the scope.
+ * So any number of connections (worker threads, processes) may search the same file, each with its
+ * own postings, and a search costs what its own scope holds, whatever else the database holds.
+ */
+export class MessageKeywords {
+  private readonly scopes = new Map<string, ScopeState>();
+  private readonly state: Database.Statement;
+  private readonly rowsAfter: Database.Statement;
+  private readonly sessionSeqs: Database.Statement;
+  private readonly idsOf: Database.Statement;
+  private readonly totals: Database.Statement;
+  private readonly vocabulary: Database.Statement;
+
+  constructor(db: Database.Database) {
+    this.state = db.prepare(
+      `SELECT (SELECT max(seq) FROM message_terms WHERE user_id = @user AND agent_id = @agent) AS last,
+              (SELECT generation FROM message_terms_state WHERE user_id = @user AND agent_id = @agent) AS generation`,
+    );
+    this.rowsAfter = db.prepare('SELECT seq, terms, context FROM message_terms WHERE user_id = ? AND agent_id = ? AND seq > ? ORDER BY seq').raw();
+    this.sessionSeqs = db.prepare('SELECT seq FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY seq').pluck();
+    this.totals = db.prepare('SELECT documents, tokens FROM message_totals WHERE id = 1');
+    this.vocabulary = db.prepare('SELECT term, documents FROM message_vocabulary WHERE term IN (SELECT value FROM json_each(?))').raw();
+    this.idsOf = db.prepare('SELECT seq, id FROM messages WHERE user_id = ? AND agent_id = ? AND seq IN (SELECT value FROM json_each(?))').raw();
+  }
+
+  /** The `limit` best messages of `scope` for the analysed `terms` (see TopKIndex.search). */
+  search(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): RankedHit[] {
+    if (terms.length === 0) return [];
+    const index = this.current(scope);
+    const within = filter.sessionKey === undefined ? undefined : (this.sessionSeqs.all(scope.userId, scope.agentId, filter.sessionKey) as number[]);
+    const hits = index.search(terms, limit, { stats: this.stats(terms) ?? index.ownStats(), within });
+    if (hits.length === 0) return [];
+    const ids = new Map((this.idsOf.all(scope.userId, scope.agentId, JSON.stringify(hits.map((h) => h.seq))) as [number, string][]).map(([seq, id]) => [seq, id]));
+    return hits.flatMap((h) => {
+      const id = ids.get(h.seq);
+      return id === undefined ? [] : [{ id, score: h.score / (1 + h.score) }];
+    });
+  }
+
+  /** Database-wide BM25 statistics for the query `terms`, as FTS5 kept them for its global index. */
+  private stats(terms: readonly string[]): CollectionStats | undefined {
+    const { documents, tokens } = this.totals.get() as { documents: number; tokens: number };
+    if (documents <= 0 || tokens <= 0) return undefined;
+    const frequencies = new Map(this.vocabulary.all(JSON.stringify([...new Set(terms)])) as [string, number][]);
+    return { documents, avgLength: tokens / documents, documentFrequency: (term) => frequencies.get(term) ?? 0 };
+  }
+
+  /** Builds the scope's postings now (e.g. at start-up), so its first search does not pay for it. */
+  warm(scope: Scope): void {
+    this.current(scope);
+  }
+
+  /** The scope's index, brought up to date with the database. */
+  private current(scope: Scope): TopKIndex {
+    const key = JSON.stringify([scope.userId, scope.agentId]);
+    const { last, generation } = this.state.get({ user: scope.userId, agent: scope.agentId }) as { last: number | null; generation: number | null };
+    let entry = this.scopes.get(key);
+    if (entry === undefined || entry.generation !== (generation ?? 0)) {
+      entry = { index: new TopKIndex(), generation: generation ?? 0 };
+      this.scopes.set(key, entry);
+    }
+    if (last !== null && last > entry.index.lastSeq) {
+      for (const [seq, terms, context] of this.rowsAfter.iterate(scope.userId, scope.agentId, entry.index.lastSeq) as Iterable<[number, string, string]>) {
+        entry.index.add(seq, split(terms), split(context));
+      }
+    }
+    return entry.index;
+  }
+}
+
+function split(text: string): string[] {
+  return text === '' ? [] : text.split(' ');
+}
