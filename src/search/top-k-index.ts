@@ -130,20 +130,27 @@ export class TopKIndex {
     return { documents: this.count, avgLength: this.totalLength / this.count, documentFrequency: (term) => this.documentFrequency(term) };
   }
 
-  /** Query terms present in the index, with their idf and score bound; capped at {@link MAX_QUERY_TERMS}. */
+  /**
+   * Query terms present in the index, with their idf and score bound. A query of more than
+   * {@link MAX_QUERY_TERMS} distinct terms is first cut to that many of its rarest terms in this index.
+   */
   private resolve(terms: readonly string[], stats: CollectionStats): QueryTerm[] {
-    const distinct = [...new Set(terms)];
+    let distinct = [...new Set(terms)];
+    if (distinct.length > MAX_QUERY_TERMS) {
+      // A very long query becomes the query of its rarest terms that the index holds, in query order.
+      distinct = distinct
+        .map((term, order) => ({ term, order, n: this.documentFrequency(term) }))
+        .filter((t) => t.n > 0)
+        .sort((a, b) => a.n - b.n || a.order - b.order)
+        .slice(0, MAX_QUERY_TERMS)
+        .sort((a, b) => a.order - b.order)
+        .map((t) => t.term);
+    }
     const coordinated = new Set(distinct.slice(0, COORDINATED_TERMS));
-    let present = distinct.flatMap((term, order) => {
+    const present = distinct.flatMap((term, order) => {
       const postings = this.postings.get(term);
       return postings === undefined ? [] : [{ term, postings, order }];
     });
-    if (present.length > MAX_QUERY_TERMS) {
-      present = present
-        .sort((a, b) => a.postings.length - b.postings.length || a.order - b.order)
-        .slice(0, MAX_QUERY_TERMS)
-        .sort((a, b) => a.order - b.order);
-    }
     return present.map(({ term, postings, order }) => {
       const idf = bm25Idf(stats.documents, stats.documentFrequency(term));
       return { postings, idf, bound: termScore(idf, postings.maxFreq, postings.minLength, stats.avgLength), coordinated: coordinated.has(term), order };
