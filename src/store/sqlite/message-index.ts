@@ -21,20 +21,21 @@ function tokenCount(column: string): string {
  * own analysed text (`terms`) and the analysed text of the message before it in the same session
  * (`context`). Questions often echo the turn that prompted the answer, so matching the previous turn
  * at a low weight finds answers whose own words differ (DESIGN.md, "Text analysis"). The rows are
- * clustered by scope, so one scope's index is one range of the table; `message-keywords.ts` builds the
- * in-memory postings from them. Triggers keep the database-wide statistics BM25 needs (documents per
- * term in `message_vocabulary`, message and token counts in `message_totals`) and bump a scope's
+ * indexed by scope, so one scope's index is one range of `message_terms_by_scope`; `message-keywords.ts` builds the
+ * in-memory postings from them. The database-wide statistics BM25 needs (documents per term in
+ * `message_vocabulary`, message and token counts in `message_totals`) are added by {@link MessageIndex}
+ * once per batch and taken away by triggers on deletion and re-indexing, which also bump a scope's
  * `message_terms_state.generation` when one of its messages is deleted.
  */
 export const MESSAGE_TERMS_DDL = `
   CREATE TABLE message_terms (
+    seq INTEGER PRIMARY KEY,
     user_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
     terms TEXT NOT NULL,
-    context TEXT NOT NULL,
-    PRIMARY KEY (user_id, agent_id, seq)
-  ) WITHOUT ROWID;
+    context TEXT NOT NULL
+  );
+  CREATE INDEX message_terms_by_scope ON message_terms (user_id, agent_id, seq);
   CREATE TABLE message_terms_state (
     user_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,
@@ -51,12 +52,6 @@ export const MESSAGE_TERMS_DDL = `
     tokens INTEGER NOT NULL
   );
   INSERT INTO message_totals (id, documents, tokens) VALUES (1, 0, 0);
-  CREATE TRIGGER message_terms_after_insert AFTER INSERT ON message_terms BEGIN
-    INSERT INTO message_vocabulary (term, documents)
-      SELECT value, 1 FROM (${distinctTerms('new')}) WHERE value <> ''
-      ON CONFLICT (term) DO UPDATE SET documents = documents + 1;
-    UPDATE message_totals SET documents = documents + 1, tokens = tokens + ${tokenCount('new.terms')} + ${tokenCount('new.context')};
-  END;
   CREATE TRIGGER message_terms_after_delete AFTER DELETE ON message_terms BEGIN
     UPDATE message_vocabulary SET documents = documents - 1 WHERE term IN (${distinctTerms('old')});
     UPDATE message_totals SET documents = documents - 1, tokens = tokens - ${tokenCount('old.terms')} - ${tokenCount('old.context')};
@@ -71,7 +66,7 @@ export const MESSAGE_TERMS_DDL = `
   DROP TRIGGER messages_after_delete;
   CREATE TRIGGER messages_after_delete AFTER DELETE ON messages BEGIN
     DELETE FROM message_vectors WHERE message_seq = old.seq;
-    DELETE FROM message_terms WHERE user_id = old.user_id AND agent_id = old.agent_id AND seq = old.seq;
+    DELETE FROM message_terms WHERE seq = old.seq;
     INSERT INTO message_terms_state (user_id, agent_id, generation) VALUES (old.user_id, old.agent_id, 1)
       ON CONFLICT (user_id, agent_id) DO UPDATE SET generation = generation + 1;
   END;
@@ -89,22 +84,50 @@ type SessionRef = { userId: string; agentId: string; sessionKey: string };
  */
 export class MessageIndex {
   private readonly insertRow: Database.Statement;
+  private readonly addVocabulary: Database.Statement;
+  private readonly addTotals: Database.Statement;
+  /** Statistics of the rows added since the last {@link flush}. */
+  private readonly pendingTerms = new Map<string, number>();
+  private pendingDocuments = 0;
+  private pendingTokens = 0;
   private readonly updateContext: Database.Statement;
   private readonly previous: Database.Statement;
   private readonly next: Database.Statement;
 
   constructor(db: Database.Database) {
     this.insertRow = db.prepare('INSERT INTO message_terms (user_id, agent_id, seq, terms, context) VALUES (?, ?, ?, ?, ?)');
-    this.updateContext = db.prepare('UPDATE message_terms SET context = ? WHERE user_id = ? AND agent_id = ? AND seq = ?');
+    this.addVocabulary = db.prepare(
+      'INSERT INTO message_vocabulary (term, documents) VALUES (?, ?) ON CONFLICT (term) DO UPDATE SET documents = documents + excluded.documents',
+    );
+    this.addTotals = db.prepare('UPDATE message_totals SET documents = documents + ?, tokens = tokens + ? WHERE id = 1');
+    this.updateContext = db.prepare('UPDATE message_terms SET context = ? WHERE seq = ? AND user_id = ? AND agent_id = ?');
     this.previous = db.prepare(
       'SELECT content FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq < ? ORDER BY seq DESC LIMIT 1',
     );
     this.next = db.prepare('SELECT seq, content FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq > ? ORDER BY seq LIMIT 1');
   }
 
-  /** Indexes a stored message; `previousTerms` saves a look-up when the caller just indexed that message. */
+  /**
+   * Indexes a stored message; `previousTerms` saves a look-up when the caller just indexed that message.
+   * Call {@link flush} before the transaction ends.
+   */
   add(seq: number | bigint, session: SessionRef, terms: string, previousTerms?: string): void {
-    this.insertRow.run(session.userId, session.agentId, seq, terms, previousTerms ?? this.termsBefore(session, Number(seq)));
+    const context = previousTerms ?? this.termsBefore(session, Number(seq));
+    this.insertRow.run(session.userId, session.agentId, seq, terms, context);
+    const own = terms === '' ? [] : terms.split(' ');
+    const before = context === '' ? [] : context.split(' ');
+    for (const term of new Set([...own, ...before])) this.pendingTerms.set(term, (this.pendingTerms.get(term) ?? 0) + 1);
+    this.pendingDocuments++;
+    this.pendingTokens += own.length + before.length;
+  }
+
+  /** Writes the statistics of the rows added since the last flush (one upsert per distinct term). */
+  flush(): void {
+    for (const [term, documents] of this.pendingTerms) this.addVocabulary.run(term, documents);
+    if (this.pendingDocuments > 0) this.addTotals.run(this.pendingDocuments, this.pendingTokens);
+    this.pendingTerms.clear();
+    this.pendingDocuments = 0;
+    this.pendingTokens = 0;
   }
 
   /**
@@ -114,7 +137,7 @@ export class MessageIndex {
   afterDelete(seq: number, session: SessionRef): void {
     const following = this.next.get(session.userId, session.agentId, session.sessionKey, seq) as { seq: number; content: string } | undefined;
     if (!following) return;
-    this.updateContext.run(this.termsBefore(session, following.seq), session.userId, session.agentId, following.seq);
+    this.updateContext.run(this.termsBefore(session, following.seq), following.seq, session.userId, session.agentId);
   }
 
   private termsBefore(session: SessionRef, seq: number): string {
@@ -148,20 +171,21 @@ export function rebuildMessageIndex(db: Database.Database): void {
 /** Creates `message_terms` from the stored messages and drops `messages_fts` (a migration step). */
 export function buildMessageTerms(db: Database.Database): void {
   db.exec(MESSAGE_TERMS_DDL);
-  const insert = db.prepare('INSERT INTO message_terms (user_id, agent_id, seq, terms, context) VALUES (?, ?, ?, ?, ?)');
+  const index = new MessageIndex(db);
   let previousSession = '';
   let previousTerms = '';
-  for (const row of db.prepare('SELECT seq, user_id, agent_id, session_key, content FROM messages ORDER BY user_id, agent_id, session_key, seq').iterate() as Iterable<{
+  for (const row of db.prepare('SELECT seq, user_id, agent_id, session_key, content FROM messages ORDER BY user_id, agent_id, session_key, seq').all() as {
     seq: number;
     user_id: string;
     agent_id: string;
     session_key: string;
     content: string;
-  }>) {
+  }[]) {
     const session = `${row.user_id}\u0000${row.agent_id}\u0000${row.session_key}`;
     const terms = analyzeForIndex(row.content);
-    insert.run(row.user_id, row.agent_id, row.seq, terms, session === previousSession ? previousTerms : '');
+    index.add(row.seq, { userId: row.user_id, agentId: row.agent_id, sessionKey: row.session_key }, terms, session === previousSession ? previousTerms : '');
     previousSession = session;
     previousTerms = terms;
   }
+  index.flush();
 }

@@ -179,6 +179,7 @@ export class SqliteStore implements Store {
         }
         options.onProgress?.(Math.min(start + INSERT_CHUNK, messages.length), messages.length);
       }
+      this.messageIndex.flush();
     })();
     return { ids, inserted, skipped: messages.length - inserted };
   }
