@@ -85,7 +85,7 @@ describe('message keyword search across connections', () => {
     // Put the file back in its previous shape: FTS5 index, old trigger, no message_terms.
     const raw = new Database(path);
     raw.exec(`
-      DROP TABLE message_terms; DROP TABLE message_terms_state; DROP TABLE message_vocabulary; DROP TABLE message_totals;
+      DROP TABLE message_terms; DROP TABLE message_terms_state; DROP TABLE message_vocabulary; DROP TABLE message_totals; DROP TABLE message_postings;
       CREATE VIRTUAL TABLE messages_fts USING fts5 (terms, context, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0');
       DROP TRIGGER messages_after_delete;
       CREATE TRIGGER messages_after_delete AFTER DELETE ON messages BEGIN
@@ -103,5 +103,27 @@ describe('message keyword search across connections', () => {
     const check = new Database(path, { readonly: true });
     expect(check.prepare(`SELECT count(*) FROM sqlite_master WHERE name = 'messages_fts'`).pluck().get()).toBe(0);
     check.close();
+  });
+});
+
+describe('message postings snapshot', () => {
+  it('is saved on close, read by the next process, and dropped when a message is deleted', async () => {
+    const path = tempDb();
+    const first = SqliteStore.open({ path });
+    await first.addMessages([message(alice, 'm1', 'snowy owl at dusk', 's1'), message(alice, 'm2', 'barn owl at dawn', 's2')]);
+    expect((await search(first, alice, 'owl')).sort()).toEqual(['m1', 'm2']);
+    await first.close();
+    const raw = new Database(path, { readonly: true });
+    expect(raw.prepare('SELECT last_seq FROM message_postings WHERE user_id = ?').pluck().get('alice')).toBe(2);
+    raw.close();
+    const second = SqliteStore.open({ path });
+    await second.addMessages([message(alice, 'm3', 'owl pellets', 's3')]);
+    expect((await search(second, alice, 'owl')).sort()).toEqual(['m1', 'm2', 'm3']);
+    await second.deleteMessage(alice, 'm2');
+    const after = new Database(path, { readonly: true });
+    expect(after.prepare('SELECT count(*) FROM message_postings').pluck().get()).toBe(0);
+    after.close();
+    expect((await search(second, alice, 'owl')).sort()).toEqual(['m1', 'm3']);
+    await second.close();
   });
 });

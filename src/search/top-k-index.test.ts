@@ -106,6 +106,26 @@ describe('TopKIndex', () => {
     );
   });
 
+  it('answers the same after a round trip through bytes, and keeps growing', () => {
+    fc.assert(
+      fc.property(corpus, corpus, fc.array(word, { minLength: 1, maxLength: 10 }), (first, more, query) => {
+        const { index, docs } = build(first);
+        const copy = TopKIndex.fromBytes(index.toBytes());
+        expect(copy.size).toBe(index.size);
+        expect(copy.search(query, 10)).toEqual(index.search(query, 10));
+        let seq = copy.lastSeq;
+        const all = [...docs];
+        for (const d of more) {
+          seq++;
+          copy.add(seq, d.terms, d.context);
+          all.push({ seq, ...d });
+        }
+        expectSameRanking(copy.search(query, 10), exactTopK(all, query, 10, copy.ownStats()));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
   it('scores a very long query on its rarest terms only', () => {
     const index = new TopKIndex();
     const words = Array.from({ length: MAX_QUERY_TERMS + 10 }, (_, i) => `t${i}`);

@@ -97,6 +97,78 @@ export class TopKIndex {
     }
   }
 
+  /**
+   * The index as bytes, for {@link TopKIndex.fromBytes}: a JSON header (counts, terms in order) and
+   * the typed arrays (seqs, lengths, per-term bounds, postings) back to back, 8-byte aligned.
+   */
+  toBytes(): Uint8Array {
+    const terms = [...this.postings.keys()];
+    const lists = [...this.postings.values()];
+    const postingCount = lists.reduce((sum, l) => sum + l.length, 0);
+    const header = new TextEncoder().encode(JSON.stringify({ count: this.count, totalLength: this.totalLength, terms, postings: postingCount }));
+    const headerSize = Math.ceil((4 + header.length) / 8) * 8;
+    const sizes = [this.count * 8, this.count * 4, lists.length * 24, postingCount * 8].map((n) => Math.ceil(n / 8) * 8);
+    const bytes = new Uint8Array(headerSize + sizes.reduce((a, b) => a + b, 0));
+    new DataView(bytes.buffer).setUint32(0, header.length, true);
+    bytes.set(header, 4);
+    let offset = headerSize;
+    bytes.set(new Uint8Array(this.seqs.buffer, 0, this.count * 8), offset);
+    offset += sizes[0]!;
+    bytes.set(new Uint8Array(this.lengths.buffer, 0, this.count * 4), offset);
+    offset += sizes[1]!;
+    const bounds = new Float64Array(bytes.buffer, offset, lists.length * 3);
+    lists.forEach((l, i) => {
+      bounds[i * 3] = l.length;
+      bounds[i * 3 + 1] = l.maxFreq;
+      bounds[i * 3 + 2] = l.minLength;
+    });
+    offset += sizes[2]!;
+    const data = new Int32Array(bytes.buffer, offset, postingCount * 2);
+    let at = 0;
+    for (const l of lists) {
+      data.set(l.data.subarray(0, l.length * 2), at);
+      at += l.length * 2;
+    }
+    return bytes;
+  }
+
+  /** An index from {@link TopKIndex.toBytes} output (copied, so `bytes` may be reused). */
+  static fromBytes(bytes: Uint8Array): TopKIndex {
+    const own = new Uint8Array(bytes.length);
+    own.set(bytes);
+    const view = new DataView(own.buffer);
+    const headerLength = view.getUint32(0, true);
+    const header = JSON.parse(new TextDecoder().decode(own.subarray(4, 4 + headerLength))) as {
+      count: number;
+      totalLength: number;
+      terms: string[];
+      postings: number;
+    };
+    const align = (n: number): number => Math.ceil(n / 8) * 8;
+    let offset = align(4 + headerLength);
+    const index = new TopKIndex();
+    // The header is this module's own output, read back from the database; sizes come from it.
+    const capacity = Math.max(1024, header.count);
+    index.seqs = new Float64Array(capacity);
+    index.seqs.set(new Float64Array(own.buffer, offset, header.count));
+    offset += align(header.count * 8);
+    index.lengths = new Int32Array(capacity);
+    index.lengths.set(new Int32Array(own.buffer, offset, header.count));
+    offset += align(header.count * 4);
+    const bounds = new Float64Array(own.buffer, offset, header.terms.length * 3);
+    offset += align(header.terms.length * 24);
+    const data = new Int32Array(own.buffer, offset, header.postings * 2);
+    let at = 0;
+    header.terms.forEach((term, i) => {
+      const length = bounds[i * 3]!;
+      index.postings.set(term, { data: data.subarray(at, at + length * 2), length, maxFreq: bounds[i * 3 + 1]!, minLength: bounds[i * 3 + 2]! });
+      at += length * 2;
+    });
+    index.count = header.count;
+    index.totalLength = header.totalLength;
+    return index;
+  }
+
   /** How many documents hold `term` in either field. */
   documentFrequency(term: string): number {
     return this.postings.get(term)?.length ?? 0;

@@ -25,7 +25,9 @@ function tokenCount(column: string): string {
  * in-memory postings from them. The database-wide statistics BM25 needs (documents per term in
  * `message_vocabulary`, message and token counts in `message_totals`) are added by {@link MessageIndex}
  * once per batch and taken away by triggers on deletion and re-indexing, which also bump a scope's
- * `message_terms_state.generation` when one of its messages is deleted.
+ * `message_terms_state.generation` when one of its messages is deleted. `message_postings` holds a
+ * snapshot of a scope's postings (with the `seq` and generation it covers), so a process starts
+ * without re-reading every row.
  */
 export const MESSAGE_TERMS_DDL = `
   CREATE TABLE message_terms (
@@ -42,6 +44,14 @@ export const MESSAGE_TERMS_DDL = `
     generation INTEGER NOT NULL,
     PRIMARY KEY (user_id, agent_id)
   ) WITHOUT ROWID;
+  CREATE TABLE message_postings (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    UNIQUE (user_id, agent_id)
+  );
   CREATE TABLE message_vocabulary (
     term TEXT PRIMARY KEY,
     documents INTEGER NOT NULL
@@ -62,6 +72,12 @@ export const MESSAGE_TERMS_DDL = `
       SELECT value, 1 FROM (${distinctTerms('new')}) WHERE value <> ''
       ON CONFLICT (term) DO UPDATE SET documents = documents + 1;
     UPDATE message_totals SET tokens = tokens - ${tokenCount('old.context')} + ${tokenCount('new.context')};
+  END;
+  CREATE TRIGGER message_terms_state_after_insert AFTER INSERT ON message_terms_state BEGIN
+    DELETE FROM message_postings WHERE user_id = new.user_id AND agent_id = new.agent_id;
+  END;
+  CREATE TRIGGER message_terms_state_after_update AFTER UPDATE OF generation ON message_terms_state BEGIN
+    DELETE FROM message_postings WHERE user_id = new.user_id AND agent_id = new.agent_id;
   END;
   DROP TRIGGER messages_after_delete;
   CREATE TRIGGER messages_after_delete AFTER DELETE ON messages BEGIN

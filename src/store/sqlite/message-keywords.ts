@@ -3,7 +3,12 @@ import { type CollectionStats, TopKIndex } from '../../search/top-k-index.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { MessageFilter } from '../store.js';
 
-type ScopeState = { index: TopKIndex; generation: number };
+/** A scope's postings; `unsaved` counts rows added since its snapshot was read or written. */
+type ScopeState = { scope: Scope; index: TopKIndex; generation: number; unsaved: number };
+
+/** Rows added beyond the snapshot, absolute and as a share of the index, before a search saves a new one. */
+const SAVE_AFTER_ROWS = 5_000;
+const SAVE_AFTER_SHARE = 0.1;
 
 /**
  * Keyword search over messages: one in-memory {@link TopKIndex} per scope, built from that scope's
@@ -19,10 +24,19 @@ export class MessageKeywords {
   private readonly rowsAfter: Database.Statement;
   private readonly sessionSeqs: Database.Statement;
   private readonly idsOf: Database.Statement;
+  private readonly loadSnapshot: Database.Statement;
+  private readonly saveSnapshot: Database.Statement;
+  private readonly writable: boolean;
   private readonly totals: Database.Statement;
   private readonly vocabulary: Database.Statement;
 
   constructor(db: Database.Database) {
+    this.writable = !db.readonly;
+    this.loadSnapshot = db.prepare('SELECT generation, last_seq AS lastSeq, data FROM message_postings WHERE user_id = ? AND agent_id = ?');
+    this.saveSnapshot = db.prepare(
+      `INSERT INTO message_postings (user_id, agent_id, generation, last_seq, data) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (user_id, agent_id) DO UPDATE SET generation = excluded.generation, last_seq = excluded.last_seq, data = excluded.data`,
+    );
     this.state = db.prepare(
       `SELECT (SELECT max(seq) FROM message_terms WHERE user_id = @user AND agent_id = @agent) AS last,
               (SELECT generation FROM message_terms_state WHERE user_id = @user AND agent_id = @agent) AS generation`,
@@ -61,21 +75,50 @@ export class MessageKeywords {
     this.current(scope);
   }
 
-  /** The scope's index, brought up to date with the database. */
+  /** Saves a snapshot of every scope with rows added since its last one (e.g. before closing). */
+  saveAll(): void {
+    for (const entry of this.scopes.values()) if (entry.unsaved > 0) this.save(entry);
+  }
+
+  /**
+   * The scope's index, brought up to date with the database: from memory, else from its snapshot,
+   * else from nothing; then the rows after its last `seq`. A deletion (new generation) starts over.
+   */
   private current(scope: Scope): TopKIndex {
     const key = JSON.stringify([scope.userId, scope.agentId]);
-    const { last, generation } = this.state.get({ user: scope.userId, agent: scope.agentId }) as { last: number | null; generation: number | null };
+    const { last, generation: stored } = this.state.get({ user: scope.userId, agent: scope.agentId }) as { last: number | null; generation: number | null };
+    const generation = stored ?? 0;
     let entry = this.scopes.get(key);
-    if (entry === undefined || entry.generation !== (generation ?? 0)) {
-      entry = { index: new TopKIndex(), generation: generation ?? 0 };
+    if (entry === undefined || entry.generation !== generation) {
+      entry = { scope, index: this.snapshot(scope, generation) ?? new TopKIndex(), generation, unsaved: 0 };
       this.scopes.set(key, entry);
     }
     if (last !== null && last > entry.index.lastSeq) {
       for (const [seq, terms, context] of this.rowsAfter.iterate(scope.userId, scope.agentId, entry.index.lastSeq) as Iterable<[number, string, string]>) {
         entry.index.add(seq, split(terms), split(context));
+        entry.unsaved++;
       }
+      if (entry.unsaved >= Math.max(SAVE_AFTER_ROWS, SAVE_AFTER_SHARE * entry.index.size)) this.save(entry);
     }
     return entry.index;
+  }
+
+  private snapshot(scope: Scope, generation: number): TopKIndex | null {
+    const row = this.loadSnapshot.get(scope.userId, scope.agentId) as { generation: number; lastSeq: number; data: Buffer } | undefined;
+    if (row === undefined || row.generation !== generation) return null;
+    const index = TopKIndex.fromBytes(row.data);
+    return index.lastSeq === row.lastSeq ? index : null;
+  }
+
+  /** Writes the scope's snapshot; a read-only or busy connection skips it (the snapshot is only a cache). */
+  private save(entry: ScopeState): void {
+    if (!this.writable) return;
+    try {
+      this.saveSnapshot.run(entry.scope.userId, entry.scope.agentId, entry.generation, entry.index.lastSeq, entry.index.toBytes());
+      entry.unsaved = 0;
+    } catch {
+      // SQLITE_BUSY or read-only file: the next search or close tries again.
+    }
   }
 }
 

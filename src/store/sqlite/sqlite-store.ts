@@ -706,7 +706,9 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    this.messageKeywords.saveAll();
+    this.db.close();
   }
 
   private requireVectors(): void {
