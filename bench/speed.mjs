@@ -75,7 +75,7 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
       log(`speed: import ${size}: ${imports.at(-1).messages_per_second} messages/s`);
       const precondition = checkDatabase(dir, { size, scopes: 1 });
       startups.push({ corpus: 'realistic', size, scopes: 1, ...startup(dir, 'u0', questions[0].query) });
-      log(`speed: start-up on ${size}: ${startups.at(-1).start_to_first_search_ms} ms, RSS ${startups.at(-1).rss_mb} MB`);
+      log(`speed: start-up on ${size}: first ${startups.at(-1).first_start_to_first_search_ms} ms, restart ${startups.at(-1).start_to_first_search_ms} ms, RSS ${startups.at(-1).rss_mb} MB`);
       const cairn = await open(cairnLib, dir);
       searches.push({ corpus: 'realistic', size, system: 'Cairn keyword (provider none)', precondition, ...(await cairnLatency(cairn, scope, questions, options, size)) });
       await cairn.close();
@@ -195,16 +195,26 @@ function checkDatabase(dir, { size, scopes, tenant, tenantSize }) {
   }
 }
 
-/** Start-up of a fresh process on `dir`: time to the first answered search, and RSS then. */
+/**
+ * Start-up of a fresh process on `dir`, twice: the first process after the import builds the scope's
+ * postings from its rows (and saves their snapshot); the second is a restart that loads the snapshot.
+ */
 function startup(dir, userId, query) {
-  const out = execFileSync(process.execPath, [join(REPO, 'bench', 'speed-startup.mjs'), dir, userId, query], { encoding: 'utf8' });
-  const r = JSON.parse(out.trim().split('\n').at(-1));
-  if (r.strategy !== 'fts') throw new Error(`speed: start-up search answered with strategy ${r.strategy}, expected fts`);
+  const probe = () => {
+    const out = execFileSync(process.execPath, [join(REPO, 'bench', 'speed-startup.mjs'), dir, userId, query], { encoding: 'utf8' });
+    const r = JSON.parse(out.trim().split('\n').at(-1));
+    if (r.strategy !== 'fts') throw new Error(`speed: start-up search answered with strategy ${r.strategy}, expected fts`);
+    return r;
+  };
+  const first = probe();
+  const restart = probe();
   return {
-    start_to_first_search_ms: round(r.start_to_first_search_ms, 0),
-    open_and_first_search_ms: round(r.open_and_first_search_ms, 0),
-    second_search_ms: round(r.second_search_ms, 2),
-    rss_mb: round(r.rss_mb, 0),
+    first_start_to_first_search_ms: round(first.start_to_first_search_ms, 0),
+    first_rss_mb: round(first.rss_mb, 0),
+    start_to_first_search_ms: round(restart.start_to_first_search_ms, 0),
+    open_and_first_search_ms: round(restart.open_and_first_search_ms, 0),
+    second_search_ms: round(restart.second_search_ms, 2),
+    rss_mb: round(restart.rss_mb, 0),
   };
 }
 
@@ -342,9 +352,12 @@ function document(options, imports, searches, startups, tenants) {
   tables.push(
     {
       title: 'Start-up: a fresh process opens the database and answers its first search',
-      columns: ['messages', 'tenants', 'start to first answer ms', 'open + first search ms', 'second search ms', 'RSS MB'],
-      digits: [0, 0, 0, 0, 2, 0],
-      rows: startups.map((r) => [r.size, r.scopes, r.start_to_first_search_ms, r.open_and_first_search_ms, r.second_search_ms, r.rss_mb]),
+      columns: ['messages', 'tenants', 'first start after import ms', 'RSS MB then', 'restart: start to first answer ms', 'open + first search ms', 'RSS MB'],
+      digits: [0, 0, 0, 0, 0, 0, 0],
+      rows: startups.map((r) => [r.size, r.scopes, r.first_start_to_first_search_ms, r.first_rss_mb, r.start_to_first_search_ms, r.open_and_first_search_ms, r.rss_mb]),
+      notes:
+        'Times count from the start of the Node process (module loading included). The first process after an import builds the ' +
+        "tenant's postings from `message_terms` and saves their snapshot; a restart loads the snapshot (DESIGN.md, \"Keyword engine\").",
     },
     {
       title: 'Import throughput (no embeddings, batches of 500)',

@@ -44,8 +44,11 @@ export class MessageKeywords {
     this.rowsAfter = db.prepare('SELECT seq, terms, context FROM message_terms WHERE user_id = ? AND agent_id = ? AND seq > ? ORDER BY seq').raw();
     this.sessionSeqs = db.prepare('SELECT seq FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY seq').pluck();
     this.totals = db.prepare('SELECT documents, tokens FROM message_totals WHERE id = 1');
-    this.vocabulary = db.prepare('SELECT term, documents FROM message_vocabulary WHERE term IN (SELECT value FROM json_each(?))').raw();
-    this.idsOf = db.prepare('SELECT seq, id FROM messages WHERE user_id = ? AND agent_id = ? AND seq IN (SELECT value FROM json_each(?))').raw();
+    this.vocabulary = db.prepare('SELECT v.term, v.documents FROM json_each(?) AS j CROSS JOIN message_vocabulary AS v ON v.term = j.value').raw();
+    // CROSS JOIN keeps json_each outermost: each hit is one rowid look-up, never a scan of the scope's index.
+    this.idsOf = db.prepare(
+      'SELECT m.seq, m.id FROM json_each(@seqs) AS j CROSS JOIN messages AS m ON m.seq = j.value WHERE m.user_id = @user AND m.agent_id = @agent',
+    ).raw();
   }
 
   /** The `limit` best messages of `scope` for the analysed `terms` (see TopKIndex.search). */
@@ -55,7 +58,7 @@ export class MessageKeywords {
     const within = filter.sessionKey === undefined ? undefined : (this.sessionSeqs.all(scope.userId, scope.agentId, filter.sessionKey) as number[]);
     const hits = index.search(terms, limit, { stats: this.stats(terms) ?? index.ownStats(), within });
     if (hits.length === 0) return [];
-    const ids = new Map((this.idsOf.all(scope.userId, scope.agentId, JSON.stringify(hits.map((h) => h.seq))) as [number, string][]).map(([seq, id]) => [seq, id]));
+    const ids = new Map((this.idsOf.all({ seqs: JSON.stringify(hits.map((h) => h.seq)), user: scope.userId, agent: scope.agentId }) as [number, string][]).map(([seq, id]) => [seq, id]));
     return hits.flatMap((h) => {
       const id = ids.get(h.seq);
       return id === undefined ? [] : [{ id, score: h.score / (1 + h.score) }];
