@@ -8,7 +8,7 @@ type ScopeState = { scope: Scope; index: TopKIndex; generation: number; unsaved:
 
 /** Rows added beyond the snapshot, absolute and as a share of the index, before a search saves a new one. */
 const SAVE_AFTER_ROWS = 5_000;
-const SAVE_AFTER_SHARE = 0.1;
+const SAVE_AFTER_SHARE = 0.5;
 
 /**
  * Keyword search over messages: one in-memory {@link TopKIndex} per scope, built from that scope's
@@ -73,8 +73,8 @@ export class MessageKeywords {
     return { documents, avgLength: tokens / documents, documentFrequency: (term) => frequencies.get(term) ?? 0 };
   }
 
-  /** Builds the scope's postings now (e.g. at start-up), so its first search does not pay for it. */
-  warm(scope: Scope): void {
+  /** Brings the scope's postings up to date now (after a write, or at start-up), so a search does not pay for it. */
+  refresh(scope: Scope): void {
     this.current(scope);
   }
 

@@ -163,6 +163,7 @@ export class SqliteStore implements Store {
     const lastTerms = new Map<string, string>();
     let inserted = 0;
     const recordedAt = new Date().toISOString();
+    const touched = new Map<string, Scope>();
     this.db.transaction(() => {
       for (let start = 0; start < messages.length; start += INSERT_CHUNK) {
         for (const m of messages.slice(start, start + INSERT_CHUNK)) {
@@ -171,6 +172,7 @@ export class SqliteStore implements Store {
           const info = insert.run(id, m.scope.userId, m.scope.agentId, m.sessionKey, m.role, m.content, recordedAt, m.timestamp ?? null);
           if (info.changes === 0) continue;
           inserted++;
+          touched.set(`${m.scope.userId}\u0000${m.scope.agentId}`, m.scope);
           const session = { userId: m.scope.userId, agentId: m.scope.agentId, sessionKey: m.sessionKey };
           const sessionId = `${session.userId}\u0000${session.agentId}\u0000${session.sessionKey}`;
           const terms = analyzeForIndex(m.content);
@@ -181,6 +183,8 @@ export class SqliteStore implements Store {
       }
       this.messageIndex.flush();
     })();
+    // The writer keeps its own postings current (and snapshots them), so a restart after an import is quick.
+    for (const scope of touched.values()) this.messageKeywords.refresh(scope);
     return { ids, inserted, skipped: messages.length - inserted };
   }
 
