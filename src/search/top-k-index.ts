@@ -50,7 +50,6 @@ export class TopKIndex {
   private lengths = new Int32Array(1024);
   private count = 0;
   private totalLength = 0;
-  private readonly scratch = new Map<string, number>();
 
   /** Number of documents held. */
   get size(): number {
@@ -75,26 +74,31 @@ export class TopKIndex {
     this.lengths[doc] = length;
     this.count++;
     this.totalLength += length;
-    const tf = this.scratch;
-    tf.clear();
-    for (const t of terms) tf.set(t, (tf.get(t) ?? 0) + FREQ_SHIFT);
-    for (const t of context) tf.set(t, (tf.get(t) ?? 0) + 1);
-    for (const [term, raw] of tf) {
-      const own = Math.min(Math.floor(raw / FREQ_SHIFT), FREQ_MAX);
-      const ctx = Math.min(raw % FREQ_SHIFT, FREQ_MAX);
-      let list = this.postings.get(term);
-      if (list === undefined) {
-        list = { data: new Int32Array(4), length: 0, maxFreq: 0, minLength: length };
-        this.postings.set(term, list);
-      }
+    for (const t of terms) this.count1(t, doc, FREQ_SHIFT, length);
+    for (const t of context) this.count1(t, doc, 1, length);
+  }
+
+  /** Adds `step` to the packed frequency of `term` in `doc`, the last document, opening its posting. */
+  private count1(term: string, doc: number, step: number, length: number): void {
+    let list = this.postings.get(term);
+    if (list === undefined) {
+      list = { data: new Int32Array(4), length: 0, maxFreq: 0, minLength: length };
+      this.postings.set(term, list);
+    }
+    let at = (list.length - 1) * 2;
+    if (list.length === 0 || list.data[at] !== doc) {
       if (list.length * 2 === list.data.length) list.data = grow(list.data, list.data.length * 2);
-      list.data[list.length * 2] = doc;
-      list.data[list.length * 2 + 1] = own * FREQ_SHIFT + ctx;
+      at = list.length * 2;
+      list.data[at] = doc;
+      list.data[at + 1] = 0;
       list.length++;
-      const freq = own + CONTEXT_WEIGHT * ctx;
-      if (freq > list.maxFreq) list.maxFreq = freq;
       if (length < list.minLength) list.minLength = length;
     }
+    const packed = list.data[at + 1]!;
+    // Each part saturates at FREQ_MAX rather than carrying into the other.
+    if ((step === 1 ? packed % FREQ_SHIFT : Math.floor(packed / FREQ_SHIFT)) < FREQ_MAX) list.data[at + 1] = packed + step;
+    const freq = unpackFreq(list.data[at + 1]!);
+    if (freq > list.maxFreq) list.maxFreq = freq;
   }
 
   /**

@@ -8,7 +8,7 @@ type ScopeState = { scope: Scope; index: TopKIndex; generation: number; unsaved:
 
 /** Rows added beyond the snapshot, absolute and as a share of the index, before a search saves a new one. */
 const SAVE_AFTER_ROWS = 5_000;
-const SAVE_AFTER_SHARE = 0.5;
+const SAVE_AFTER_SHARE = 1;
 
 /**
  * Keyword search over messages: one in-memory {@link TopKIndex} per scope, built from that scope's
