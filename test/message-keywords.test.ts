@@ -127,3 +127,19 @@ describe('message postings snapshot', () => {
     await second.close();
   });
 });
+
+describe('message postings snapshot damage', () => {
+  it('rebuilds from the rows when the snapshot cannot be read', async () => {
+    const path = tempDb();
+    const first = SqliteStore.open({ path });
+    await first.addMessages([message(alice, 'm1', 'kestrel hovering', 's1')]);
+    expect(await search(first, alice, 'kestrel')).toEqual(['m1']);
+    await first.close();
+    const raw = new Database(path);
+    raw.prepare(`UPDATE message_postings SET data = X'00ff00ff'`).run();
+    raw.close();
+    const second = SqliteStore.open({ path });
+    expect(await search(second, alice, 'kestrel')).toEqual(['m1']);
+    await second.close();
+  });
+});

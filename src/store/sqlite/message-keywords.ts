@@ -75,7 +75,12 @@ export class MessageKeywords {
 
   /** Brings the scope's postings up to date now (after a write, or at start-up), so a search does not pay for it. */
   refresh(scope: Scope): void {
-    this.current(scope);
+    try {
+      this.current(scope);
+    } catch {
+      // The rows are committed; the next search rebuilds this scope's postings and reports any error.
+      this.scopes.delete(JSON.stringify([scope.userId, scope.agentId]));
+    }
   }
 
   /** Saves a snapshot of every scope with rows added since its last one (e.g. before closing). */
@@ -109,8 +114,13 @@ export class MessageKeywords {
   private snapshot(scope: Scope, generation: number): TopKIndex | null {
     const row = this.loadSnapshot.get(scope.userId, scope.agentId) as { generation: number; lastSeq: number; data: Buffer } | undefined;
     if (row === undefined || row.generation !== generation) return null;
-    const index = TopKIndex.fromBytes(row.data);
-    return index.lastSeq === row.lastSeq ? index : null;
+    try {
+      const index = TopKIndex.fromBytes(row.data);
+      return index.lastSeq === row.lastSeq ? index : null;
+    } catch {
+      // An unreadable snapshot is only a lost cache: build from the rows.
+      return null;
+    }
   }
 
   /** Writes the scope's snapshot; a read-only or busy connection skips it (the snapshot is only a cache). */
