@@ -44,6 +44,20 @@ describe('message keyword search across connections', () => {
     await writer.close();
   });
 
+  it('keeps the postings of two connections writing the same scope in turn complete', async () => {
+    const path = tempDb();
+    const one = SqliteStore.open({ path });
+    const two = SqliteStore.open({ path });
+    await one.addMessages([message(alice, 'm1', 'heron by the river', 's1')]);
+    await two.addMessages([message(alice, 'm2', 'heron nest', 's2')]);
+    await one.addMessages([message(alice, 'm3', 'grey heron again', 's3')]);
+    await two.addMessages([message(alice, 'm4', 'heron flying off', 's4')]);
+    expect((await search(one, alice, 'heron')).sort()).toEqual(['m1', 'm2', 'm3', 'm4']);
+    expect((await search(two, alice, 'heron')).sort()).toEqual(['m1', 'm2', 'm3', 'm4']);
+    await one.close();
+    await two.close();
+  });
+
   it('keeps scopes apart and filters by session inside the scope', async () => {
     const store = SqliteStore.open({ path: tempDb() });
     await store.addMessages([

@@ -94,6 +94,9 @@ export const MESSAGE_FTS_DDL = `CREATE VIRTUAL TABLE messages_fts USING fts5 (te
 
 type SessionRef = { userId: string; agentId: string; sessionKey: string };
 
+/** A `message_terms` row as the keyword engine reads it. */
+export type IndexedTerms = { seq: number; terms: string[]; context: string[] };
+
 /**
  * Keeps `message_terms` in step with `messages`; every call runs inside the caller's transaction. A
  * deletion bumps the scope's `message_terms_state.generation` (trigger), so readers rebuild their postings.
@@ -125,9 +128,9 @@ export class MessageIndex {
 
   /**
    * Indexes a stored message; `previousTerms` saves a look-up when the caller just indexed that message.
-   * Call {@link flush} before the transaction ends.
+   * Call {@link flush} before the transaction ends. Returns the row as indexed: own and context terms.
    */
-  add(seq: number | bigint, session: SessionRef, terms: string, previousTerms?: string): void {
+  add(seq: number | bigint, session: SessionRef, terms: string, previousTerms?: string): IndexedTerms {
     const context = previousTerms ?? this.termsBefore(session, Number(seq));
     this.insertRow.run(session.userId, session.agentId, seq, terms, context);
     const own = terms === '' ? [] : terms.split(' ');
@@ -135,6 +138,7 @@ export class MessageIndex {
     for (const term of new Set([...own, ...before])) this.pendingTerms.set(term, (this.pendingTerms.get(term) ?? 0) + 1);
     this.pendingDocuments++;
     this.pendingTokens += own.length + before.length;
+    return { seq: Number(seq), terms: own, context: before };
   }
 
   /** Writes the statistics of the rows added since the last flush (one upsert per distinct term). */

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { type CollectionStats, TopKIndex } from '../../search/top-k-index.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { MessageFilter } from '../store.js';
+import type { IndexedTerms } from './message-index.js';
 
 /** A scope's postings; `unsaved` counts rows added since its snapshot was read or written. */
 type ScopeState = { scope: Scope; index: TopKIndex; generation: number; unsaved: number };
@@ -22,6 +23,7 @@ export class MessageKeywords {
   private readonly scopes = new Map<string, ScopeState>();
   private readonly state: Database.Statement;
   private readonly rowsAfter: Database.Statement;
+  private readonly rowBefore: Database.Statement;
   private readonly sessionSeqs: Database.Statement;
   private readonly idsOf: Database.Statement;
   private readonly loadSnapshot: Database.Statement;
@@ -39,6 +41,10 @@ export class MessageKeywords {
     );
     this.state = db.prepare(
       `SELECT (SELECT max(seq) FROM message_terms WHERE user_id = @user AND agent_id = @agent) AS last,
+              (SELECT generation FROM message_terms_state WHERE user_id = @user AND agent_id = @agent) AS generation`,
+    );
+    this.rowBefore = db.prepare(
+      `SELECT (SELECT max(seq) FROM message_terms WHERE user_id = @user AND agent_id = @agent AND seq < @seq) AS before,
               (SELECT generation FROM message_terms_state WHERE user_id = @user AND agent_id = @agent) AS generation`,
     );
     this.rowsAfter = db.prepare('SELECT seq, terms, context FROM message_terms WHERE user_id = ? AND agent_id = ? AND seq > ? ORDER BY seq').raw();
@@ -73,10 +79,23 @@ export class MessageKeywords {
     return { documents, avgLength: tokens / documents, documentFrequency: (term) => frequencies.get(term) ?? 0 };
   }
 
-  /** Brings the scope's postings up to date now (after a write, or at start-up), so a search does not pay for it. */
-  refresh(scope: Scope): void {
+  /**
+   * After this connection committed `rows` (ascending `seq`) of `scope`: appends them to the scope's
+   * postings without reading them back when nothing else changed the scope since (one look-up says so),
+   * else brings the postings up to date from the table. A search then pays for none of it.
+   */
+  appendWritten(scope: Scope, rows: readonly IndexedTerms[]): void {
+    if (rows.length === 0) return;
     try {
-      this.current(scope);
+      const entry = this.scopes.get(JSON.stringify([scope.userId, scope.agentId]));
+      const { before, generation } = this.rowBefore.get({ user: scope.userId, agent: scope.agentId, seq: rows[0]!.seq }) as { before: number | null; generation: number | null };
+      if (entry === undefined || entry.generation !== (generation ?? 0) || (before ?? 0) !== entry.index.lastSeq) {
+        this.current(scope);
+        return;
+      }
+      for (const row of rows) entry.index.add(row.seq, row.terms, row.context);
+      entry.unsaved += rows.length;
+      if (entry.unsaved >= Math.max(SAVE_AFTER_ROWS, SAVE_AFTER_SHARE * entry.index.size)) this.save(entry);
     } catch {
       // The rows are committed; the next search rebuilds this scope's postings and reports any error.
       this.scopes.delete(JSON.stringify([scope.userId, scope.agentId]));

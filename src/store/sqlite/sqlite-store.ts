@@ -38,7 +38,7 @@ import type {
 } from '../store.js';
 import { HistoryTables } from './history-tables.js';
 import { KnowledgeTables } from './knowledge-tables.js';
-import { MessageIndex } from './message-index.js';
+import { type IndexedTerms, MessageIndex } from './message-index.js';
 import { MessageKeywords } from './message-keywords.js';
 import { MessageKnn } from './message-knn.js';
 import { migrate } from './migrations.js';
@@ -163,7 +163,7 @@ export class SqliteStore implements Store {
     const lastTerms = new Map<string, string>();
     let inserted = 0;
     const recordedAt = new Date().toISOString();
-    const touched = new Map<string, Scope>();
+    const written = new Map<string, { scope: Scope; rows: IndexedTerms[] }>();
     this.db.transaction(() => {
       for (let start = 0; start < messages.length; start += INSERT_CHUNK) {
         for (const m of messages.slice(start, start + INSERT_CHUNK)) {
@@ -172,11 +172,14 @@ export class SqliteStore implements Store {
           const info = insert.run(id, m.scope.userId, m.scope.agentId, m.sessionKey, m.role, m.content, recordedAt, m.timestamp ?? null);
           if (info.changes === 0) continue;
           inserted++;
-          touched.set(`${m.scope.userId}\u0000${m.scope.agentId}`, m.scope);
           const session = { userId: m.scope.userId, agentId: m.scope.agentId, sessionKey: m.sessionKey };
           const sessionId = `${session.userId}\u0000${session.agentId}\u0000${session.sessionKey}`;
           const terms = analyzeForIndex(m.content);
-          this.messageIndex.add(info.lastInsertRowid, session, terms, lastTerms.get(sessionId));
+          const row = this.messageIndex.add(info.lastInsertRowid, session, terms, lastTerms.get(sessionId));
+          const scopeId = `${session.userId}\u0000${session.agentId}`;
+          let batch = written.get(scopeId);
+          if (batch === undefined) written.set(scopeId, (batch = { scope: m.scope, rows: [] }));
+          batch.rows.push(row);
           lastTerms.set(sessionId, terms);
         }
         options.onProgress?.(Math.min(start + INSERT_CHUNK, messages.length), messages.length);
@@ -184,7 +187,7 @@ export class SqliteStore implements Store {
       this.messageIndex.flush();
     })();
     // The writer keeps its own postings current (and snapshots them), so a restart after an import is quick.
-    for (const scope of touched.values()) this.messageKeywords.refresh(scope);
+    for (const { scope, rows } of written.values()) this.messageKeywords.appendWritten(scope, rows);
     return { ids, inserted, skipped: messages.length - inserted };
   }
 
