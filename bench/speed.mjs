@@ -1,24 +1,50 @@
 /**
- * Speed on a synthetic corpus (bench/corpus.mjs), through the library API as a host would use it:
- * import throughput without embeddings, conversation_search latency with keyword search (the default) and with
- * the hash embedder (hybrid), and how fast the background queue embeds with the hash embedder.
+ * Speed of keyword conversation search on real conversation text (bench/realistic-corpus.mjs: LoCoMo
+ * sentences recombined, real LoCoMo questions), through the library API as a host would use it, beside
+ * peer libraries on the same messages and questions in the same run: FlexSearch (English preset),
+ * MiniSearch (Porter2 stemming, stop words) and raw FTS5 with Cairn's former MATCH expression. Also:
+ * import throughput, the tenant test (one 10k-message tenant alone and among many), start-up time and
+ * RSS of a fresh process on each database, and the synthetic corpus (bench/corpus.mjs) as a second column.
+ *
+ * Sizes: `BENCH_SPEED_SIZES` (messages in one scope, comma-separated; default 10000,100000) and
+ * `BENCH_SPEED_TENANTS` (tenants of 10,000 messages in the shared database; default 10). The full run:
+ *   BENCH_SPEED_SIZES=10000,100000,1000000 BENCH_SPEED_TENANTS=100 node bench/run.mjs speed
  */
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { prebuildWordVectorCache } from './word-vector-cache.mjs';
+import Database from 'better-sqlite3';
+import { Encoder, Index as FlexIndex } from 'flexsearch';
+import EnglishPreset from 'flexsearch/lang/en';
+import MiniSearch from 'minisearch';
+import snowball from 'snowball-stemmers';
 import { syntheticCorpus, syntheticQueries } from './corpus.mjs';
-import { mean, median, quantile, round } from './metrics.mjs';
+import { mean, quantile, recallAt, ndcgAt, round } from './metrics.mjs';
+import { REALISTIC_AGENT, realisticMessages, realisticOriginalCount, realisticQueries } from './realistic-corpus.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const SCOPE = { userId: 'bench', agentId: 'default' };
+const TENANT_SIZE = 10_000;
 
-/** What is measured; `sizes` and `repeats` are the knobs that decide the run time. */
+function sizesFromEnv(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  return raw.split(',').map((s) => {
+    const n = Number(s.trim());
+    if (!Number.isInteger(n) || n <= 0) throw new Error(`${name}: "${s}" is not a positive whole number`);
+    return n;
+  });
+}
+
+/** What is measured; `sizes`, `tenants` and `peersUpTo` decide the run time. */
 export const SPEED_DEFAULTS = {
-  sizes: [10_000, 100_000],
-  /** Import runs per size and mode; the table shows the median. */
-  repeats: 3,
+  sizes: sizesFromEnv('BENCH_SPEED_SIZES', [10_000, 100_000]),
+  tenants: sizesFromEnv('BENCH_SPEED_TENANTS', [10])[0],
+  /** Peers are measured at sizes up to this one (they hold everything in memory). */
+  peersUpTo: 100_000,
+  /** The synthetic second column is measured at sizes up to this one. */
+  syntheticUpTo: 100_000,
   hostBatch: 500,
   warmupQueries: 20,
   queries: 300,
@@ -28,123 +54,279 @@ export const SPEED_DEFAULTS = {
 export async function runSpeed({ log = () => {}, ...overrides } = {}) {
   const options = { ...SPEED_DEFAULTS, ...overrides };
   const cairnLib = await import(pathToFileURL(join(REPO, 'dist', 'index.js')).href);
-  const wordVectors = await import(pathToFileURL(join(REPO, 'dist', 'embed', 'word-vectors', 'word-vector-embedder.js')).href);
-  // One word-vector cache for every data directory of the run: it is built once, not once per size.
-  const wordVectorCacheDir = mkdtempSync(join(tmpdir(), 'cairn-speed-cache-'));
-  await prebuildWordVectorCache(wordVectorCacheDir, log);
-  const largest = Math.max(...options.sizes);
-  const { messages: all, words } = syntheticCorpus({ count: largest });
-  const queries = syntheticQueries({ words, count: options.warmupQueries + options.queries });
+  const text = {
+    ...(await import(pathToFileURL(join(REPO, 'dist', 'text', 'analyze.js')).href)),
+    ...(await import(pathToFileURL(join(REPO, 'dist', 'text', 'fts-query.js')).href)),
+    ...(await import(pathToFileURL(join(REPO, 'dist', 'text', 'stopwords.js')).href)),
+  };
+  const questions = realisticQueries(options.warmupQueries + options.queries);
   const imports = [];
   const searches = [];
-  const embedding = [];
+  const startups = [];
+  const tenants = [];
   await warmUp(cairnLib, options);
 
   for (const size of options.sizes) {
-    const messages = all.slice(0, size).map((m) => ({ ...m, scope: SCOPE }));
-    let kept = null;
-    for (const mode of [
-      { name: `batches of ${options.hostBatch}`, batch: options.hostBatch },
-      { name: 'one batch', batch: size },
-    ]) {
-      const runs = [];
-      for (let r = 0; r < options.repeats; r++) {
-        const dir = mkdtempSync(join(tmpdir(), 'cairn-speed-'));
-        const cairn = await open(cairnLib, dir, 'none');
-        const start = performance.now();
-        for (let i = 0; i < size; i += mode.batch) await cairn.recordMessages(messages.slice(i, i + mode.batch));
-        const seconds = (performance.now() - start) / 1000;
-        await cairn.close();
-        runs.push({ seconds, megabytes: databaseMegabytes(dir) });
-        // The first batched run's database is kept for the search measurements.
-        if (kept === null) kept = dir;
-        else rmSync(dir, { recursive: true, force: true });
-      }
-      const seconds = median(runs.map((r) => r.seconds));
-      imports.push({
-        size,
-        mode: mode.name,
-        runs: runs.length,
-        run_seconds: runs.map((r) => round(r.seconds, 3)),
-        seconds: round(seconds, 3),
-        messages_per_second: Math.round(size / seconds),
-        database_mb: round(runs[0].megabytes, 1),
-      });
-      log(`speed: import ${size} (${mode.name}): ${Math.round(size / seconds)} messages/s`);
-    }
-
+    const messages = realisticMessages({ count: size });
+    const scope = { userId: 'u0', agentId: REALISTIC_AGENT };
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-speed-'));
     try {
-      const keyword = await open(cairnLib, kept, 'none');
-      searches.push({ size, config: 'keyword only (provider none)', ...(await latency(keyword, queries, options)) });
-      await keyword.close();
-      log(`speed: keyword search at ${size}: p95 ${searches.at(-1).p95_ms} ms`);
-
-      const embedders = [{ provider: 'hash', config: 'hybrid (hash embedder, 256 dimensions)' }];
-      if (wordVectors.findWordVectorPackage() !== null) {
-        embedders.unshift({ provider: 'word_vectors', config: 'hybrid (word vectors, 100 dimensions)' });
-      }
-      for (const { provider, config } of embedders) {
-        const hybrid = await open(cairnLib, kept, provider, { cacheDir: wordVectorCacheDir });
-        const start = performance.now();
-        const drained = await hybrid.drainEmbeddings(15 * 60_000);
-        const seconds = (performance.now() - start) / 1000;
-        if (!drained) throw new Error(`speed: embedding ${size} messages did not finish`);
-        embedding.push({ size, embedder: provider === 'word_vectors' ? 'word vectors' : provider, seconds: round(seconds, 2), messages_per_second: Math.round(size / seconds) });
-        searches.push({ size, config, ...(await latency(hybrid, queries, options)) });
-        await hybrid.close();
-        log(`speed: ${config} at ${size}: p95 ${searches.at(-1).p95_ms} ms`);
+      imports.push({ corpus: 'realistic', size, scopes: 1, ...(await importInto(cairnLib, dir, messages, options)) });
+      log(`speed: import ${size}: ${imports.at(-1).messages_per_second} messages/s`);
+      const precondition = checkDatabase(dir, { size, scopes: 1 });
+      startups.push({ corpus: 'realistic', size, scopes: 1, ...startup(dir, 'u0', questions[0].query) });
+      log(`speed: start-up on ${size}: first ${startups.at(-1).first_start_to_first_search_ms} ms, restart ${startups.at(-1).start_to_first_search_ms} ms, RSS ${startups.at(-1).rss_mb} MB`);
+      const cairn = await open(cairnLib, dir);
+      searches.push({ corpus: 'realistic', size, system: 'Cairn keyword (provider none)', precondition, ...(await cairnLatency(cairn, scope, questions, options, size)) });
+      await cairn.close();
+      log(`speed: Cairn keyword at ${size}: p95 ${searches.at(-1).p95_ms} ms, recall@10 ${searches.at(-1)['recall@10']}`);
+      if (size <= options.peersUpTo) {
+        for (const peer of PEERS) {
+          const row = await peerLatency(peer, messages, questions, options, text, size);
+          searches.push({ corpus: 'realistic', size, system: peer.name, precondition: { messages: size, indexed: row.indexed }, ...row });
+          log(`speed: ${peer.name} at ${size}: p95 ${row.p95_ms} ms, recall@10 ${row['recall@10']}`);
+        }
       }
     } finally {
-      rmSync(kept, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
     }
   }
-  rmSync(wordVectorCacheDir, { recursive: true, force: true });
-  return document(options, imports, searches, embedding);
+
+  // The tenant test: tenant u0 alone, then the same tenant among `tenants` tenants of 10k messages each.
+  if (options.tenants > 1) {
+    const scope = { userId: 'u0', agentId: REALISTIC_AGENT };
+    for (const scopes of [1, options.tenants]) {
+      const size = scopes * TENANT_SIZE;
+      const dir = mkdtempSync(join(tmpdir(), 'cairn-speed-'));
+      try {
+        const messages = realisticMessages({ count: size, scopes });
+        const imported = await importInto(cairnLib, dir, messages, options);
+        if (scopes > 1) imports.push({ corpus: 'realistic', size, scopes, ...imported });
+        const precondition = checkDatabase(dir, { size, scopes, tenant: 'u0', tenantSize: TENANT_SIZE });
+        if (scopes > 1) startups.push({ corpus: 'realistic', size, scopes, ...startup(dir, 'u0', questions[0].query) });
+        // Timed in a fresh process, so neither row pays for the heap of the corpus this process generated.
+        tenants.push({ size, scopes, tenant_messages: TENANT_SIZE, precondition, measured_in: 'child process', ...childLatency(dir, scope, questions, options, TENANT_SIZE) });
+        log(`speed: tenant u0 with ${scopes} tenant(s) (${size} messages): p95 ${tenants.at(-1).p95_ms} ms`);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+    tenants[1].p95_ratio_to_alone = round(tenants[1].p95_ms / tenants[0].p95_ms, 2);
+  }
+
+  // The synthetic corpus, as a second column only.
+  for (const size of options.sizes.filter((s) => s <= options.syntheticUpTo)) {
+    const { messages, words } = syntheticCorpus({ count: size });
+    const synthetic = messages.map((m) => ({ id: m.id, session_key: m.sessionKey, role: m.role, content: m.content, timestamp: m.timestamp, user_id: 'u0', agent_id: REALISTIC_AGENT }));
+    const queries = syntheticQueries({ words, count: options.warmupQueries + options.queries }).map((query) => ({ query, evidence: [] }));
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-speed-'));
+    try {
+      imports.push({ corpus: 'synthetic', size, scopes: 1, ...(await importInto(cairnLib, dir, synthetic, options)) });
+      const precondition = checkDatabase(dir, { size, scopes: 1 });
+      const cairn = await open(cairnLib, dir);
+      searches.push({ corpus: 'synthetic', size, system: 'Cairn keyword (provider none)', precondition, ...(await cairnLatency(cairn, { userId: 'u0', agentId: REALISTIC_AGENT }, queries, options, size)) });
+      await cairn.close();
+      log(`speed: Cairn keyword on synthetic ${size}: p95 ${searches.at(-1).p95_ms} ms`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  return speedDocument(options, imports, searches, startups, tenants);
 }
 
-/**
- * One throwaway import and search on a corpus with a different seed, so that the first measured row
- * does not pay for JIT compilation; the different pseudo-words leave the analyser's caches cold.
- */
+/** One throwaway import and search on a small corpus with another seed, so JIT warm-up is not measured. */
 async function warmUp(cairnLib, options) {
   const dir = mkdtempSync(join(tmpdir(), 'cairn-speed-'));
   try {
-    const { messages, words } = syntheticCorpus({ count: 5_000, seed: 4242 });
-    const cairn = await open(cairnLib, dir, 'none');
-    for (let i = 0; i < messages.length; i += options.hostBatch) {
-      await cairn.recordMessages(messages.slice(i, i + options.hostBatch).map((m) => ({ ...m, scope: SCOPE })));
-    }
-    for (const query of syntheticQueries({ words, count: 50, seed: 4242 })) await cairn.searchConversations(SCOPE, { query, limit: options.limit });
+    await importInto(cairnLib, dir, realisticMessages({ count: 3_000, seed: 4242 }), options);
+    const cairn = await open(cairnLib, dir);
+    for (const q of realisticQueries(50, 4242)) await cairn.searchConversations({ userId: 'u0', agentId: REALISTIC_AGENT }, { query: q.query, limit: options.limit });
     await cairn.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-async function open(cairnLib, dir, provider, { cacheDir } = {}) {
-  const config = cairnLib.parseConfig({ data_dir: dir, embedding: { provider, cache_dir: cacheDir }, pipeline: { enabled: false } });
+async function open(cairnLib, dir) {
+  const config = cairnLib.parseConfig({ data_dir: dir, embedding: { provider: 'none' }, pipeline: { enabled: false } });
   return cairnLib.createCairn(config, { backgroundEmbedding: false, warn: () => {} });
 }
 
-/** Per-query wall time of `searchConversations` after a warm-up, in milliseconds. */
-async function latency(cairn, queries, options) {
+/** Imports `messages` in host-sized batches into a fresh Cairn at `dir`; returns throughput. */
+async function importInto(cairnLib, dir, messages, options) {
+  const cairn = await open(cairnLib, dir);
+  const start = performance.now();
+  for (let i = 0; i < messages.length; i += options.hostBatch) {
+    const batch = messages.slice(i, i + options.hostBatch).map((m) => ({
+      id: m.id,
+      sessionKey: m.session_key,
+      role: m.role,
+      content: m.content,
+      timestamp: m.timestamp,
+      scope: { userId: m.user_id, agentId: m.agent_id },
+    }));
+    await cairn.recordMessages(batch);
+  }
+  const seconds = (performance.now() - start) / 1000;
+  await cairn.close();
+  return { seconds: round(seconds, 2), messages_per_second: Math.round(messages.length / seconds), database_mb: round(databaseMegabytes(dir), 1) };
+}
+
+/** Asserts what a row is about before it is timed: message count, tenant count, tenant size. */
+function checkDatabase(dir, { size, scopes, tenant, tenantSize }) {
+  const db = new Database(join(dir, 'cairn.db'), { readonly: true });
+  try {
+    const messages = db.prepare('SELECT count(*) FROM messages').pluck().get();
+    const distinctScopes = db.prepare('SELECT count(*) FROM (SELECT DISTINCT user_id, agent_id FROM messages)').pluck().get();
+    if (messages !== size) throw new Error(`speed: expected ${size} messages in the database, found ${messages}`);
+    if (distinctScopes !== scopes) throw new Error(`speed: expected ${scopes} scopes, found ${distinctScopes}`);
+    const precondition = { messages, scopes: distinctScopes, embedder: 'none' };
+    if (tenant !== undefined) {
+      const held = db.prepare('SELECT count(*) FROM messages WHERE user_id = ?').pluck().get(tenant);
+      if (held !== tenantSize) throw new Error(`speed: expected ${tenantSize} messages for tenant ${tenant}, found ${held}`);
+      precondition.tenant_messages = held;
+    }
+    const vectors = db.prepare('SELECT count(*) FROM message_vectors').pluck().get();
+    if (vectors !== 0) throw new Error(`speed: keyword rows expect no vectors, found ${vectors}`);
+    return precondition;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Start-up of a fresh process on `dir`, twice: the first process after the import builds the scope's
+ * postings from its rows (and saves their snapshot); the second is a restart that loads the snapshot.
+ */
+function startup(dir, userId, query) {
+  const probe = () => {
+    const out = execFileSync(process.execPath, [join(REPO, 'bench', 'speed-startup.mjs'), dir, userId, query], { encoding: 'utf8' });
+    const r = JSON.parse(out.trim().split('\n').at(-1));
+    if (r.strategy !== 'fts') throw new Error(`speed: start-up search answered with strategy ${r.strategy}, expected fts`);
+    return r;
+  };
+  const first = probe();
+  const restart = probe();
+  return {
+    first_start_to_first_search_ms: round(first.start_to_first_search_ms, 0),
+    first_rss_mb: round(first.rss_mb, 0),
+    start_to_first_search_ms: round(restart.start_to_first_search_ms, 0),
+    open_and_first_search_ms: round(restart.open_and_first_search_ms, 0),
+    second_search_ms: round(restart.second_search_ms, 2),
+    rss_mb: round(restart.rss_mb, 0),
+  };
+}
+
+/** Per-query wall time of `searchConversations`, with recall against the gold turns the corpus holds. */
+async function cairnLatency(cairn, scope, questions, options, size) {
+  return measure(questions, options, size, async (query) => {
+    const result = await cairn.searchConversations(scope, { query, limit: options.limit });
+    if (result.results.length > 0 && result.strategy !== 'fts') throw new Error(`speed: keyword row answered with strategy ${result.strategy}`);
+    return result.results.map((r) => r.id);
+  });
+}
+
+/** Latency of `searchConversations` measured by bench/speed-startup.mjs in a fresh process on `dir`. */
+function childLatency(dir, scope, questions, options, size) {
+  const file = join(dir, 'queries.json');
+  writeFileSync(file, JSON.stringify(questions.map((q) => q.query)));
+  const args = [join(REPO, 'bench', 'speed-startup.mjs'), dir, scope.userId, questions[0].query, file];
+  const out = execFileSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
+  const r = JSON.parse(out.trim().split('\n').at(-1));
+  return summarise(questions, options, size, r.timings_ms, r.ranked);
+}
+
+/** Times `search(query) → ids` over the questions, in order. */
+async function measure(questions, options, size, search) {
   const timings = [];
-  const strategies = {};
-  for (const [i, query] of queries.entries()) {
+  const ranked = [];
+  for (const q of questions) {
     const start = performance.now();
-    const result = await cairn.searchConversations(SCOPE, { query, limit: options.limit });
-    const ms = performance.now() - start;
-    if (i < options.warmupQueries) continue;
-    timings.push(ms);
-    strategies[result.strategy] = (strategies[result.strategy] ?? 0) + 1;
+    ranked.push(await search(q.query));
+    timings.push(performance.now() - start);
+  }
+  return summarise(questions, options, size, timings, ranked);
+}
+
+/**
+ * Latency quantiles after the warm-up queries, and recall@10 / nDCG@10 over the questions (categories
+ * 1–4) whose gold turns are in the corpus: tenant u0 holds the LoCoMo turns first.
+ */
+function summarise(questions, options, size, allTimings, ranked) {
+  const timings = allTimings.slice(options.warmupQueries);
+  const recall = [];
+  const ndcg = [];
+  const judged = size >= realisticOriginalCount();
+  for (const [i, q] of questions.entries()) {
+    if (i < options.warmupQueries || !judged || q.evidence.length === 0 || q.category === '5') continue;
+    const gold = new Set(q.evidence);
+    recall.push(recallAt(ranked[i], gold, 10));
+    ndcg.push(ndcgAt(ranked[i], gold, 10));
   }
   return {
     queries: timings.length,
     p50_ms: round(quantile(timings, 0.5), 2),
     p95_ms: round(quantile(timings, 0.95), 2),
     mean_ms: round(mean(timings), 2),
-    strategies,
+    judged_queries: recall.length,
+    'recall@10': recall.length === 0 ? null : round(mean(recall), 4),
+    'ndcg@10': ndcg.length === 0 ? null : round(mean(ndcg), 4),
   };
+}
+
+const stemmer = snowball.newStemmer('english');
+
+/** The peers: each builds its index over the messages' content and searches it for ids. */
+const PEERS = [
+  {
+    name: 'FlexSearch 0.8, English preset',
+    build(messages) {
+      const index = new FlexIndex({ encoder: new Encoder(EnglishPreset) });
+      for (const [i, m] of messages.entries()) index.add(i, m.content);
+      return (query, limit) => index.search(query, { limit, suggest: true }).map((i) => messages[i].id);
+    },
+  },
+  {
+    name: 'MiniSearch 7, Porter2 stemming + stop words',
+    build(messages, text) {
+      const processTerm = (term) => {
+        const folded = term.toLowerCase();
+        return text.ENGLISH_STOPWORDS.has(folded) ? null : stemmer.stem(folded);
+      };
+      const index = new MiniSearch({ fields: ['content'], idField: 'i', processTerm });
+      index.addAll(messages.map((m, i) => ({ i, content: m.content })));
+      return (query, limit) => index.search(query).slice(0, limit).map((r) => messages[r.id].id);
+    },
+  },
+  {
+    name: 'raw FTS5, former Cairn MATCH expression',
+    build(messages, text) {
+      // The former message index: contentless FTS5, own and previous-turn terms, bm25 weights 1.0 and 0.3.
+      const db = new Database(':memory:');
+      db.exec(`CREATE VIRTUAL TABLE fts USING fts5 (terms, context, content = '', tokenize = 'unicode61 remove_diacritics 0')`);
+      const insert = db.prepare('INSERT INTO fts (rowid, terms, context) VALUES (?, ?, ?)');
+      const last = new Map();
+      db.transaction(() => {
+        for (const [i, m] of messages.entries()) {
+          const terms = text.analyzeForIndex(m.content);
+          insert.run(i + 1, terms, last.get(m.session_key) ?? '');
+          last.set(m.session_key, terms);
+        }
+      })();
+      const search = db.prepare('SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts, 1.0, 0.3) LIMIT ?').pluck();
+      return (query, limit) => {
+        const match = text.buildFtsQuery(text.analyze(query));
+        return match === null ? [] : search.all(match, limit).map((rowid) => messages[rowid - 1].id);
+      };
+    },
+  },
+];
+
+async function peerLatency(peer, messages, questions, options, text, size) {
+  const start = performance.now();
+  const search = peer.build(messages, text);
+  const buildSeconds = (performance.now() - start) / 1000;
+  return { indexed: messages.length, build_seconds: round(buildSeconds, 2), ...(await measure(questions, options, size, (query) => search(query, options.limit))) };
 }
 
 function databaseMegabytes(dir) {
@@ -159,44 +341,75 @@ function databaseMegabytes(dir) {
   return bytes / 1e6;
 }
 
-function document(options, imports, searches, embedding) {
+/** The results document (tables from the measured rows); exported so a stored run can be re-rendered. */
+export function speedDocument(options, imports, searches, startups, tenants) {
+  const realistic = searches.filter((r) => r.corpus === 'realistic');
+  const cairnRows = realistic.filter((r) => r.system.startsWith('Cairn'));
+  const growth = cairnRows.slice(1).map((r, i) => `${cairnRows[i].size.toLocaleString('en-US')} → ${r.size.toLocaleString('en-US')}: ×${round(r.p95_ms / cairnRows[i].p95_ms, 2)}`);
+  const tables = [
+    {
+      title: 'Keyword conversation search, realistic corpus, one scope (Cairn and peers in the same run)',
+      columns: ['messages', 'system', 'p50 ms', 'p95 ms', 'mean ms', 'recall@10', 'nDCG@10', 'index build s', 'queries'],
+      digits: [0, null, 2, 2, 2, 3, 3, 2, 0],
+      rows: realistic.map((r) => [r.size, r.system, r.p50_ms, r.p95_ms, r.mean_ms, r['recall@10'], r['ndcg@10'], r.build_seconds ?? null, r.queries]),
+      notes:
+        `Recall@10 and nDCG@10 over the ${realistic[0]?.judged_queries ?? 0} questions (categories 1–4) whose gold turns the corpus holds. ` +
+        `Growth of Cairn's p95 from one size to the next${growth.length > 0 ? `: ${growth.join(', ')}` : ''}.`,
+    },
+  ];
+  if (tenants.length === 2) {
+    tables.push({
+      title: 'Tenant test: one 10,000-message tenant alone and in a shared database',
+      notes: 'Each row is timed in a fresh process that opens the database and searches tenant u0 only (the question list twice; the second pass is timed).',
+      columns: ['database messages', 'tenants', 'p50 ms', 'p95 ms', 'mean ms', 'p95 / alone', 'recall@10'],
+      digits: [0, 0, 2, 2, 2, 2, 3],
+      rows: tenants.map((r) => [r.size, r.scopes, r.p50_ms, r.p95_ms, r.mean_ms, r.p95_ratio_to_alone ?? 1, r['recall@10']]),
+    });
+  }
+  tables.push(
+    {
+      title: 'Start-up: a fresh process opens the database and answers its first search',
+      columns: ['messages', 'tenants', 'first start after import ms', 'RSS MB then', 'restart: start to first answer ms', 'open + first search ms', 'RSS MB'],
+      digits: [0, 0, 0, 0, 0, 0, 0],
+      rows: startups.map((r) => [r.size, r.scopes, r.first_start_to_first_search_ms, r.first_rss_mb, r.start_to_first_search_ms, r.open_and_first_search_ms, r.rss_mb]),
+      notes:
+        'Times count from the start of the Node process (module loading included). The importing process kept the postings ' +
+        'current and saved their snapshot on close, so both the first start and the restart load the snapshot and read only ' +
+        "later rows (DESIGN.md, \"Keyword engine\").",
+    },
+    {
+      title: 'Import throughput (no embeddings, batches of 500)',
+      columns: ['corpus', 'messages', 'tenants', 'messages/s', 'seconds', 'database MB'],
+      digits: [null, 0, 0, 0, 2, 1],
+      rows: imports.map((r) => [r.corpus, r.size, r.scopes, r.messages_per_second, r.seconds, r.database_mb]),
+    },
+    {
+      title: 'Second column: the synthetic corpus (Zipf pseudo-words, word-list queries)',
+      columns: ['messages', 'system', 'p50 ms', 'p95 ms', 'mean ms', 'queries'],
+      digits: [0, null, 2, 2, 2, 0],
+      rows: searches.filter((r) => r.corpus === 'synthetic').map((r) => [r.size, r.system, r.p50_ms, r.p95_ms, r.mean_ms, r.queries]),
+    },
+  );
   return {
     name: 'speed',
-    title: 'Speed on a synthetic corpus',
+    title: 'Speed on real conversation text',
     order: 20,
     summary: [
-      'A deterministic corpus (bench/corpus.mjs: seeded PRNG, Zipf-distributed vocabulary of 30,000 words,',
-      'messages of 120–280 characters, sessions of 10–40 turns, one scope) driven through the library API',
-      `(\`createCairn\`, \`recordMessages\`, \`searchConversations\`), after a warm-up on a differently seeded corpus.`,
-      `Import runs ${options.repeats} times per row on a fresh`,
-      `data directory without embeddings (median shown). Search: ${options.queries} queries after ${options.warmupQueries}`,
-      `warm-up, limit ${options.limit}, mixing common words, rare words and natural questions; each embedder's queue is`,
-      'drained (the word-vector cache built beforehand) before its hybrid latency is measured.',
+      'Messages from bench/realistic-corpus.mjs: LoCoMo turns split into sentences and recombined, names, places and',
+      'numbers varied from seeded pools; tenant u0 starts with the 5,882 original turns, so the LoCoMo questions have',
+      `their gold turns in it. ${options.queries} LoCoMo questions after ${options.warmupQueries} warm-up, limit ${options.limit},`,
+      'through the library API (`createCairn`, `recordMessages`, `searchConversations`, embedding provider none);',
+      'the peers index the same message texts and answer the same questions in the same process. Every row checks',
+      'its database first (message and tenant counts, no vectors) and records that check in the JSON.',
+      'Sizes: `BENCH_SPEED_SIZES` (default 10000,100000) and `BENCH_SPEED_TENANTS` (default 10);',
+      'the full run is `BENCH_SPEED_SIZES=10000,100000,1000000 BENCH_SPEED_TENANTS=100 node bench/run.mjs speed`.',
     ].join(' '),
     options,
     imports,
     searches,
-    embedding,
-    tables: [
-      {
-        title: 'Import throughput (no embeddings)',
-        columns: ['messages', 'mode', 'messages/s', 'seconds', 'runs', 'database MB'],
-        digits: [0, null, 0, 2, 0, 1],
-        rows: imports.map((r) => [r.size, r.mode, r.messages_per_second, r.seconds, r.runs, r.database_mb]),
-      },
-      {
-        title: 'conversation_search latency',
-        columns: ['messages', 'configuration', 'p50 ms', 'p95 ms', 'mean ms', 'queries'],
-        digits: [0, null, 2, 2, 2, 0],
-        rows: searches.map((r) => [r.size, r.config, r.p50_ms, r.p95_ms, r.mean_ms, r.queries]),
-      },
-      {
-        title: 'Background embedding (queue drained)',
-        columns: ['messages', 'embedder', 'messages/s', 'seconds'],
-        digits: [0, null, 0, 2],
-        rows: embedding.map((r) => [r.size, r.embedder, r.messages_per_second, r.seconds]),
-      },
-    ],
+    startups,
+    tenants,
+    tables,
   };
 }
 

@@ -100,11 +100,12 @@ describe('SqliteStore specifics', () => {
   it('widens message roles in place: rows, seq values, the id counter and the delete triggers survive', async () => {
     const path = tempDb();
     const raw = new Database(path);
-    migrate(raw, SCHEMA_VERSION - 1);
+    // The widening is the second-to-last step (the keyword index's move to message_terms follows it).
+    migrate(raw, SCHEMA_VERSION - 2);
     const insert = raw.prepare(
       `INSERT INTO messages (id, user_id, agent_id, session_key, role, content, recorded_at) VALUES (?, 'u', 'a', 's', ?, ?, '2026-01-01T00:00:00Z')`,
     );
-    // The schema before this step refuses the new roles (if this fails, the step is no longer the last one).
+    // The schema before this step refuses the new roles (if this fails, the step moved).
     expect(() => insert.run('t0', 'tool', 'x')).toThrow(/CHECK constraint/);
     insert.run('m1', 'user', 'first words');
     insert.run('m2', 'assistant', 'second words');
@@ -128,7 +129,7 @@ describe('SqliteStore specifics', () => {
     expect(check.prepare(`SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages' ORDER BY name`).all()).toContainEqual({
       name: 'messages_after_delete',
     });
-    expect(check.prepare(`SELECT count(*) AS n FROM messages_fts WHERE rowid = 4`).get()).toEqual({ n: 0 });
+    expect(check.prepare(`SELECT count(*) AS n FROM message_terms WHERE seq = 4`).get()).toEqual({ n: 0 });
     check.close();
   });
 

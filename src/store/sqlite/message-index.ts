@@ -2,37 +2,152 @@ import type Database from 'better-sqlite3';
 import { analyzeForIndex } from '../../text/analyze.js';
 
 /**
- * The keyword index of L0 messages: a contentless FTS5 table with two columns, the message's own
- * analysed text (`terms`) and the analysed text of the message before it in the same session
- * (`context`). Questions often echo the turn that prompted the answer, so matching the previous turn
- * at a low weight finds answers whose own words differ (DESIGN.md, "Text analysis").
+ * SQL for the distinct terms of a `message_terms` row (`new` or `old`) in either column. Analysed terms
+ * are runs of letters, marks and digits, never a quote or backslash, so the space-separated column
+ * becomes a JSON array by replacing the spaces.
  */
-export const MESSAGE_FTS_DDL = `CREATE VIRTUAL TABLE messages_fts USING fts5 (terms, context, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0')`;
+function distinctTerms(row: 'new' | 'old'): string {
+  const array = (column: string): string => `json_each('["' || replace(${row}.${column}, ' ', '","') || '"]')`;
+  return `SELECT value FROM ${array('terms')} UNION SELECT value FROM ${array('context')}`;
+}
 
-/** bm25() column weights for (terms, context), in the order of {@link MESSAGE_FTS_DDL}. */
-export const MESSAGE_FTS_WEIGHTS = '1.0, 0.3';
+/** SQL for the number of tokens in a space-separated column. */
+function tokenCount(column: string): string {
+  return `(CASE WHEN ${column} = '' THEN 0 ELSE length(${column}) - length(replace(${column}, ' ', '')) + 1 END)`;
+}
+
+/**
+ * The keyword index of L0 messages, as stored: one `message_terms` row per message with the message's
+ * own analysed text (`terms`) and the analysed text of the message before it in the same session
+ * (`context`). Questions often echo the turn that prompted the answer, so matching the previous turn
+ * at a low weight finds answers whose own words differ (DESIGN.md, "Text analysis"). The rows are
+ * indexed by scope, so one scope's index is one range of `message_terms_by_scope`; `message-keywords.ts` builds the
+ * in-memory postings from them. The database-wide statistics BM25 needs (documents per term in
+ * `message_vocabulary`, message and token counts in `message_totals`) are added by {@link MessageIndex}
+ * once per batch and taken away by triggers on deletion and re-indexing, which also bump a scope's
+ * `message_terms_state.generation` when one of its messages is deleted. `message_postings` holds a
+ * snapshot of a scope's postings (with the `seq` and generation it covers), so a process starts
+ * without re-reading every row.
+ */
+export const MESSAGE_TERMS_DDL = `
+  CREATE TABLE message_terms (
+    seq INTEGER PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    terms TEXT NOT NULL,
+    context TEXT NOT NULL
+  );
+  CREATE INDEX message_terms_by_scope ON message_terms (user_id, agent_id, seq);
+  CREATE TABLE message_terms_state (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    PRIMARY KEY (user_id, agent_id)
+  ) WITHOUT ROWID;
+  CREATE TABLE message_postings (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    data BLOB NOT NULL,
+    UNIQUE (user_id, agent_id)
+  );
+  CREATE TABLE message_vocabulary (
+    term TEXT PRIMARY KEY,
+    documents INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE message_totals (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    documents INTEGER NOT NULL,
+    tokens INTEGER NOT NULL
+  );
+  INSERT INTO message_totals (id, documents, tokens) VALUES (1, 0, 0);
+  CREATE TRIGGER message_terms_after_delete AFTER DELETE ON message_terms BEGIN
+    UPDATE message_vocabulary SET documents = documents - 1 WHERE term IN (${distinctTerms('old')});
+    UPDATE message_totals SET documents = documents - 1, tokens = tokens - ${tokenCount('old.terms')} - ${tokenCount('old.context')};
+  END;
+  CREATE TRIGGER message_terms_after_update AFTER UPDATE OF context ON message_terms BEGIN
+    UPDATE message_vocabulary SET documents = documents - 1 WHERE term IN (${distinctTerms('old')});
+    INSERT INTO message_vocabulary (term, documents)
+      SELECT value, 1 FROM (${distinctTerms('new')}) WHERE value <> ''
+      ON CONFLICT (term) DO UPDATE SET documents = documents + 1;
+    UPDATE message_totals SET tokens = tokens - ${tokenCount('old.context')} + ${tokenCount('new.context')};
+  END;
+  CREATE TRIGGER message_terms_state_after_insert AFTER INSERT ON message_terms_state BEGIN
+    DELETE FROM message_postings WHERE user_id = new.user_id AND agent_id = new.agent_id;
+  END;
+  CREATE TRIGGER message_terms_state_after_update AFTER UPDATE OF generation ON message_terms_state BEGIN
+    DELETE FROM message_postings WHERE user_id = new.user_id AND agent_id = new.agent_id;
+  END;
+  DROP TRIGGER messages_after_delete;
+  CREATE TRIGGER messages_after_delete AFTER DELETE ON messages BEGIN
+    DELETE FROM message_vectors WHERE message_seq = old.seq;
+    DELETE FROM message_terms WHERE seq = old.seq;
+    INSERT INTO message_terms_state (user_id, agent_id, generation) VALUES (old.user_id, old.agent_id, 1)
+      ON CONFLICT (user_id, agent_id) DO UPDATE SET generation = generation + 1;
+  END;
+  DROP TABLE messages_fts;
+`;
+
+/** The FTS5 message index of schema versions 1–3 (kept for the migration steps that build it). */
+export const MESSAGE_FTS_DDL = `CREATE VIRTUAL TABLE messages_fts USING fts5 (terms, context, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0')`;
 
 type SessionRef = { userId: string; agentId: string; sessionKey: string };
 
-/** Keeps `messages_fts` in step with `messages`; every call runs inside the caller's transaction. */
+/** A `message_terms` row as the keyword engine reads it. */
+export type IndexedTerms = { seq: number; terms: string[]; context: string[] };
+
+/**
+ * Keeps `message_terms` in step with `messages`; every call runs inside the caller's transaction. A
+ * deletion bumps the scope's `message_terms_state.generation` (trigger), so readers rebuild their postings.
+ */
 export class MessageIndex {
   private readonly insertRow: Database.Statement;
-  private readonly deleteRow: Database.Statement;
+  private readonly addVocabulary: Database.Statement;
+  private readonly addTotals: Database.Statement;
+  /** Statistics of the rows added since the last {@link flush}. */
+  private readonly pendingTerms = new Map<string, number>();
+  private pendingDocuments = 0;
+  private pendingTokens = 0;
+  private readonly updateContext: Database.Statement;
   private readonly previous: Database.Statement;
   private readonly next: Database.Statement;
 
   constructor(db: Database.Database) {
-    this.insertRow = db.prepare('INSERT INTO messages_fts (rowid, terms, context) VALUES (?, ?, ?)');
-    this.deleteRow = db.prepare('DELETE FROM messages_fts WHERE rowid = ?');
+    this.insertRow = db.prepare('INSERT INTO message_terms (user_id, agent_id, seq, terms, context) VALUES (?, ?, ?, ?, ?)');
+    this.addVocabulary = db.prepare(
+      'INSERT INTO message_vocabulary (term, documents) VALUES (?, ?) ON CONFLICT (term) DO UPDATE SET documents = documents + excluded.documents',
+    );
+    this.addTotals = db.prepare('UPDATE message_totals SET documents = documents + ?, tokens = tokens + ? WHERE id = 1');
+    this.updateContext = db.prepare('UPDATE message_terms SET context = ? WHERE seq = ? AND user_id = ? AND agent_id = ?');
     this.previous = db.prepare(
       'SELECT content FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq < ? ORDER BY seq DESC LIMIT 1',
     );
     this.next = db.prepare('SELECT seq, content FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq > ? ORDER BY seq LIMIT 1');
   }
 
-  /** Indexes a stored message; `previousTerms` saves a look-up when the caller just indexed that message. */
-  add(seq: number | bigint, session: SessionRef, terms: string, previousTerms?: string): void {
-    this.insertRow.run(seq, terms, previousTerms ?? this.termsBefore(session, Number(seq)));
+  /**
+   * Indexes a stored message; `previousTerms` saves a look-up when the caller just indexed that message.
+   * Call {@link flush} before the transaction ends. Returns the row as indexed: own and context terms.
+   */
+  add(seq: number | bigint, session: SessionRef, terms: string, previousTerms?: string): IndexedTerms {
+    const context = previousTerms ?? this.termsBefore(session, Number(seq));
+    this.insertRow.run(session.userId, session.agentId, seq, terms, context);
+    const own = terms === '' ? [] : terms.split(' ');
+    const before = context === '' ? [] : context.split(' ');
+    for (const term of new Set([...own, ...before])) this.pendingTerms.set(term, (this.pendingTerms.get(term) ?? 0) + 1);
+    this.pendingDocuments++;
+    this.pendingTokens += own.length + before.length;
+    return { seq: Number(seq), terms: own, context: before };
+  }
+
+  /** Writes the statistics of the rows added since the last flush (one upsert per distinct term). */
+  flush(): void {
+    for (const [term, documents] of this.pendingTerms) this.addVocabulary.run(term, documents);
+    if (this.pendingDocuments > 0) this.addTotals.run(this.pendingDocuments, this.pendingTokens);
+    this.pendingTerms.clear();
+    this.pendingDocuments = 0;
+    this.pendingTokens = 0;
   }
 
   /**
@@ -42,8 +157,7 @@ export class MessageIndex {
   afterDelete(seq: number, session: SessionRef): void {
     const following = this.next.get(session.userId, session.agentId, session.sessionKey, seq) as { seq: number; content: string } | undefined;
     if (!following) return;
-    this.deleteRow.run(following.seq);
-    this.insertRow.run(following.seq, analyzeForIndex(following.content), this.termsBefore(session, following.seq));
+    this.updateContext.run(this.termsBefore(session, following.seq), following.seq, session.userId, session.agentId);
   }
 
   private termsBefore(session: SessionRef, seq: number): string {
@@ -52,7 +166,7 @@ export class MessageIndex {
   }
 }
 
-/** Recreates `messages_fts` from the stored messages (a migration step; runs inside its transaction). */
+/** Recreates `messages_fts` from the stored messages (the schema-2 migration step; runs inside its transaction). */
 export function rebuildMessageIndex(db: Database.Database): void {
   db.exec('DROP TABLE IF EXISTS messages_fts');
   db.exec(MESSAGE_FTS_DDL);
@@ -72,4 +186,26 @@ export function rebuildMessageIndex(db: Database.Database): void {
     previousSession = session;
     previousTerms = terms;
   }
+}
+
+/** Creates `message_terms` from the stored messages and drops `messages_fts` (a migration step). */
+export function buildMessageTerms(db: Database.Database): void {
+  db.exec(MESSAGE_TERMS_DDL);
+  const index = new MessageIndex(db);
+  let previousSession = '';
+  let previousTerms = '';
+  for (const row of db.prepare('SELECT seq, user_id, agent_id, session_key, content FROM messages ORDER BY user_id, agent_id, session_key, seq').all() as {
+    seq: number;
+    user_id: string;
+    agent_id: string;
+    session_key: string;
+    content: string;
+  }[]) {
+    const session = `${row.user_id}\u0000${row.agent_id}\u0000${row.session_key}`;
+    const terms = analyzeForIndex(row.content);
+    index.add(row.seq, { userId: row.user_id, agentId: row.agent_id, sessionKey: row.session_key }, terms, session === previousSession ? previousTerms : '');
+    previousSession = session;
+    previousTerms = terms;
+  }
+  index.flush();
 }

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { rebuildMessageIndex } from './message-index.js';
+import { buildMessageTerms, rebuildMessageIndex } from './message-index.js';
 
 /**
  * Schema versions, applied in order inside one transaction each; `PRAGMA user_version` records the last.
@@ -252,6 +252,8 @@ const MIGRATIONS: readonly Migration[] = [
   `,
   // Messages accept the roles system and tool, and keep a name (a tool message's tool).
   widenMessageRoles,
+  // The message keyword index moves from FTS5 to `message_terms` (DESIGN.md, "Keyword engine").
+  buildMessageTerms,
 ];
 
 /**

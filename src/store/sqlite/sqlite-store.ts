@@ -38,7 +38,8 @@ import type {
 } from '../store.js';
 import { HistoryTables } from './history-tables.js';
 import { KnowledgeTables } from './knowledge-tables.js';
-import { MESSAGE_FTS_WEIGHTS, MessageIndex } from './message-index.js';
+import { type IndexedTerms, MessageIndex } from './message-index.js';
+import { MessageKeywords } from './message-keywords.js';
 import { MessageKnn } from './message-knn.js';
 import { migrate } from './migrations.js';
 import { ReadPool } from './read-pool.js';
@@ -119,6 +120,7 @@ export class SqliteStore implements Store {
   readonly history: HistoryStore;
 
   private readonly messageIndex: MessageIndex;
+  private readonly messageKeywords: MessageKeywords;
   /** The KNN index over message vectors; null without the sqlite-vec extension. */
   private readonly messageKnn: MessageKnn | null;
   /** Worker threads that answer the searches; null when this connection answers them itself. */
@@ -129,6 +131,7 @@ export class SqliteStore implements Store {
     this.readers = readers;
     this.statements = new Statements(db);
     this.messageIndex = new MessageIndex(db);
+    this.messageKeywords = new MessageKeywords(db);
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
     this.knowledge = new KnowledgeTables(db);
     this.history = new HistoryTables(db, vectorSearch);
@@ -183,6 +186,7 @@ export class SqliteStore implements Store {
     const lastTerms = new Map<string, string>();
     let inserted = 0;
     const recordedAt = new Date().toISOString();
+    const written = new Map<string, { scope: Scope; rows: IndexedTerms[] }>();
     this.db.transaction(() => {
       for (let start = 0; start < messages.length; start += INSERT_CHUNK) {
         for (const m of messages.slice(start, start + INSERT_CHUNK)) {
@@ -194,12 +198,19 @@ export class SqliteStore implements Store {
           const session = { userId: m.scope.userId, agentId: m.scope.agentId, sessionKey: m.sessionKey };
           const sessionId = `${session.userId}\u0000${session.agentId}\u0000${session.sessionKey}`;
           const terms = analyzeForIndex(m.content);
-          this.messageIndex.add(info.lastInsertRowid, session, terms, lastTerms.get(sessionId));
+          const row = this.messageIndex.add(info.lastInsertRowid, session, terms, lastTerms.get(sessionId));
+          const scopeId = `${session.userId}\u0000${session.agentId}`;
+          let batch = written.get(scopeId);
+          if (batch === undefined) written.set(scopeId, (batch = { scope: m.scope, rows: [] }));
+          batch.rows.push(row);
           lastTerms.set(sessionId, terms);
         }
         options.onProgress?.(Math.min(start + INSERT_CHUNK, messages.length), messages.length);
       }
+      this.messageIndex.flush();
     })();
+    // The writer keeps its own postings current (and snapshots them), so a restart after an import is quick.
+    for (const { scope, rows } of written.values()) this.messageKeywords.appendWritten(scope, rows);
     return { ids, inserted, skipped: messages.length - inserted };
   }
 
@@ -249,17 +260,7 @@ export class SqliteStore implements Store {
 
   async searchMessagesByKeyword(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]> {
     if (this.readers?.usable) return this.readers.run('searchMessagesByKeyword', [scope, terms, filter, limit]);
-    const match = buildFtsQuery(terms);
-    if (match === null) return [];
-    const session = filter.sessionKey === undefined ? '' : 'AND m.session_key = ?';
-    const params: unknown[] = [match, scope.userId, scope.agentId];
-    if (filter.sessionKey !== undefined) params.push(filter.sessionKey);
-    params.push(limit);
-    const rows = this.stmt(
-      `SELECT m.id AS id, bm25(messages_fts, ${MESSAGE_FTS_WEIGHTS}) AS rank FROM messages_fts JOIN messages m ON m.seq = messages_fts.rowid
-       WHERE messages_fts MATCH ? AND m.user_id = ? AND m.agent_id = ? ${session} ORDER BY rank LIMIT ?`,
-    ).all(...params) as { id: string; rank: number }[];
-    return rows.map((r) => ({ id: r.id, score: bm25ToScore(r.rank) }));
+    return this.messageKeywords.search(scope, terms, filter, limit);
   }
 
   async searchMessagesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): Promise<RankedHit[]> {
@@ -741,7 +742,9 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     await this.readers?.close();
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    this.messageKeywords.saveAll();
+    this.db.close();
   }
 
   private requireVectors(): void {

@@ -1,0 +1,145 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { BM25_B, BM25_K1 } from './bm25-index.js';
+import { type CollectionStats, type TopKHit, MAX_QUERY_TERMS, TopKIndex } from './top-k-index.js';
+
+type Doc = { seq: number; terms: string[]; context: string[] };
+
+/**
+ * Exact BM25 written out plainly: every document scored on every query term. Own-text hits weigh 1,
+ * context hits 0.3; the first 8 distinct query terms count once per such term the document holds.
+ */
+function exactTopK(docs: readonly Doc[], query: readonly string[], k: number, stats: CollectionStats): TopKHit[] {
+  const distinct = [...new Set(query)];
+  const coordinated = new Set(distinct.slice(0, 8));
+  const scored = docs.map((doc) => {
+    const length = doc.terms.length + doc.context.length;
+    let coordSum = 0;
+    let coordCount = 0;
+    let otherSum = 0;
+    for (const term of distinct) {
+      const freq = doc.terms.filter((t) => t === term).length + 0.3 * doc.context.filter((t) => t === term).length;
+      if (freq === 0) continue;
+      const n = stats.documentFrequency(term);
+      const raw = Math.log((stats.documents - n + 0.5) / (n + 0.5));
+      const idf = raw > 0 ? raw : 1e-6;
+      const s = (idf * (freq * (BM25_K1 + 1))) / (freq + BM25_K1 * (1 - BM25_B + (BM25_B * length) / stats.avgLength));
+      if (coordinated.has(term)) {
+        coordSum += s;
+        coordCount++;
+      } else {
+        otherSum += s;
+      }
+    }
+    return { seq: doc.seq, score: coordCount * coordSum + otherSum };
+  });
+  return scored
+    .filter((h) => h.score > 0)
+    .sort((a, b) => b.score - a.score || a.seq - b.seq)
+    .slice(0, k);
+}
+
+/** Same ranking, ties aside: equal scores position by position, equal ids wherever the score is not tied. */
+function expectSameRanking(actual: TopKHit[], expected: TopKHit[]): void {
+  expect(actual.length).toBe(expected.length);
+  const close = (a: number, b: number): boolean => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
+  for (const [i, hit] of expected.entries()) {
+    expect(close(actual[i]!.score, hit.score)).toBe(true);
+    const tied = expected.some((other, j) => j !== i && close(other.score, hit.score));
+    if (!tied) expect(actual[i]!.seq).toBe(hit.seq);
+  }
+}
+
+const VOCABULARY = Array.from({ length: 40 }, (_, i) => `w${i}`);
+// Skewed draws: low-numbered words are common, high-numbered ones rare, as in real text.
+const word = fc.integer({ min: 0, max: 39 * 39 }).map((x) => VOCABULARY[Math.floor(Math.sqrt(x))]!);
+const corpus = fc.array(fc.record({ terms: fc.array(word, { maxLength: 12 }), context: fc.array(word, { maxLength: 8 }) }), { minLength: 1, maxLength: 80 });
+
+function build(raw: { terms: string[]; context: string[] }[], gaps: number[] = []): { index: TopKIndex; docs: Doc[] } {
+  const index = new TopKIndex();
+  let seq = 0;
+  const docs = raw.map((d, i) => {
+    seq += 1 + (gaps[i % Math.max(1, gaps.length)] ?? 0);
+    index.add(seq, d.terms, d.context);
+    return { seq, ...d };
+  });
+  return { index, docs };
+}
+
+describe('TopKIndex', () => {
+  it('returns the exact BM25 top k over its own statistics', () => {
+    fc.assert(
+      fc.property(corpus, fc.array(word, { minLength: 1, maxLength: 14 }), fc.integer({ min: 1, max: 12 }), fc.array(fc.nat(5)), (raw, query, k, gaps) => {
+        const { index, docs } = build(raw, gaps);
+        expectSameRanking(index.search(query, k), exactTopK(docs, query, k, index.ownStats()));
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('returns the exact top k under outside statistics and within a subset', () => {
+    fc.assert(
+      fc.property(
+        corpus,
+        fc.array(word, { minLength: 1, maxLength: 10 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.nat(200),
+        fc.array(fc.nat(30), { minLength: 40, maxLength: 40 }),
+        fc.array(fc.boolean(), { minLength: 80, maxLength: 80 }),
+        (raw, query, k, extraDocuments, extraFrequency, keep) => {
+          const { index, docs } = build(raw);
+          const own = index.ownStats();
+          const stats: CollectionStats = {
+            documents: own.documents + extraDocuments,
+            avgLength: own.avgLength + 1,
+            documentFrequency: (term) => own.documentFrequency(term) + (extraFrequency[Number(term.slice(1))] ?? 0),
+          };
+          expectSameRanking(index.search(query, k, { stats }), exactTopK(docs, query, k, stats));
+          const subset = docs.filter((_, i) => keep[i]);
+          expectSameRanking(
+            index.search(query, k, { stats, within: subset.map((d) => d.seq) }),
+            exactTopK(subset, query, k, stats),
+          );
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('answers the same after a round trip through bytes, and keeps growing', () => {
+    fc.assert(
+      fc.property(corpus, corpus, fc.array(word, { minLength: 1, maxLength: 10 }), (first, more, query) => {
+        const { index, docs } = build(first);
+        const copy = TopKIndex.fromBytes(index.toBytes());
+        expect(copy.size).toBe(index.size);
+        expect(copy.search(query, 10)).toEqual(index.search(query, 10));
+        let seq = copy.lastSeq;
+        const all = [...docs];
+        for (const d of more) {
+          seq++;
+          copy.add(seq, d.terms, d.context);
+          all.push({ seq, ...d });
+        }
+        expectSameRanking(copy.search(query, 10), exactTopK(all, query, 10, copy.ownStats()));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('scores a very long query on its rarest terms only', () => {
+    const index = new TopKIndex();
+    const words = Array.from({ length: MAX_QUERY_TERMS + 10 }, (_, i) => `t${i}`);
+    // t0 is in every document, t1 in every second, …: the later a word, the rarer.
+    for (let seq = 1; seq <= 64; seq++) index.add(seq, words.filter((_, i) => seq % (i + 1) === 0), []);
+    const capped = index.search(words, 5);
+    const rarest = index.search(words.slice(words.length - MAX_QUERY_TERMS), 5);
+    expect(capped).toEqual(rarest);
+    expect(capped.length).toBe(5);
+  });
+
+  it('refuses a document out of order', () => {
+    const index = new TopKIndex();
+    index.add(5, ['a'], []);
+    expect(() => index.add(5, ['b'], [])).toThrow(/not after/);
+  });
+});

@@ -1,0 +1,450 @@
+import { BM25_B, BM25_K1 } from './bm25-index.js';
+
+/** The weight of a term found in a message's context (the previous turn) against one in its own text. */
+export const CONTEXT_WEIGHT = 0.3;
+/** How many leading distinct query terms earn the coordination factor (the old FTS5 pairs). */
+export const COORDINATED_TERMS = 8;
+/** The most distinct analysed terms one query is scored on; longer queries keep their rarest terms. */
+export const MAX_QUERY_TERMS = 32;
+
+/** One hit: the document's sequence number and its score (higher is better). */
+export type TopKHit = { seq: number; score: number };
+
+/** Postings of one term: pairs (local document number, packed frequencies), in document order. */
+type Postings = {
+  data: Int32Array;
+  /** Number of postings (pairs) held. */
+  length: number;
+  /** Largest weighted frequency and smallest document length among the postings: the score bound. */
+  maxFreq: number;
+  minLength: number;
+};
+
+/** Frequencies are packed as `own × 2^12 + context`; a count beyond 4095 saturates. */
+const FREQ_SHIFT = 4096;
+const FREQ_MAX = FREQ_SHIFT - 1;
+/** Relative slack on score bounds, so rounding in a bound never prunes a document that would rank. */
+const BOUND_SLACK = 1 + 1e-9;
+
+/**
+ * The collection statistics BM25 weighs terms with: how many documents there are, their mean length
+ * in tokens, and how many hold each term. The index's own documents by default; a store passes
+ * database-wide figures so a scope's ranking does not depend on how it is partitioned.
+ */
+export type CollectionStats = { documents: number; avgLength: number; documentFrequency: (term: string) => number };
+
+/** A query term resolved against the index. */
+type QueryTerm = { postings: Postings; idf: number; bound: number; coordinated: boolean; order: number };
+
+/**
+ * A BM25 keyword index over one scope's messages, in memory, answering exact top-k queries without
+ * scoring every matching message: MaxScore dynamic pruning (DESIGN.md, "Keyword engine"). A message
+ * has two fields, its own analysed terms and those of the previous turn (`context`, weight
+ * {@link CONTEXT_WEIGHT}); each of the first {@link COORDINATED_TERMS} distinct query terms counts
+ * as many times as the message holds of them (the coordination factor of the former FTS5 query).
+ * Documents are appended in increasing `seq`; removing one means building the index again.
+ */
+export class TopKIndex {
+  private readonly postings = new Map<string, Postings>();
+  private seqs = new Float64Array(1024);
+  private lengths = new Int32Array(1024);
+  private count = 0;
+  private totalLength = 0;
+
+  /** Number of documents held. */
+  get size(): number {
+    return this.count;
+  }
+
+  /** The largest `seq` added, or 0 when empty. */
+  get lastSeq(): number {
+    return this.count === 0 ? 0 : this.seqs[this.count - 1]!;
+  }
+
+  /** Adds a document; `seq` must exceed every `seq` added before. */
+  add(seq: number, terms: readonly string[], context: readonly string[]): void {
+    if (seq <= this.lastSeq && this.count > 0) throw new Error(`TopKIndex: seq ${seq} is not after ${this.lastSeq}`);
+    const doc = this.count;
+    if (doc === this.seqs.length) {
+      this.seqs = grow(this.seqs, doc * 2);
+      this.lengths = grow(this.lengths, doc * 2);
+    }
+    const length = terms.length + context.length;
+    this.seqs[doc] = seq;
+    this.lengths[doc] = length;
+    this.count++;
+    this.totalLength += length;
+    for (const t of terms) this.count1(t, doc, FREQ_SHIFT, length);
+    for (const t of context) this.count1(t, doc, 1, length);
+  }
+
+  /** Adds `step` to the packed frequency of `term` in `doc`, the last document, opening its posting. */
+  private count1(term: string, doc: number, step: number, length: number): void {
+    let list = this.postings.get(term);
+    if (list === undefined) {
+      list = { data: new Int32Array(4), length: 0, maxFreq: 0, minLength: length };
+      this.postings.set(term, list);
+    }
+    let at = (list.length - 1) * 2;
+    if (list.length === 0 || list.data[at] !== doc) {
+      if (list.length * 2 === list.data.length) list.data = grow(list.data, list.data.length * 2);
+      at = list.length * 2;
+      list.data[at] = doc;
+      list.data[at + 1] = 0;
+      list.length++;
+      if (length < list.minLength) list.minLength = length;
+    }
+    const packed = list.data[at + 1]!;
+    // Each part saturates at FREQ_MAX rather than carrying into the other.
+    if ((step === 1 ? packed % FREQ_SHIFT : Math.floor(packed / FREQ_SHIFT)) < FREQ_MAX) list.data[at + 1] = packed + step;
+    const freq = unpackFreq(list.data[at + 1]!);
+    if (freq > list.maxFreq) list.maxFreq = freq;
+  }
+
+  /**
+   * The index as bytes, for {@link TopKIndex.fromBytes}: a JSON header (counts, terms in order) and
+   * the typed arrays (seqs, lengths, per-term bounds, postings) back to back, 8-byte aligned.
+   */
+  toBytes(): Uint8Array {
+    const terms = [...this.postings.keys()];
+    const lists = [...this.postings.values()];
+    const postingCount = lists.reduce((sum, l) => sum + l.length, 0);
+    const header = new TextEncoder().encode(JSON.stringify({ count: this.count, totalLength: this.totalLength, terms, postings: postingCount }));
+    const headerSize = Math.ceil((4 + header.length) / 8) * 8;
+    const sizes = [this.count * 8, this.count * 4, lists.length * 24, postingCount * 8].map((n) => Math.ceil(n / 8) * 8);
+    const bytes = new Uint8Array(headerSize + sizes.reduce((a, b) => a + b, 0));
+    new DataView(bytes.buffer).setUint32(0, header.length, true);
+    bytes.set(header, 4);
+    let offset = headerSize;
+    bytes.set(new Uint8Array(this.seqs.buffer, 0, this.count * 8), offset);
+    offset += sizes[0]!;
+    bytes.set(new Uint8Array(this.lengths.buffer, 0, this.count * 4), offset);
+    offset += sizes[1]!;
+    const bounds = new Float64Array(bytes.buffer, offset, lists.length * 3);
+    lists.forEach((l, i) => {
+      bounds[i * 3] = l.length;
+      bounds[i * 3 + 1] = l.maxFreq;
+      bounds[i * 3 + 2] = l.minLength;
+    });
+    offset += sizes[2]!;
+    const data = new Int32Array(bytes.buffer, offset, postingCount * 2);
+    let at = 0;
+    for (const l of lists) {
+      data.set(l.data.subarray(0, l.length * 2), at);
+      at += l.length * 2;
+    }
+    return bytes;
+  }
+
+  /** An index from {@link TopKIndex.toBytes} output (copied, so `bytes` may be reused). */
+  static fromBytes(bytes: Uint8Array): TopKIndex {
+    const own = new Uint8Array(bytes.length);
+    own.set(bytes);
+    const view = new DataView(own.buffer);
+    const headerLength = view.getUint32(0, true);
+    const header = JSON.parse(new TextDecoder().decode(own.subarray(4, 4 + headerLength))) as {
+      count: number;
+      totalLength: number;
+      terms: string[];
+      postings: number;
+    };
+    const align = (n: number): number => Math.ceil(n / 8) * 8;
+    let offset = align(4 + headerLength);
+    const index = new TopKIndex();
+    // The header is this module's own output, read back from the database; sizes come from it.
+    const capacity = Math.max(1024, header.count);
+    index.seqs = new Float64Array(capacity);
+    index.seqs.set(new Float64Array(own.buffer, offset, header.count));
+    offset += align(header.count * 8);
+    index.lengths = new Int32Array(capacity);
+    index.lengths.set(new Int32Array(own.buffer, offset, header.count));
+    offset += align(header.count * 4);
+    const bounds = new Float64Array(own.buffer, offset, header.terms.length * 3);
+    offset += align(header.terms.length * 24);
+    const data = new Int32Array(own.buffer, offset, header.postings * 2);
+    let at = 0;
+    header.terms.forEach((term, i) => {
+      const length = bounds[i * 3]!;
+      index.postings.set(term, { data: data.subarray(at, at + length * 2), length, maxFreq: bounds[i * 3 + 1]!, minLength: bounds[i * 3 + 2]! });
+      at += length * 2;
+    });
+    index.count = header.count;
+    index.totalLength = header.totalLength;
+    return index;
+  }
+
+  /** How many documents hold `term` in either field. */
+  documentFrequency(term: string): number {
+    return this.postings.get(term)?.length ?? 0;
+  }
+
+  /**
+   * The `k` best documents for the analysed query `terms`, best first (equal scores: lower `seq` first),
+   * or only among `within` (sorted `seq`s, e.g. one session) when given. Every document holding at
+   * least one term may rank; documents that cannot beat the current k-th score are skipped unscored.
+   */
+  search(terms: readonly string[], k: number, options: { stats?: CollectionStats; within?: readonly number[] } = {}): TopKHit[] {
+    if (k <= 0 || this.count === 0) return [];
+    const stats = options.stats ?? this.ownStats();
+    const query = this.resolve(terms, stats);
+    const within = options.within;
+    if (query.length === 0) return [];
+    const top = new TopList(k);
+    if (within !== undefined) {
+      for (const seq of within) {
+        const doc = this.docOf(seq);
+        if (doc >= 0) this.scoreDoc(doc, query, top, stats.avgLength);
+      }
+    } else {
+      this.maxScore(query, top, stats.avgLength);
+    }
+    return top.hits(this.seqs);
+  }
+
+  /** Statistics of the index's own documents. */
+  ownStats(): CollectionStats {
+    return { documents: this.count, avgLength: this.totalLength / this.count, documentFrequency: (term) => this.documentFrequency(term) };
+  }
+
+  /**
+   * Query terms present in the index, with their idf and score bound. A query of more than
+   * {@link MAX_QUERY_TERMS} distinct terms is first cut to that many of its rarest terms in this index.
+   */
+  private resolve(terms: readonly string[], stats: CollectionStats): QueryTerm[] {
+    let distinct = [...new Set(terms)];
+    if (distinct.length > MAX_QUERY_TERMS) {
+      // A very long query becomes the query of its rarest terms that the index holds, in query order.
+      distinct = distinct
+        .map((term, order) => ({ term, order, n: this.documentFrequency(term) }))
+        .filter((t) => t.n > 0)
+        .sort((a, b) => a.n - b.n || a.order - b.order)
+        .slice(0, MAX_QUERY_TERMS)
+        .sort((a, b) => a.order - b.order)
+        .map((t) => t.term);
+    }
+    const coordinated = new Set(distinct.slice(0, COORDINATED_TERMS));
+    const present = distinct.flatMap((term, order) => {
+      const postings = this.postings.get(term);
+      return postings === undefined ? [] : [{ term, postings, order }];
+    });
+    return present.map(({ term, postings, order }) => {
+      const idf = bm25Idf(stats.documents, stats.documentFrequency(term));
+      return { postings, idf, bound: termScore(idf, postings.maxFreq, postings.minLength, stats.avgLength), coordinated: coordinated.has(term), order };
+    });
+  }
+
+  /**
+   * MaxScore, document at a time: the terms sorted by score bound; the longest prefix of low-bound
+   * terms whose combined bound cannot beat the k-th score is "non-essential" — a document holding only
+   * those terms cannot rank, so only the other terms' postings are walked, and the non-essential terms
+   * are probed (by binary search) only for documents whose bound still beats the k-th score.
+   */
+  private maxScore(query: QueryTerm[], top: TopList, avgLength: number): void {
+    const m = query.length;
+    const byBound = [...query].sort((a, b) => a.bound - b.bound);
+    const inQueryOrder = queryOrder(byBound);
+    const cursor = new Int32Array(m);
+    const found = new Float64Array(m);
+    let nonEssential = 0;
+    // Bound of a document holding every non-essential term, split as the score is (see combine()).
+    let neCoordSum = 0;
+    let neCoordCount = 0;
+    let neOtherSum = 0;
+    const extendNonEssential = (): void => {
+      while (nonEssential < m && top.full) {
+        const t = byBound[nonEssential]!;
+        const coordSum = neCoordSum + (t.coordinated ? t.bound : 0);
+        const coordCount = neCoordCount + (t.coordinated ? 1 : 0);
+        const otherSum = neOtherSum + (t.coordinated ? 0 : t.bound);
+        if ((coordCount * coordSum + otherSum) * BOUND_SLACK >= top.threshold) return;
+        neCoordSum = coordSum;
+        neCoordCount = coordCount;
+        neOtherSum = otherSum;
+        nonEssential++;
+      }
+    };
+    for (;;) {
+      if (nonEssential === m) return;
+      // The next document: the smallest current one among the essential terms' postings.
+      let doc = Infinity;
+      for (let i = nonEssential; i < m; i++) {
+        const t = byBound[i]!;
+        const c = cursor[i]!;
+        if (c < t.postings.length) doc = Math.min(doc, t.postings.data[c * 2]!);
+      }
+      if (doc === Infinity) return;
+      found.fill(-1);
+      let coordSum = neCoordSum;
+      let coordCount = neCoordCount;
+      let otherSum = neOtherSum;
+      const length = this.lengths[doc]!;
+      for (let i = nonEssential; i < m; i++) {
+        const t = byBound[i]!;
+        const c = cursor[i]!;
+        if (c < t.postings.length && t.postings.data[c * 2] === doc) {
+          const s = termScore(t.idf, unpackFreq(t.postings.data[c * 2 + 1]!), length, avgLength);
+          found[i] = s;
+          cursor[i] = c + 1;
+          if (t.coordinated) {
+            coordSum += s;
+            coordCount++;
+          } else {
+            otherSum += s;
+          }
+        }
+      }
+      // Probe the non-essential terms, highest bound first, while the document can still rank.
+      let alive = !top.full || (coordCount * coordSum + otherSum) * BOUND_SLACK >= top.threshold;
+      for (let i = nonEssential - 1; i >= 0 && alive; i--) {
+        const t = byBound[i]!;
+        const c = seek(t.postings, cursor[i]!, doc);
+        cursor[i] = c;
+        const holds = c < t.postings.length && t.postings.data[c * 2] === doc;
+        const s = holds ? termScore(t.idf, unpackFreq(t.postings.data[c * 2 + 1]!), length, avgLength) : 0;
+        if (holds) found[i] = s;
+        if (t.coordinated) {
+          coordSum += s - t.bound;
+          if (!holds) coordCount--;
+        } else {
+          otherSum += s - t.bound;
+        }
+        if (top.full && (coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) alive = false;
+      }
+      if (!alive) continue;
+      const score = combine(byBound, found, inQueryOrder);
+      if (top.offer(doc, score)) extendNonEssential();
+    }
+  }
+
+  /** Scores one document exactly on every query term and offers it to `top`. */
+  private scoreDoc(doc: number, query: QueryTerm[], top: TopList, avgLength: number): void {
+    const found = new Float64Array(query.length).fill(-1);
+    for (const [i, t] of query.entries()) {
+      const c = seek(t.postings, 0, doc);
+      if (c < t.postings.length && t.postings.data[c * 2] === doc) {
+        found[i] = termScore(t.idf, unpackFreq(t.postings.data[c * 2 + 1]!), this.lengths[doc]!, avgLength);
+      }
+    }
+    const score = combine(query, found, queryOrder(query));
+    if (score > 0) top.offer(doc, score);
+  }
+
+  /** The local number of the document with `seq`, or -1. */
+  private docOf(seq: number): number {
+    let lo = 0;
+    let hi = this.count - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const value = this.seqs[mid]!;
+      if (value === seq) return mid;
+      if (value < seq) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+}
+
+/** BM25 idf as FTS5 computes it: ln((N − n + 0.5) / (n + 0.5)), floored at 1e-6 for very common terms. */
+export function bm25Idf(documents: number, holding: number): number {
+  const idf = Math.log((documents - holding + 0.5) / (holding + 0.5));
+  // `> 0` is also false for NaN (a count read while another connection wrote).
+  return idf > 0 ? idf : 1e-6;
+}
+
+/** One term's BM25 contribution for weighted frequency `freq` in a document of `length` tokens. */
+export function termScore(idf: number, freq: number, length: number, avgLength: number): number {
+  return (idf * (freq * (BM25_K1 + 1))) / (freq + BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgLength));
+}
+
+/**
+ * A document's score from its per-term contributions (`found[i]` < 0: term absent), summed in query
+ * order so every path gives the same floating-point result: coordinated terms count once per
+ * coordinated term the document holds.
+ */
+function combine(terms: readonly QueryTerm[], found: Float64Array, inQueryOrder: Int32Array): number {
+  let coordSum = 0;
+  let coordCount = 0;
+  let otherSum = 0;
+  for (const i of inQueryOrder) {
+    const s = found[i]!;
+    if (s < 0) continue;
+    if (terms[i]!.coordinated) {
+      coordSum += s;
+      coordCount++;
+    } else {
+      otherSum += s;
+    }
+  }
+  return coordCount * coordSum + otherSum;
+}
+
+/** Positions in `terms` sorted by the terms' query order. */
+function queryOrder(terms: readonly QueryTerm[]): Int32Array {
+  return Int32Array.from(terms.map((_, i) => i).sort((a, b) => terms[a]!.order - terms[b]!.order));
+}
+
+function unpackFreq(packed: number): number {
+  return Math.floor(packed / FREQ_SHIFT) + CONTEXT_WEIGHT * (packed % FREQ_SHIFT);
+}
+
+/** The first posting at or after `from` whose document is ≥ `doc` (galloping, then binary search). */
+function seek(list: Postings, from: number, doc: number): number {
+  const data = list.data;
+  if (from >= list.length || data[from * 2]! >= doc) return from;
+  let step = 1;
+  let lo = from;
+  let hi = from + 1;
+  while (hi < list.length && data[hi * 2]! < doc) {
+    lo = hi;
+    step *= 2;
+    hi = from + step;
+  }
+  if (hi > list.length) hi = list.length;
+  // data[lo] < doc; the answer is in (lo, hi].
+  while (lo + 1 < hi) {
+    const mid = (lo + hi) >> 1;
+    if (data[mid * 2]! < doc) lo = mid;
+    else hi = mid;
+  }
+  return hi;
+}
+
+function grow<T extends Float64Array | Int32Array>(array: T, size: number): T {
+  const next = new (array.constructor as new (n: number) => T)(size);
+  next.set(array);
+  return next;
+}
+
+/** The best `k` (document, score) pairs seen, best first; equal scores keep the earlier document. */
+class TopList {
+  private readonly docs: number[] = [];
+  private readonly scores: number[] = [];
+  constructor(private readonly k: number) {}
+
+  get full(): boolean {
+    return this.docs.length === this.k;
+  }
+
+  /** The k-th best score (only meaningful when full). */
+  get threshold(): number {
+    return this.scores[this.scores.length - 1] ?? 0;
+  }
+
+  /** Adds the document when it ranks; true when the list changed. Documents arrive in increasing order. */
+  offer(doc: number, score: number): boolean {
+    if (this.full && score <= this.threshold) return false;
+    let i = this.scores.length;
+    while (i > 0 && this.scores[i - 1]! < score) i--;
+    this.docs.splice(i, 0, doc);
+    this.scores.splice(i, 0, score);
+    if (this.docs.length > this.k) {
+      this.docs.pop();
+      this.scores.pop();
+    }
+    return true;
+  }
+
+  hits(seqs: Float64Array): TopKHit[] {
+    return this.docs.map((doc, i) => ({ seq: seqs[doc]!, score: this.scores[i]! }));
+  }
+}

@@ -1,0 +1,159 @@
+import type Database from 'better-sqlite3';
+import { type CollectionStats, TopKIndex } from '../../search/top-k-index.js';
+import type { RankedHit, Scope } from '../../types.js';
+import type { MessageFilter } from '../store.js';
+import type { IndexedTerms } from './message-index.js';
+
+/** A scope's postings; `unsaved` counts rows added since its snapshot was read or written. */
+type ScopeState = { scope: Scope; index: TopKIndex; generation: number; unsaved: number };
+
+/** Rows added beyond the snapshot, absolute and as a share of the index, before a search saves a new one. */
+const SAVE_AFTER_ROWS = 5_000;
+const SAVE_AFTER_SHARE = 1;
+
+/**
+ * Keyword search over messages: one in-memory {@link TopKIndex} per scope, built from that scope's
+ * range of `message_terms` on its first search and kept current on every later one (DESIGN.md,
+ * "Keyword engine"). Before answering, two index look-ups say whether another connection changed the
+ * scope: rows with a higher `seq` are appended; a deletion (a new `generation`) rebuilds the scope.
+ * So any number of connections (worker threads, processes) may search the same file, each with its
+ * own postings, and a search costs what its own scope holds, whatever else the database holds.
+ */
+export class MessageKeywords {
+  private readonly scopes = new Map<string, ScopeState>();
+  private readonly state: Database.Statement;
+  private readonly rowsAfter: Database.Statement;
+  private readonly rowBefore: Database.Statement;
+  private readonly sessionSeqs: Database.Statement;
+  private readonly idsOf: Database.Statement;
+  private readonly loadSnapshot: Database.Statement;
+  private readonly saveSnapshot: Database.Statement;
+  private readonly writable: boolean;
+  private readonly totals: Database.Statement;
+  private readonly vocabulary: Database.Statement;
+
+  constructor(db: Database.Database) {
+    this.writable = !db.readonly;
+    this.loadSnapshot = db.prepare('SELECT generation, last_seq AS lastSeq, data FROM message_postings WHERE user_id = ? AND agent_id = ?');
+    this.saveSnapshot = db.prepare(
+      `INSERT INTO message_postings (user_id, agent_id, generation, last_seq, data) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (user_id, agent_id) DO UPDATE SET generation = excluded.generation, last_seq = excluded.last_seq, data = excluded.data`,
+    );
+    this.state = db.prepare(
+      `SELECT (SELECT max(seq) FROM message_terms WHERE user_id = @user AND agent_id = @agent) AS last,
+              (SELECT generation FROM message_terms_state WHERE user_id = @user AND agent_id = @agent) AS generation`,
+    );
+    this.rowBefore = db.prepare(
+      `SELECT (SELECT max(seq) FROM message_terms WHERE user_id = @user AND agent_id = @agent AND seq < @seq) AS before,
+              (SELECT generation FROM message_terms_state WHERE user_id = @user AND agent_id = @agent) AS generation`,
+    );
+    this.rowsAfter = db.prepare('SELECT seq, terms, context FROM message_terms WHERE user_id = ? AND agent_id = ? AND seq > ? ORDER BY seq').raw();
+    this.sessionSeqs = db.prepare('SELECT seq FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY seq').pluck();
+    this.totals = db.prepare('SELECT documents, tokens FROM message_totals WHERE id = 1');
+    this.vocabulary = db.prepare('SELECT v.term, v.documents FROM json_each(?) AS j CROSS JOIN message_vocabulary AS v ON v.term = j.value').raw();
+    // CROSS JOIN keeps json_each outermost: each hit is one rowid look-up, never a scan of the scope's index.
+    this.idsOf = db.prepare(
+      'SELECT m.seq, m.id FROM json_each(@seqs) AS j CROSS JOIN messages AS m ON m.seq = j.value WHERE m.user_id = @user AND m.agent_id = @agent',
+    ).raw();
+  }
+
+  /** The `limit` best messages of `scope` for the analysed `terms` (see TopKIndex.search). */
+  search(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): RankedHit[] {
+    if (terms.length === 0) return [];
+    const index = this.current(scope);
+    const within = filter.sessionKey === undefined ? undefined : (this.sessionSeqs.all(scope.userId, scope.agentId, filter.sessionKey) as number[]);
+    const hits = index.search(terms, limit, { stats: this.stats(terms) ?? index.ownStats(), within });
+    if (hits.length === 0) return [];
+    const ids = new Map((this.idsOf.all({ seqs: JSON.stringify(hits.map((h) => h.seq)), user: scope.userId, agent: scope.agentId }) as [number, string][]).map(([seq, id]) => [seq, id]));
+    return hits.flatMap((h) => {
+      const id = ids.get(h.seq);
+      return id === undefined ? [] : [{ id, score: h.score / (1 + h.score) }];
+    });
+  }
+
+  /** Database-wide BM25 statistics for the query `terms`, as FTS5 kept them for its global index. */
+  private stats(terms: readonly string[]): CollectionStats | undefined {
+    const { documents, tokens } = this.totals.get() as { documents: number; tokens: number };
+    if (documents <= 0 || tokens <= 0) return undefined;
+    const frequencies = new Map(this.vocabulary.all(JSON.stringify([...new Set(terms)])) as [string, number][]);
+    return { documents, avgLength: tokens / documents, documentFrequency: (term) => frequencies.get(term) ?? 0 };
+  }
+
+  /**
+   * After this connection committed `rows` (ascending `seq`) of `scope`: appends them to the scope's
+   * postings without reading them back when nothing else changed the scope since (one look-up says so),
+   * else brings the postings up to date from the table. A search then pays for none of it.
+   */
+  appendWritten(scope: Scope, rows: readonly IndexedTerms[]): void {
+    if (rows.length === 0) return;
+    try {
+      const entry = this.scopes.get(JSON.stringify([scope.userId, scope.agentId]));
+      const { before, generation } = this.rowBefore.get({ user: scope.userId, agent: scope.agentId, seq: rows[0]!.seq }) as { before: number | null; generation: number | null };
+      if (entry === undefined || entry.generation !== (generation ?? 0) || (before ?? 0) !== entry.index.lastSeq) {
+        this.current(scope);
+        return;
+      }
+      for (const row of rows) entry.index.add(row.seq, row.terms, row.context);
+      entry.unsaved += rows.length;
+      if (entry.unsaved >= Math.max(SAVE_AFTER_ROWS, SAVE_AFTER_SHARE * entry.index.size)) this.save(entry);
+    } catch {
+      // The rows are committed; the next search rebuilds this scope's postings and reports any error.
+      this.scopes.delete(JSON.stringify([scope.userId, scope.agentId]));
+    }
+  }
+
+  /** Saves a snapshot of every scope with rows added since its last one (e.g. before closing). */
+  saveAll(): void {
+    for (const entry of this.scopes.values()) if (entry.unsaved > 0) this.save(entry);
+  }
+
+  /**
+   * The scope's index, brought up to date with the database: from memory, else from its snapshot,
+   * else from nothing; then the rows after its last `seq`. A deletion (new generation) starts over.
+   */
+  private current(scope: Scope): TopKIndex {
+    const key = JSON.stringify([scope.userId, scope.agentId]);
+    const { last, generation: stored } = this.state.get({ user: scope.userId, agent: scope.agentId }) as { last: number | null; generation: number | null };
+    const generation = stored ?? 0;
+    let entry = this.scopes.get(key);
+    if (entry === undefined || entry.generation !== generation) {
+      entry = { scope, index: this.snapshot(scope, generation) ?? new TopKIndex(), generation, unsaved: 0 };
+      this.scopes.set(key, entry);
+    }
+    if (last !== null && last > entry.index.lastSeq) {
+      for (const [seq, terms, context] of this.rowsAfter.iterate(scope.userId, scope.agentId, entry.index.lastSeq) as Iterable<[number, string, string]>) {
+        entry.index.add(seq, split(terms), split(context));
+        entry.unsaved++;
+      }
+      if (entry.unsaved >= Math.max(SAVE_AFTER_ROWS, SAVE_AFTER_SHARE * entry.index.size)) this.save(entry);
+    }
+    return entry.index;
+  }
+
+  private snapshot(scope: Scope, generation: number): TopKIndex | null {
+    const row = this.loadSnapshot.get(scope.userId, scope.agentId) as { generation: number; lastSeq: number; data: Buffer } | undefined;
+    if (row === undefined || row.generation !== generation) return null;
+    try {
+      const index = TopKIndex.fromBytes(row.data);
+      return index.lastSeq === row.lastSeq ? index : null;
+    } catch {
+      // An unreadable snapshot is only a lost cache: build from the rows.
+      return null;
+    }
+  }
+
+  /** Writes the scope's snapshot; a read-only or busy connection skips it (the snapshot is only a cache). */
+  private save(entry: ScopeState): void {
+    if (!this.writable) return;
+    try {
+      this.saveSnapshot.run(entry.scope.userId, entry.scope.agentId, entry.generation, entry.index.lastSeq, entry.index.toBytes());
+      entry.unsaved = 0;
+    } catch {
+      // SQLITE_BUSY or read-only file: the next search or close tries again.
+    }
+  }
+}
+
+function split(text: string): string[] {
+  return text === '' ? [] : text.split(' ');
+}

@@ -1,0 +1,159 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SCHEMA_VERSION } from '../src/store/sqlite/migrations.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { analyze } from '../src/text/analyze.js';
+import type { NewMessage } from '../src/types.js';
+
+// The message keyword engine seen through the store: postings kept per scope and per connection,
+// brought up to date with what other connections wrote, and database-wide BM25 statistics.
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+function tempDb(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-keywords-'));
+  dirs.push(dir);
+  return join(dir, 'cairn.db');
+}
+
+const alice = { userId: 'alice', agentId: 'a' };
+const bob = { userId: 'bob', agentId: 'a' };
+const message = (scope: typeof alice, id: string, content: string, sessionKey = 's'): NewMessage => ({ id, scope, sessionKey, role: 'user', content });
+const search = async (store: SqliteStore, scope: typeof alice, query: string, sessionKey?: string) =>
+  (await store.searchMessagesByKeyword(scope, analyze(query), { sessionKey }, 10)).map((h) => h.id);
+
+describe('message keyword search across connections', () => {
+  it('sees messages another connection added and forgets those it deleted', async () => {
+    const path = tempDb();
+    const reader = SqliteStore.open({ path });
+    const writer = SqliteStore.open({ path });
+    await writer.addMessages([message(alice, 'a1', 'the lighthouse keeper paints'), message(alice, 'a2', 'a quiet harbour', 's2')]);
+    expect(await search(reader, alice, 'lighthouse')).toEqual(['a1']);
+    await writer.addMessages([message(alice, 'a3', 'another lighthouse, further north')]);
+    expect((await search(reader, alice, 'lighthouse')).sort()).toEqual(['a1', 'a3']);
+    expect(await writer.deleteMessage(alice, 'a1')).toBe(true);
+    expect(await search(reader, alice, 'lighthouse')).toEqual(['a3']);
+    await writer.deleteSession(alice, 's');
+    expect(await search(reader, alice, 'lighthouse')).toEqual([]);
+    await reader.close();
+    await writer.close();
+  });
+
+  it('keeps the postings of two connections writing the same scope in turn complete', async () => {
+    const path = tempDb();
+    const one = SqliteStore.open({ path });
+    const two = SqliteStore.open({ path });
+    await one.addMessages([message(alice, 'm1', 'heron by the river', 's1')]);
+    await two.addMessages([message(alice, 'm2', 'heron nest', 's2')]);
+    await one.addMessages([message(alice, 'm3', 'grey heron again', 's3')]);
+    await two.addMessages([message(alice, 'm4', 'heron flying off', 's4')]);
+    expect((await search(one, alice, 'heron')).sort()).toEqual(['m1', 'm2', 'm3', 'm4']);
+    expect((await search(two, alice, 'heron')).sort()).toEqual(['m1', 'm2', 'm3', 'm4']);
+    await one.close();
+    await two.close();
+  });
+
+  it('keeps scopes apart and filters by session inside the scope', async () => {
+    const store = SqliteStore.open({ path: tempDb() });
+    await store.addMessages([
+      message(alice, 'a1', 'violin lesson on monday', 's1'),
+      message(alice, 'a2', 'violin recital on friday', 's2'),
+      message(bob, 'b1', 'violin strings are expensive', 's1'),
+    ]);
+    expect((await search(store, alice, 'violin')).sort()).toEqual(['a1', 'a2']);
+    expect(await search(store, bob, 'violin')).toEqual(['b1']);
+    expect(await search(store, alice, 'violin', 's2')).toEqual(['a2']);
+    expect(await search(store, alice, 'violin', 'missing')).toEqual([]);
+    await store.close();
+  });
+
+  it('weighs terms by database-wide statistics, whichever scope holds them', async () => {
+    const path = tempDb();
+    const store = SqliteStore.open({ path });
+    // In alice's scope "garden" is as rare as "tomato"; across the database "garden" is common.
+    await store.addMessages([message(alice, 'g', 'garden talk', 's1'), message(alice, 't', 'tomato talk', 's2')]);
+    await store.addMessages(Array.from({ length: 20 }, (_, i) => message(bob, `b${i}`, `garden number ${i}`)));
+    expect(await search(store, alice, 'garden tomato')).toEqual(['t', 'g']);
+    const raw = new Database(path, { readonly: true });
+    expect(raw.prepare(`SELECT documents FROM message_vocabulary WHERE term = 'garden'`).pluck().get()).toBe(21);
+    expect(raw.prepare('SELECT documents FROM message_totals').pluck().get()).toBe(22);
+    raw.close();
+    await store.deleteSession(bob, 's');
+    const after = new Database(path, { readonly: true });
+    expect(after.prepare(`SELECT documents FROM message_vocabulary WHERE term = 'garden'`).pluck().get()).toBe(1);
+    expect(after.prepare('SELECT documents FROM message_totals').pluck().get()).toBe(2);
+    after.close();
+    await store.close();
+  });
+
+  it('migrates a database indexed by FTS5 to message_terms', async () => {
+    const path = tempDb();
+    const store = SqliteStore.open({ path });
+    await store.addMessages([message(alice, 'm1', 'we adopted a greyhound'), message(alice, 'm2', 'the greyhound sleeps all day')]);
+    await store.close();
+    // Put the file back in its previous shape: FTS5 index, old trigger, no message_terms.
+    const raw = new Database(path);
+    raw.exec(`
+      DROP TABLE message_terms; DROP TABLE message_terms_state; DROP TABLE message_vocabulary; DROP TABLE message_totals; DROP TABLE message_postings;
+      CREATE VIRTUAL TABLE messages_fts USING fts5 (terms, context, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0');
+      DROP TRIGGER messages_after_delete;
+      CREATE TRIGGER messages_after_delete AFTER DELETE ON messages BEGIN
+        DELETE FROM messages_fts WHERE rowid = old.seq;
+        DELETE FROM message_vectors WHERE message_seq = old.seq;
+      END;
+    `);
+    raw.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    raw.close();
+    const migrated = SqliteStore.open({ path });
+    expect((await search(migrated, alice, 'greyhound')).sort()).toEqual(['m1', 'm2']);
+    // The second message's context is the first one's text.
+    expect(await search(migrated, alice, 'adopted')).toEqual(['m1', 'm2']);
+    await migrated.close();
+    const check = new Database(path, { readonly: true });
+    expect(check.prepare(`SELECT count(*) FROM sqlite_master WHERE name = 'messages_fts'`).pluck().get()).toBe(0);
+    check.close();
+  });
+});
+
+describe('message postings snapshot', () => {
+  it('is saved on close, read by the next process, and dropped when a message is deleted', async () => {
+    const path = tempDb();
+    const first = SqliteStore.open({ path });
+    await first.addMessages([message(alice, 'm1', 'snowy owl at dusk', 's1'), message(alice, 'm2', 'barn owl at dawn', 's2')]);
+    expect((await search(first, alice, 'owl')).sort()).toEqual(['m1', 'm2']);
+    await first.close();
+    const raw = new Database(path, { readonly: true });
+    expect(raw.prepare('SELECT last_seq FROM message_postings WHERE user_id = ?').pluck().get('alice')).toBe(2);
+    raw.close();
+    const second = SqliteStore.open({ path });
+    await second.addMessages([message(alice, 'm3', 'owl pellets', 's3')]);
+    expect((await search(second, alice, 'owl')).sort()).toEqual(['m1', 'm2', 'm3']);
+    await second.deleteMessage(alice, 'm2');
+    const after = new Database(path, { readonly: true });
+    expect(after.prepare('SELECT count(*) FROM message_postings').pluck().get()).toBe(0);
+    after.close();
+    expect((await search(second, alice, 'owl')).sort()).toEqual(['m1', 'm3']);
+    await second.close();
+  });
+});
+
+describe('message postings snapshot damage', () => {
+  it('rebuilds from the rows when the snapshot cannot be read', async () => {
+    const path = tempDb();
+    const first = SqliteStore.open({ path });
+    await first.addMessages([message(alice, 'm1', 'kestrel hovering', 's1')]);
+    expect(await search(first, alice, 'kestrel')).toEqual(['m1']);
+    await first.close();
+    const raw = new Database(path);
+    raw.prepare(`UPDATE message_postings SET data = X'00ff00ff'`).run();
+    raw.close();
+    const second = SqliteStore.open({ path });
+    expect(await search(second, alice, 'kestrel')).toEqual(['m1']);
+    await second.close();
+  });
+});
