@@ -20,7 +20,8 @@ type Postings = {
   minLength: number;
   /**
    * Per block of {@link TopKIndex.blockSize} consecutive postings: the largest weighted frequency and
-   * the shortest document, the block's score bound. Built on the term's first query, then kept current.
+   * the shortest document, the block's score bound. Held once the list is longer than one block
+   * (a shorter list's bound is its block's), then kept current.
    */
   blocks?: Blocks;
 };
@@ -45,7 +46,7 @@ const BOUND_SLACK = 1 + 1e-9;
 export type CollectionStats = { documents: number; avgLength: number; documentFrequency: (term: string) => number };
 
 /** A query term resolved against the index. */
-type QueryTerm = { postings: Postings; blocks: Blocks; idf: number; bound: number; coordinated: boolean; order: number };
+type QueryTerm = { postings: Postings; idf: number; bound: number; coordinated: boolean; order: number };
 
 /**
  * A BM25 keyword index over one scope's messages, in memory, answering exact top-k queries without
@@ -115,6 +116,7 @@ export class TopKIndex {
       list.length++;
       if (length < list.minLength) list.minLength = length;
       if (list.blocks !== undefined) this.openBlockEntry(list, length);
+      else if (list.length > this.blockSize) this.buildBlocks(list);
     }
     const packed = list.data[at + 1]!;
     // Each part saturates at FREQ_MAX rather than carrying into the other.
@@ -143,9 +145,8 @@ export class TopKIndex {
     }
   }
 
-  /** The term's block bounds, built from its postings on first use. */
-  private blocksOf(list: Postings): Blocks {
-    if (list.blocks !== undefined) return list.blocks;
+  /** Builds the term's block bounds from its postings. */
+  private buildBlocks(list: Postings): void {
     const count = Math.max(1, Math.ceil(list.length / this.blockSize));
     const blocks: Blocks = { maxFreq: new Float64Array(count), minLength: new Int32Array(count).fill(2 ** 31 - 1) };
     const data = list.data;
@@ -157,7 +158,6 @@ export class TopKIndex {
       if (length < blocks.minLength[block]!) blocks.minLength[block] = length;
     }
     list.blocks = blocks;
-    return blocks;
   }
 
   /**
@@ -230,6 +230,7 @@ export class TopKIndex {
     });
     index.count = header.count;
     index.totalLength = header.totalLength;
+    for (const list of index.postings.values()) if (list.length > index.blockSize) index.buildBlocks(list);
     return index;
   }
 
@@ -290,7 +291,7 @@ export class TopKIndex {
     return present.map(({ term, postings, order }) => {
       const idf = bm25Idf(stats.documents, stats.documentFrequency(term));
       const bound = termScore(idf, postings.maxFreq, postings.minLength, stats.avgLength);
-      return { postings, blocks: this.blocksOf(postings), idf, bound, coordinated: coordinated.has(term), order };
+      return { postings, idf, bound, coordinated: coordinated.has(term), order };
     });
   }
 
@@ -414,7 +415,8 @@ export class TopKIndex {
         continue;
       }
       const block = c >> this.blockShift;
-      const s = termScore(t.idf, t.blocks.maxFreq[block]!, t.blocks.minLength[block]!, avgLength);
+      const blocks = t.postings.blocks;
+      const s = blocks === undefined ? t.bound : termScore(t.idf, blocks.maxFreq[block]!, blocks.minLength[block]!, avgLength);
       if (t.coordinated) {
         coordSum += s;
         coordCount++;
