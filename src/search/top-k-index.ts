@@ -307,6 +307,8 @@ export class TopKIndex {
     const inQueryOrder = queryOrder(byBound);
     const cursor = new Int32Array(m);
     const found = new Float64Array(m);
+    // Per non-essential term, the block that holds or follows the current document.
+    const blockCursor = new Int32Array(m);
     let nonEssential = 0;
     // Bound of a document holding every non-essential term, split as the score is (see combine()).
     let neCoordSum = 0;
@@ -336,7 +338,8 @@ export class TopKIndex {
       }
       if (doc === Infinity) return;
       if (top.full) {
-        const skipTo = this.blockSkip(byBound, cursor, nonEssential, doc, top.threshold, neCoordSum, neCoordCount, neOtherSum, avgLength);
+        const ne = this.nonEssentialBlockBound(byBound, blockCursor, nonEssential, doc, avgLength);
+        const skipTo = Math.min(ne.until, this.blockSkip(byBound, cursor, nonEssential, doc, top.threshold, ne.coordSum, ne.coordCount, ne.otherSum, avgLength));
         if (skipTo > doc) {
           // No document before `skipTo` can rank: move every essential cursor that is behind it.
           for (let i = nonEssential; i < m; i++) cursor[i] = seek(byBound[i]!.postings, cursor[i]!, skipTo);
@@ -384,6 +387,50 @@ export class TopKIndex {
       const score = combine(byBound, found, inQueryOrder);
       if (top.offer(doc, score)) extendNonEssential();
     }
+  }
+
+  /**
+   * The non-essential terms' bound for the documents from `doc` on, block by block: a term counts the
+   * bound of its block that spans `doc`, or nothing when `doc` falls before its next block (or past its
+   * last). Valid `until` (exclusive) the first block boundary of any of them after `doc`.
+   */
+  private nonEssentialBlockBound(
+    byBound: readonly QueryTerm[],
+    blockCursor: Int32Array,
+    nonEssential: number,
+    doc: number,
+    avgLength: number,
+  ): { coordSum: number; coordCount: number; otherSum: number; until: number } {
+    let coordSum = 0;
+    let coordCount = 0;
+    let otherSum = 0;
+    let until = Infinity;
+    for (let i = 0; i < nonEssential; i++) {
+      const t = byBound[i]!;
+      const list = t.postings;
+      const blocks = list.blocks;
+      const size = blocks === undefined ? list.length : this.blockSize;
+      const count = Math.ceil(list.length / size);
+      let b = blockCursor[i]!;
+      while (b < count && list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! < doc) b++;
+      blockCursor[i] = b;
+      if (b === count) continue;
+      const first = list.data[b * size * 2]!;
+      if (first > doc) {
+        if (first < until) until = first;
+        continue;
+      }
+      const last = list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! + 1;
+      if (last < until) until = last;
+      const s = blocks === undefined ? t.bound : termScore(t.idf, blocks.maxFreq[b]!, blocks.minLength[b]!, avgLength);
+      if (t.coordinated) {
+        coordSum += s;
+        coordCount++;
+      } else {
+        otherSum += s;
+      }
+    }
+    return { coordSum, coordCount, otherSum, until };
   }
 
   /**
