@@ -91,6 +91,25 @@ describe('message keyword search across connections', () => {
     await store.close();
   });
 
+  it('re-reads the database-wide statistics it caches when another connection or itself changes them', async () => {
+    const path = tempDb();
+    const reader = SqliteStore.open({ path });
+    const writer = SqliteStore.open({ path });
+    await writer.addMessages([message(alice, 'g', 'garden talk', 's1'), message(alice, 't', 'tomato talk', 's2')]);
+    await writer.addMessages(Array.from({ length: 20 }, (_, i) => message(bob, `b${i}`, `garden number ${i}`)));
+    // "garden" is common across the database: the tomato message ranks first, on the cached figures too.
+    expect(await search(reader, alice, 'garden tomato')).toEqual(['t', 'g']);
+    expect(await search(reader, alice, 'garden tomato')).toEqual(['t', 'g']);
+    // Another connection makes "tomato" the common word (bob's scope only; alice's postings do not change).
+    await writer.addMessages(Array.from({ length: 40 }, (_, i) => message(bob, `c${i}`, `tomato number ${i}`, 's3')));
+    expect(await search(reader, alice, 'garden tomato')).toEqual(['g', 't']);
+    // This connection's own deletion turns it back.
+    await reader.deleteSession(bob, 's3');
+    expect(await search(reader, alice, 'garden tomato')).toEqual(['t', 'g']);
+    await reader.close();
+    await writer.close();
+  });
+
   it('migrates a database indexed by FTS5 to message_terms', async () => {
     const path = tempDb();
     const store = SqliteStore.open({ path });

@@ -55,8 +55,11 @@ const VOCABULARY = Array.from({ length: 40 }, (_, i) => `w${i}`);
 const word = fc.integer({ min: 0, max: 39 * 39 }).map((x) => VOCABULARY[Math.floor(Math.sqrt(x))]!);
 const corpus = fc.array(fc.record({ terms: fc.array(word, { maxLength: 12 }), context: fc.array(word, { maxLength: 8 }) }), { minLength: 1, maxLength: 80 });
 
-function build(raw: { terms: string[]; context: string[] }[], gaps: number[] = []): { index: TopKIndex; docs: Doc[] } {
-  const index = new TopKIndex();
+// Block sizes down to one posting, so the block-max skips run on corpora this small.
+const blockSize = fc.constantFrom(1, 2, 4, 8, 64);
+
+function build(raw: { terms: string[]; context: string[] }[], gaps: number[] = [], size?: number): { index: TopKIndex; docs: Doc[] } {
+  const index = new TopKIndex({ blockSize: size });
   let seq = 0;
   const docs = raw.map((d, i) => {
     seq += 1 + (gaps[i % Math.max(1, gaps.length)] ?? 0);
@@ -69,8 +72,8 @@ function build(raw: { terms: string[]; context: string[] }[], gaps: number[] = [
 describe('TopKIndex', () => {
   it('returns the exact BM25 top k over its own statistics', () => {
     fc.assert(
-      fc.property(corpus, fc.array(word, { minLength: 1, maxLength: 14 }), fc.integer({ min: 1, max: 12 }), fc.array(fc.nat(5)), (raw, query, k, gaps) => {
-        const { index, docs } = build(raw, gaps);
+      fc.property(corpus, fc.array(word, { minLength: 1, maxLength: 14 }), fc.integer({ min: 1, max: 12 }), fc.array(fc.nat(5)), blockSize, (raw, query, k, gaps, size) => {
+        const { index, docs } = build(raw, gaps, size);
         expectSameRanking(index.search(query, k), exactTopK(docs, query, k, index.ownStats()));
       }),
       { numRuns: 400 },
@@ -86,8 +89,9 @@ describe('TopKIndex', () => {
         fc.nat(200),
         fc.array(fc.nat(30), { minLength: 40, maxLength: 40 }),
         fc.array(fc.boolean(), { minLength: 80, maxLength: 80 }),
-        (raw, query, k, extraDocuments, extraFrequency, keep) => {
-          const { index, docs } = build(raw);
+        blockSize,
+        (raw, query, k, extraDocuments, extraFrequency, keep, size) => {
+          const { index, docs } = build(raw, [], size);
           const own = index.ownStats();
           const stats: CollectionStats = {
             documents: own.documents + extraDocuments,
@@ -108,10 +112,14 @@ describe('TopKIndex', () => {
 
   it('answers the same after a round trip through bytes, and keeps growing', () => {
     fc.assert(
-      fc.property(corpus, corpus, fc.array(word, { minLength: 1, maxLength: 10 }), (first, more, query) => {
-        const { index, docs } = build(first);
+      fc.property(corpus, corpus, fc.array(word, { minLength: 1, maxLength: 10 }), blockSize, fc.boolean(), (first, more, query, size, searchFirst) => {
+        const { index, docs } = build(first, [], size);
+        // Searching first builds the block bounds, which later additions must then keep current.
+        if (searchFirst) index.search(query, 10);
         const copy = TopKIndex.fromBytes(index.toBytes());
         expect(copy.size).toBe(index.size);
+        expect(copy.blockSize).toBe(index.blockSize);
+        if (searchFirst) copy.search(query, 10);
         expect(copy.search(query, 10)).toEqual(index.search(query, 10));
         let seq = copy.lastSeq;
         const all = [...docs];
@@ -135,6 +143,28 @@ describe('TopKIndex', () => {
     const rarest = index.search(words.slice(words.length - MAX_QUERY_TERMS), 5);
     expect(capped).toEqual(rarest);
     expect(capped.length).toBe(5);
+  });
+
+  it('skips blocks on a long common term and still returns the exact top k', () => {
+    // One common word in every document, a rarer one in every 50th, and long documents in between:
+    // after the first matches, whole blocks of the common word cannot reach the top 3.
+    const docs: Doc[] = [];
+    for (let seq = 1; seq <= 3000; seq++) {
+      const terms = ['common', ...Array.from({ length: seq % 7 }, () => 'filler')];
+      if (seq % 50 === 0) terms.push('rare');
+      docs.push({ seq, terms, context: [] });
+    }
+    for (const size of [4, 64]) {
+      const index = new TopKIndex({ blockSize: size });
+      for (const d of docs) index.add(d.seq, d.terms, d.context);
+      for (const query of [['common', 'rare'], ['rare', 'common', 'filler'], ['common']]) {
+        expectSameRanking(index.search(query, 3), exactTopK(docs, query, 3, index.ownStats()));
+      }
+    }
+  });
+
+  it('refuses a block size that is not a power of two', () => {
+    expect(() => new TopKIndex({ blockSize: 3 })).toThrow(/power of two/);
   });
 
   it('refuses a document out of order', () => {

@@ -18,7 +18,19 @@ type Postings = {
   /** Largest weighted frequency and smallest document length among the postings: the score bound. */
   maxFreq: number;
   minLength: number;
+  /**
+   * Per block of {@link TopKIndex.blockSize} consecutive postings: the largest weighted frequency and
+   * the shortest document, the block's score bound. Held once the list is longer than one block
+   * (a shorter list's bound is its block's), then kept current.
+   */
+  blocks?: Blocks;
 };
+
+/** Block bounds of one term: `maxFreq[b]`, `minLength[b]` for block `b` (capacity may exceed the count). */
+type Blocks = { maxFreq: Float64Array; minLength: Int32Array };
+
+/** Postings per block by default: small enough to skip common terms in long runs, large enough to be cheap. */
+export const DEFAULT_BLOCK_SIZE = 64;
 
 /** Frequencies are packed as `own × 2^12 + context`; a count beyond 4095 saturates. */
 const FREQ_SHIFT = 4096;
@@ -50,6 +62,16 @@ export class TopKIndex {
   private lengths = new Int32Array(1024);
   private count = 0;
   private totalLength = 0;
+  /** Postings per block of the block-max bounds (a power of two). */
+  readonly blockSize: number;
+  private readonly blockShift: number;
+
+  constructor(options: { blockSize?: number } = {}) {
+    const size = options.blockSize ?? DEFAULT_BLOCK_SIZE;
+    if (!Number.isInteger(Math.log2(size)) || size < 1) throw new Error(`TopKIndex: block size ${size} is not a power of two`);
+    this.blockSize = size;
+    this.blockShift = Math.log2(size);
+  }
 
   /** Number of documents held. */
   get size(): number {
@@ -93,12 +115,49 @@ export class TopKIndex {
       list.data[at + 1] = 0;
       list.length++;
       if (length < list.minLength) list.minLength = length;
+      if (list.blocks !== undefined) this.openBlockEntry(list, length);
+      else if (list.length > this.blockSize) this.buildBlocks(list);
     }
     const packed = list.data[at + 1]!;
     // Each part saturates at FREQ_MAX rather than carrying into the other.
     if ((step === 1 ? packed % FREQ_SHIFT : Math.floor(packed / FREQ_SHIFT)) < FREQ_MAX) list.data[at + 1] = packed + step;
     const freq = unpackFreq(list.data[at + 1]!);
     if (freq > list.maxFreq) list.maxFreq = freq;
+    if (list.blocks !== undefined) {
+      const block = (list.length - 1) >> this.blockShift;
+      if (freq > list.blocks.maxFreq[block]!) list.blocks.maxFreq[block] = freq;
+    }
+  }
+
+  /** Accounts the posting just opened (the list's last) in its block's bound. */
+  private openBlockEntry(list: Postings, length: number): void {
+    const blocks = list.blocks!;
+    const block = (list.length - 1) >> this.blockShift;
+    if (block === blocks.maxFreq.length) {
+      blocks.maxFreq = grow(blocks.maxFreq, block * 2);
+      blocks.minLength = grow(blocks.minLength, block * 2);
+    }
+    if ((list.length - 1) % this.blockSize === 0) {
+      blocks.maxFreq[block] = 0;
+      blocks.minLength[block] = length;
+    } else if (length < blocks.minLength[block]!) {
+      blocks.minLength[block] = length;
+    }
+  }
+
+  /** Builds the term's block bounds from its postings. */
+  private buildBlocks(list: Postings): void {
+    const count = Math.max(1, Math.ceil(list.length / this.blockSize));
+    const blocks: Blocks = { maxFreq: new Float64Array(count), minLength: new Int32Array(count).fill(2 ** 31 - 1) };
+    const data = list.data;
+    for (let p = 0; p < list.length; p++) {
+      const block = p >> this.blockShift;
+      const freq = unpackFreq(data[p * 2 + 1]!);
+      const length = this.lengths[data[p * 2]!]!;
+      if (freq > blocks.maxFreq[block]!) blocks.maxFreq[block] = freq;
+      if (length < blocks.minLength[block]!) blocks.minLength[block] = length;
+    }
+    list.blocks = blocks;
   }
 
   /**
@@ -109,7 +168,7 @@ export class TopKIndex {
     const terms = [...this.postings.keys()];
     const lists = [...this.postings.values()];
     const postingCount = lists.reduce((sum, l) => sum + l.length, 0);
-    const header = new TextEncoder().encode(JSON.stringify({ count: this.count, totalLength: this.totalLength, terms, postings: postingCount }));
+    const header = new TextEncoder().encode(JSON.stringify({ count: this.count, totalLength: this.totalLength, blockSize: this.blockSize, terms, postings: postingCount }));
     const headerSize = Math.ceil((4 + header.length) / 8) * 8;
     const sizes = [this.count * 8, this.count * 4, lists.length * 24, postingCount * 8].map((n) => Math.ceil(n / 8) * 8);
     const bytes = new Uint8Array(headerSize + sizes.reduce((a, b) => a + b, 0));
@@ -145,12 +204,13 @@ export class TopKIndex {
     const header = JSON.parse(new TextDecoder().decode(own.subarray(4, 4 + headerLength))) as {
       count: number;
       totalLength: number;
+      blockSize?: number;
       terms: string[];
       postings: number;
     };
     const align = (n: number): number => Math.ceil(n / 8) * 8;
     let offset = align(4 + headerLength);
-    const index = new TopKIndex();
+    const index = new TopKIndex({ blockSize: header.blockSize ?? DEFAULT_BLOCK_SIZE });
     // The header is this module's own output, read back from the database; sizes come from it.
     const capacity = Math.max(1024, header.count);
     index.seqs = new Float64Array(capacity);
@@ -170,6 +230,7 @@ export class TopKIndex {
     });
     index.count = header.count;
     index.totalLength = header.totalLength;
+    for (const list of index.postings.values()) if (list.length > index.blockSize) index.buildBlocks(list);
     return index;
   }
 
@@ -229,7 +290,8 @@ export class TopKIndex {
     });
     return present.map(({ term, postings, order }) => {
       const idf = bm25Idf(stats.documents, stats.documentFrequency(term));
-      return { postings, idf, bound: termScore(idf, postings.maxFreq, postings.minLength, stats.avgLength), coordinated: coordinated.has(term), order };
+      const bound = termScore(idf, postings.maxFreq, postings.minLength, stats.avgLength);
+      return { postings, idf, bound, coordinated: coordinated.has(term), order };
     });
   }
 
@@ -245,6 +307,8 @@ export class TopKIndex {
     const inQueryOrder = queryOrder(byBound);
     const cursor = new Int32Array(m);
     const found = new Float64Array(m);
+    // Per non-essential term, the block that holds or follows the current document.
+    const blockCursor = new Int32Array(m);
     let nonEssential = 0;
     // Bound of a document holding every non-essential term, split as the score is (see combine()).
     let neCoordSum = 0;
@@ -273,6 +337,15 @@ export class TopKIndex {
         if (c < t.postings.length) doc = Math.min(doc, t.postings.data[c * 2]!);
       }
       if (doc === Infinity) return;
+      if (top.full) {
+        const ne = this.nonEssentialBlockBound(byBound, blockCursor, nonEssential, doc, avgLength);
+        const skipTo = Math.min(ne.until, this.blockSkip(byBound, cursor, nonEssential, doc, top.threshold, ne.coordSum, ne.coordCount, ne.otherSum, avgLength));
+        if (skipTo > doc) {
+          // No document before `skipTo` can rank: move every essential cursor that is behind it.
+          for (let i = nonEssential; i < m; i++) cursor[i] = seek(byBound[i]!.postings, cursor[i]!, skipTo);
+          continue;
+        }
+      }
       found.fill(-1);
       let coordSum = neCoordSum;
       let coordCount = neCoordCount;
@@ -314,6 +387,95 @@ export class TopKIndex {
       const score = combine(byBound, found, inQueryOrder);
       if (top.offer(doc, score)) extendNonEssential();
     }
+  }
+
+  /**
+   * The non-essential terms' bound for the documents from `doc` on, block by block: a term counts the
+   * bound of its block that spans `doc`, or nothing when `doc` falls before its next block (or past its
+   * last). Valid `until` (exclusive) the first block boundary of any of them after `doc`.
+   */
+  private nonEssentialBlockBound(
+    byBound: readonly QueryTerm[],
+    blockCursor: Int32Array,
+    nonEssential: number,
+    doc: number,
+    avgLength: number,
+  ): { coordSum: number; coordCount: number; otherSum: number; until: number } {
+    let coordSum = 0;
+    let coordCount = 0;
+    let otherSum = 0;
+    let until = Infinity;
+    for (let i = 0; i < nonEssential; i++) {
+      const t = byBound[i]!;
+      const list = t.postings;
+      const blocks = list.blocks;
+      const size = blocks === undefined ? list.length : this.blockSize;
+      const count = Math.ceil(list.length / size);
+      let b = blockCursor[i]!;
+      while (b < count && list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! < doc) b++;
+      blockCursor[i] = b;
+      if (b === count) continue;
+      const first = list.data[b * size * 2]!;
+      if (first > doc) {
+        if (first < until) until = first;
+        continue;
+      }
+      const last = list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! + 1;
+      if (last < until) until = last;
+      const s = blocks === undefined ? t.bound : termScore(t.idf, blocks.maxFreq[b]!, blocks.minLength[b]!, avgLength);
+      if (t.coordinated) {
+        coordSum += s;
+        coordCount++;
+      } else {
+        otherSum += s;
+      }
+    }
+    return { coordSum, coordCount, otherSum, until };
+  }
+
+  /**
+   * Block-max check for the candidate `doc`: bounds it by the non-essential terms' bounds plus, for
+   * each essential term positioned on `doc`, the bound of the block holding that posting. When even
+   * that cannot beat `threshold`, no document up to the end of the shortest of those blocks can
+   * either (before the next posting of any other essential term): returns that first document that
+   * may still rank. Otherwise returns `doc`.
+   */
+  private blockSkip(
+    byBound: readonly QueryTerm[],
+    cursor: Int32Array,
+    nonEssential: number,
+    doc: number,
+    threshold: number,
+    coordSum: number,
+    coordCount: number,
+    otherSum: number,
+    avgLength: number,
+  ): number {
+    let skipTo = Infinity;
+    for (let i = nonEssential; i < byBound.length; i++) {
+      const t = byBound[i]!;
+      const c = cursor[i]!;
+      if (c >= t.postings.length) continue;
+      const at = t.postings.data[c * 2]!;
+      if (at !== doc) {
+        if (at < skipTo) skipTo = at;
+        continue;
+      }
+      const block = c >> this.blockShift;
+      const blocks = t.postings.blocks;
+      const s = blocks === undefined ? t.bound : termScore(t.idf, blocks.maxFreq[block]!, blocks.minLength[block]!, avgLength);
+      if (t.coordinated) {
+        coordSum += s;
+        coordCount++;
+      } else {
+        otherSum += s;
+      }
+      if ((coordCount * coordSum + otherSum) * BOUND_SLACK >= threshold) return doc;
+      // The block's last posting; the document after it may belong to a block with a higher bound.
+      const last = t.postings.data[(Math.min(t.postings.length, (block + 1) << this.blockShift) - 1) * 2]! + 1;
+      if (last < skipTo) skipTo = last;
+    }
+    return skipTo;
   }
 
   /** Scores one document exactly on every query term and offers it to `top`. */

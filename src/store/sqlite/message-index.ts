@@ -120,8 +120,10 @@ export class MessageIndex {
     );
     this.addTotals = db.prepare('UPDATE message_totals SET documents = documents + ?, tokens = tokens + ? WHERE id = 1');
     this.updateContext = db.prepare('UPDATE message_terms SET context = ? WHERE seq = ? AND user_id = ? AND agent_id = ?');
+    // The previous message's terms as indexed (no second analysis); its content if it has no row yet.
     this.previous = db.prepare(
-      'SELECT content FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq < ? ORDER BY seq DESC LIMIT 1',
+      `SELECT m.content, t.terms FROM messages AS m LEFT JOIN message_terms AS t ON t.seq = m.seq
+       WHERE m.user_id = ? AND m.agent_id = ? AND m.session_key = ? AND m.seq < ? ORDER BY m.seq DESC LIMIT 1`,
     );
     this.next = db.prepare('SELECT seq, content FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq > ? ORDER BY seq LIMIT 1');
   }
@@ -161,8 +163,9 @@ export class MessageIndex {
   }
 
   private termsBefore(session: SessionRef, seq: number): string {
-    const row = this.previous.get(session.userId, session.agentId, session.sessionKey, seq) as { content: string } | undefined;
-    return row ? analyzeForIndex(row.content) : '';
+    const row = this.previous.get(session.userId, session.agentId, session.sessionKey, seq) as { content: string; terms: string | null } | undefined;
+    if (row === undefined) return '';
+    return row.terms ?? analyzeForIndex(row.content);
   }
 }
 

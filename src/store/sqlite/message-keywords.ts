@@ -5,7 +5,7 @@ import type { MessageFilter } from '../store.js';
 import type { IndexedTerms } from './message-index.js';
 
 /** A scope's postings; `unsaved` counts rows added since its snapshot was read or written. */
-type ScopeState = { scope: Scope; index: TopKIndex; generation: number; unsaved: number };
+type ScopeState = { scope: Scope; index: TopKIndex; generation: number; unsaved: number; checkedAt: string };
 
 /** Rows added beyond the snapshot, absolute and as a share of the index, before a search saves a new one. */
 const SAVE_AFTER_ROWS = 5_000;
@@ -31,6 +31,12 @@ export class MessageKeywords {
   private readonly writable: boolean;
   private readonly totals: Database.Statement;
   private readonly vocabulary: Database.Statement;
+  private readonly version: Database.Statement;
+  /**
+   * Database-wide statistics as last read, valid while {@link changeMark} is unchanged: message and
+   * token totals, and the document frequency of every term looked up since (0 for unknown terms).
+   */
+  private cachedStats: { mark: string; documents: number; tokens: number; frequencies: Map<string, number> } | undefined;
 
   constructor(db: Database.Database) {
     this.writable = !db.readonly;
@@ -49,6 +55,8 @@ export class MessageKeywords {
     );
     this.rowsAfter = db.prepare('SELECT seq, terms, context FROM message_terms WHERE user_id = ? AND agent_id = ? AND seq > ? ORDER BY seq').raw();
     this.sessionSeqs = db.prepare('SELECT seq FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY seq').pluck();
+    // Changes when another connection commits (data_version) or this one writes (total_changes).
+    this.version = db.prepare('SELECT data_version AS version, total_changes() AS changes FROM pragma_data_version');
     this.totals = db.prepare('SELECT documents, tokens FROM message_totals WHERE id = 1');
     this.vocabulary = db.prepare('SELECT v.term, v.documents FROM json_each(?) AS j CROSS JOIN message_vocabulary AS v ON v.term = j.value').raw();
     // CROSS JOIN keeps json_each outermost: each hit is one rowid look-up, never a scan of the scope's index.
@@ -60,9 +68,10 @@ export class MessageKeywords {
   /** The `limit` best messages of `scope` for the analysed `terms` (see TopKIndex.search). */
   search(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): RankedHit[] {
     if (terms.length === 0) return [];
-    const index = this.current(scope);
+    const mark = this.changeMark();
+    const index = this.current(scope, mark);
     const within = filter.sessionKey === undefined ? undefined : (this.sessionSeqs.all(scope.userId, scope.agentId, filter.sessionKey) as number[]);
-    const hits = index.search(terms, limit, { stats: this.stats(terms) ?? index.ownStats(), within });
+    const hits = index.search(terms, limit, { stats: this.stats(terms, mark) ?? index.ownStats(), within });
     if (hits.length === 0) return [];
     const ids = new Map((this.idsOf.all({ seqs: JSON.stringify(hits.map((h) => h.seq)), user: scope.userId, agent: scope.agentId }) as [number, string][]).map(([seq, id]) => [seq, id]));
     return hits.flatMap((h) => {
@@ -71,11 +80,29 @@ export class MessageKeywords {
     });
   }
 
-  /** Database-wide BM25 statistics for the query `terms`, as FTS5 kept them for its global index. */
-  private stats(terms: readonly string[]): CollectionStats | undefined {
-    const { documents, tokens } = this.totals.get() as { documents: number; tokens: number };
+  /** A value that differs whenever the database may have changed since it was last taken (O(1)). */
+  private changeMark(): string {
+    const { version, changes } = this.version.get() as { version: number; changes: number };
+    return `${version}:${changes}`;
+  }
+
+  /**
+   * Database-wide BM25 statistics for the query `terms`, as FTS5 kept them for its global index. Read
+   * once per change of the database and cached on this connection: a query looks up only the terms
+   * not seen since the last change, so its cost does not grow with the database.
+   */
+  private stats(terms: readonly string[], mark: string): CollectionStats | undefined {
+    if (this.cachedStats?.mark !== mark) {
+      const { documents, tokens } = this.totals.get() as { documents: number; tokens: number };
+      this.cachedStats = { mark, documents, tokens, frequencies: new Map() };
+    }
+    const { documents, tokens, frequencies } = this.cachedStats;
     if (documents <= 0 || tokens <= 0) return undefined;
-    const frequencies = new Map(this.vocabulary.all(JSON.stringify([...new Set(terms)])) as [string, number][]);
+    const unseen = [...new Set(terms)].filter((term) => !frequencies.has(term));
+    if (unseen.length > 0) {
+      for (const term of unseen) frequencies.set(term, 0);
+      for (const [term, n] of this.vocabulary.all(JSON.stringify(unseen)) as [string, number][]) frequencies.set(term, n);
+    }
     return { documents, avgLength: tokens / documents, documentFrequency: (term) => frequencies.get(term) ?? 0 };
   }
 
@@ -90,7 +117,7 @@ export class MessageKeywords {
       const entry = this.scopes.get(JSON.stringify([scope.userId, scope.agentId]));
       const { before, generation } = this.rowBefore.get({ user: scope.userId, agent: scope.agentId, seq: rows[0]!.seq }) as { before: number | null; generation: number | null };
       if (entry === undefined || entry.generation !== (generation ?? 0) || (before ?? 0) !== entry.index.lastSeq) {
-        this.current(scope);
+        this.current(scope, this.changeMark());
         return;
       }
       for (const row of rows) entry.index.add(row.seq, row.terms, row.context);
@@ -110,14 +137,17 @@ export class MessageKeywords {
   /**
    * The scope's index, brought up to date with the database: from memory, else from its snapshot,
    * else from nothing; then the rows after its last `seq`. A deletion (new generation) starts over.
+   * Nothing is looked up when the database has not changed since the scope was last brought up to date.
    */
-  private current(scope: Scope): TopKIndex {
+  private current(scope: Scope, mark: string): TopKIndex {
     const key = JSON.stringify([scope.userId, scope.agentId]);
+    const known = this.scopes.get(key);
+    if (known !== undefined && known.checkedAt === mark) return known.index;
     const { last, generation: stored } = this.state.get({ user: scope.userId, agent: scope.agentId }) as { last: number | null; generation: number | null };
     const generation = stored ?? 0;
     let entry = this.scopes.get(key);
     if (entry === undefined || entry.generation !== generation) {
-      entry = { scope, index: this.snapshot(scope, generation) ?? new TopKIndex(), generation, unsaved: 0 };
+      entry = { scope, index: this.snapshot(scope, generation) ?? new TopKIndex(), generation, unsaved: 0, checkedAt: '' };
       this.scopes.set(key, entry);
     }
     if (last !== null && last > entry.index.lastSeq) {
@@ -127,6 +157,8 @@ export class MessageKeywords {
       }
       if (entry.unsaved >= Math.max(SAVE_AFTER_ROWS, SAVE_AFTER_SHARE * entry.index.size)) this.save(entry);
     }
+    // The mark taken before the look-ups: a change made since shows as a new mark on the next search.
+    entry.checkedAt = mark;
     return entry.index;
   }
 

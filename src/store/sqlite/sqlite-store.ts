@@ -148,9 +148,10 @@ export class SqliteStore implements Store {
       if (!readOnly) db.pragma('journal_mode = WAL');
       db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
       if (!readOnly) db.pragma('synchronous = NORMAL');
-      // A reader scans whole index ranges (a scope's KNN chunks): through a memory map they are read from
-      // the page cache without a system call per page (DESIGN.md, "Concurrency").
-      if (readOnly) db.pragma(`mmap_size = ${READER_MMAP_BYTES}`);
+      // A reader scans whole index ranges (a scope's KNN chunks), and any search reads rows spread over a
+      // large file (a small tenant's messages among many): through a memory map they are read from the page
+      // cache without a system call per page (DESIGN.md, "Concurrency"). The writer maps too, for its searches.
+      db.pragma(`mmap_size = ${READER_MMAP_BYTES}`);
       let vectorSearch = true;
       try {
         sqliteVec.load(db);
