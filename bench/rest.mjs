@@ -139,7 +139,8 @@ async function measure({ config, dataDir, cacheDir, corpus, bodies, connections,
   try {
     const check = await precondition(server, config, dataDir, corpus);
     log(`rest bench: ${config.name} at ${server.url}: precondition ${JSON.stringify(check)}`);
-    for (let i = 0; i < 32; i++) await search(server.url, bodies[i % bodies.length], `warmup-${i}`);
+    const warm = await warmUp(server.url, bodies);
+    check.warm_up_hits = warm;
     const searchRun = await drive(server.url, searchRequest(bodies), connections, seconds);
     const healthRun = await drive(server.url, { method: 'GET', path: '/health' }, connections, Math.max(3, Math.round(seconds / 3)));
     log(`rest bench: ${config.name}: ${searchRun.rps} req/s, p99 ${searchRun.latency_ms.p99} ms; /health ${healthRun.rps} req/s`);
@@ -167,6 +168,7 @@ async function profileRun({ config, dataDir, cacheDir, corpus, bodies, connectio
     const server = await startServer(dataDir, config, cacheDir, ['--cpu-prof', '--cpu-prof-dir', profileDir]);
     try {
       await precondition(server, config, dataDir, corpus);
+      await warmUp(server.url, bodies);
       await drive(server.url, searchRequest(bodies), connections, Math.max(5, Math.round(seconds / 2)));
     } finally {
       await server.stop();
@@ -223,7 +225,7 @@ function searchRequest(bodies) {
     path: '/search/conversations',
     setupRequest: (request) => {
       const n = turn++;
-      return { ...request, headers: { 'content-type': 'application/json', 'x-cairn-turn-id': `bench-${n}` }, body: bodies[n % bodies.length] };
+      return { ...request, headers: { ...SCOPE_HEADERS, 'x-cairn-turn-id': `bench-${n}` }, body: bodies[n % bodies.length] };
     },
   };
 }
@@ -248,10 +250,24 @@ async function drive(url, request, connections, seconds) {
   };
 }
 
+/** The scope the corpus was written to: every timed request searches it, not the default scope. */
+const SCOPE_HEADERS = { 'content-type': 'application/json', 'x-cairn-user-id': SCOPE.userId, 'x-cairn-agent-id': SCOPE.agentId };
+
 async function search(url, body, turnId) {
-  const res = await fetch(`${url}/search/conversations`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-cairn-turn-id': turnId }, body });
+  const res = await fetch(`${url}/search/conversations`, { method: 'POST', headers: { ...SCOPE_HEADERS, 'x-cairn-turn-id': turnId }, body });
   if (res.status !== 200) throw new Error(`warm-up search failed: HTTP ${res.status} ${await res.text()}`);
-  await res.arrayBuffer();
+  return res.json();
+}
+
+/**
+ * Warms every worker with 32 searches and checks that they search the corpus: most real questions must
+ * find messages, or the timed run would measure searches of an empty scope. Returns how many found any.
+ */
+async function warmUp(url, bodies) {
+  let found = 0;
+  for (let i = 0; i < 32; i++) if ((await search(url, bodies[i % bodies.length], `warmup-${i}`)).total > 0) found++;
+  if (found < 16) throw new Error(`rest bench: only ${found} of 32 warm-up searches found messages; the server is not searching the corpus`);
+  return found;
 }
 
 /** Starts `cairn serve` on a free loopback port; resolves once it prints its URL. */
