@@ -13,6 +13,12 @@ export type EmbedQueueOptions = {
 
 const TARGETS: readonly EmbeddingTarget[] = ['message', 'memory'];
 const MAX_BACKOFF_MS = 60_000;
+/**
+ * How long one count of pending rows answers {@link EmbedQueue.depth}. Counting scans every base row, so
+ * a status endpoint polled many times a second must not count each time; a second-old depth is fresh
+ * enough for a progress figure.
+ */
+const DEPTH_TTL_MS = 1_000;
 
 /**
  * Computes missing vectors in the background so that writes never wait for an embedder. Work is found
@@ -29,6 +35,7 @@ export class EmbedQueue {
   private idleWaiters: (() => void)[] = [];
   private idle = false;
   private failures = 0;
+  private lastDepth: { at: number; value: Promise<number> } | null = null;
   lastError: string | null = null;
 
   constructor(
@@ -54,8 +61,23 @@ export class EmbedQueue {
     this.wake?.();
   }
 
-  /** How many rows still lack a vector from the current embedder. */
-  async depth(): Promise<number> {
+  /**
+   * How many rows still lack a vector from the current embedder: counted at most once per
+   * {@link DEPTH_TTL_MS}, concurrent callers sharing the count, and counted afresh each time the queue
+   * catches up (so `drain()` followed by `depth()` sees 0).
+   */
+  depth(): Promise<number> {
+    const now = Date.now();
+    if (this.lastDepth && now - this.lastDepth.at < DEPTH_TTL_MS) return this.lastDepth.value;
+    const value = this.countPending();
+    this.lastDepth = { at: now, value };
+    value.catch(() => {
+      if (this.lastDepth?.value === value) this.lastDepth = null;
+    });
+    return value;
+  }
+
+  private async countPending(): Promise<number> {
     let total = 0;
     for (const target of TARGETS) total += await this.store.countPendingEmbeddings(target, this.embedder.id);
     return total;
@@ -86,6 +108,8 @@ export class EmbedQueue {
     while (!this.stopped) {
       if (!this.dirty) {
         this.idle = true;
+        // The queue just caught up: the next depth() counts again instead of answering a count from before.
+        this.lastDepth = null;
         for (const notify of this.idleWaiters.splice(0)) notify();
         await new Promise<void>((resolve) => (this.wake = resolve));
         this.wake = null;
