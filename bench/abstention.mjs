@@ -64,15 +64,7 @@ export async function run({ log = () => {} } = {}) {
     const cacheDir = await prebuildWordVectorCache(join(work, 'cache'), log);
     const embedders = EMBEDDERS.filter((e) => e.name !== 'word_vectors' || cacheDir !== null);
     const store = SqliteStore.open({ path: join(work, 'cairn.db') });
-    const sourcesOf = new Map();
-    for (const s of samples) {
-      const scope = scopeOf(s.sampleId);
-      await store.addMessages(s.turns.map((t) => ({ id: t.id, scope, sessionKey: t.sessionKey, role: t.role, content: t.text, timestamp: t.timestamp })));
-      for (const fact of observations.get(s.sampleId) ?? []) {
-        const memory = await store.createMemory(scope, { content: fact.text, type: 'episodic', sourceMessageIds: fact.sources });
-        sourcesOf.set(memory.id, fact.sources);
-      }
-    }
+    const sourcesOf = await loadSamples(store, samples, observations);
     const targets = [
       { name: 'conversation_search', kind: 'message', keyword: (...a) => store.searchMessagesByKeyword(...a), vector: (...a) => store.searchMessagesByVector(...a), covered: (id) => [id] },
       { name: 'memory_search', kind: 'memory', keyword: (...a) => store.searchMemoriesByKeyword(...a), vector: (...a) => store.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
@@ -145,6 +137,23 @@ export function buildQueries(samples) {
 }
 
 export const scopeOf = (sampleId) => ({ userId: sampleId, agentId: 'bench' });
+
+/**
+ * Writes each conversation's turns and its observations (as episodic memories) into the conversation's
+ * scope; returns the source turns of every memory id, for scoring memory hits.
+ */
+export async function loadSamples(store, samples, observations) {
+  const sourcesOf = new Map();
+  for (const s of samples) {
+    const scope = scopeOf(s.sampleId);
+    await store.addMessages(s.turns.map((t) => ({ id: t.id, scope, sessionKey: t.sessionKey, role: t.role, content: t.text, timestamp: t.timestamp })));
+    for (const fact of observations.get(s.sampleId) ?? []) {
+      const memory = await store.createMemory(scope, { content: fact.text, type: 'episodic', sourceMessageIds: fact.sources });
+      sourcesOf.set(memory.id, fact.sources);
+    }
+  }
+  return sourcesOf;
+}
 
 async function listKeyword(target, q, analyze) {
   const terms = analyze(q.text);

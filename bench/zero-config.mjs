@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { buildQueries, embedAll, evaluate, LOCOMO_DEPTH, LOCOMO_LIMIT, scopeOf, splitOf } from './abstention.mjs';
+import { buildQueries, embedAll, evaluate, loadSamples, LOCOMO_DEPTH, LOCOMO_LIMIT, scopeOf, splitOf } from './abstention.mjs';
 import { LOCOMO_FILE, loadLocomo } from './locomo.mjs';
 import { loadObservations } from './locomo-observations.mjs';
 import { median, round } from './metrics.mjs';
@@ -72,15 +72,7 @@ async function measureQuality({ cacheDir, work, log }) {
   const observations = loadObservations();
   const queries = buildQueries(samples);
   const store = SqliteStore.open({ path: join(work, 'quality.db') });
-  const sourcesOf = new Map();
-  for (const s of samples) {
-    const scope = scopeOf(s.sampleId);
-    await store.addMessages(s.turns.map((t) => ({ id: t.id, scope, sessionKey: t.sessionKey, role: t.role, content: t.text, timestamp: t.timestamp })));
-    for (const fact of observations.get(s.sampleId) ?? []) {
-      const memory = await store.createMemory(scope, { content: fact.text, type: 'episodic', sourceMessageIds: fact.sources });
-      sourcesOf.set(memory.id, fact.sources);
-    }
-  }
+  const sourcesOf = await loadSamples(store, samples, observations);
   const embedder = createEmbedder(parseConfig({ data_dir: work, embedding: { provider: 'word_vectors', cache_dir: cacheDir } }).embedding, { dataDir: work });
   await embedAll(store, embedder);
   const neighbours = nearestWords({ table: loadWordVectorCache(embedder.cachePath), findWord, wordAt, fromFloat16Bits, analyze });
