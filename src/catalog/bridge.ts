@@ -308,8 +308,14 @@ export function bridgeToolDefinitions(disclosure: Disclosure, limits: SearchLimi
 }
 
 function toolSearchDescription(d: Disclosure, semantic: boolean): string {
+  // With servers configured but none connected the bridge stays (DESIGN.md, "Tool hub"); it must not
+  // promise "0 more tools", and a search then answers which sources are down.
+  const lead =
+    d.deferredCount > 0
+      ? `Search ${d.deferredCount} more tools that are loaded on demand.`
+      : 'Search the tools of the downstream servers, loaded on demand (no server is connected right now: Cairn is reconnecting, and a search answers which sources are down).';
   const base =
-    `Search ${d.deferredCount} more tools that are loaded on demand. Takes a list of queries, each searched separately against ` +
+    `${lead} Takes a list of queries, each searched separately against ` +
     'the same catalog; send one query per capability you need. Best queries name the service plus an action and an object ' +
     '(`github create issue`, `calendar list events`); a request in plain words also works, but a short keyword query whose ' +
     'rarest word no tool contains returns nothing (the capability is not connected). ' +

@@ -107,6 +107,12 @@ describe('tiers', () => {
     expect(new Catalog([tool('gh', 'create_issue')]).disclosure(settings({ enabled: 'off' }), 200_000).tier).toBe(0);
   });
 
+  it('with no tool connected, the tool_search description promises no count and says Cairn is reconnecting', () => {
+    const description = searchDescription(new Catalog([]));
+    expect(description).not.toMatch(/\b0 more tools/);
+    expect(description).toMatch(/^Search the tools of the downstream servers, loaded on demand \(no server is connected right now: Cairn is reconnecting/);
+  });
+
   it('tier 1 with a full listing for a small catalog, embedded in the tool_search description', () => {
     const catalog = new Catalog([tool('tiers', 'tier_small_a', 'Alpha.'), tool('tiers', 'tier_small_b'), tool('tiers', 'tier_small_c')]);
     expect(catalog.disclosure(settings({ thresholdPct: 10 }), 200_000)).toMatchObject({ tier: 1, form: 'full', deferredCount: 3 });
