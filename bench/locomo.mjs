@@ -64,16 +64,21 @@ const K = 20;
 /** The Cairn row every other row is compared with, question by question. */
 const PAIRED_BASELINE = 'cairn-keyword';
 
+/** The numbers of a LoCoMo conversation's sessions (`session_<n>` keys holding turns), in order. */
+export function sessionNumbers(conversation) {
+  return Object.keys(conversation)
+    .map((key) => /^session_(\d+)$/.exec(key))
+    .filter((m) => m !== null && Array.isArray(conversation[m[0]]))
+    .map((m) => Number(m[1]))
+    .sort((a, b) => a - b);
+}
+
 /** Loads and normalises the samples: turns per §3.1 step 2, questions with gold sets per step 4. */
 export function loadLocomo(file = LOCOMO_FILE) {
   const raw = JSON.parse(readFileSync(file, 'utf8'));
   return raw.map((sample) => {
     const conversation = sample.conversation;
-    const sessions = Object.keys(conversation)
-      .map((key) => /^session_(\d+)$/.exec(key))
-      .filter((m) => m !== null && Array.isArray(conversation[m[0]]))
-      .map((m) => Number(m[1]))
-      .sort((a, b) => a - b);
+    const sessions = sessionNumbers(conversation);
     const turns = [];
     for (const n of sessions) {
       for (const turn of conversation[`session_${n}`]) {

@@ -14,6 +14,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { prng } from './corpus.mjs';
+import { sessionNumbers } from './locomo.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /**
@@ -63,11 +64,7 @@ function locomo() {
   const questions = [];
   for (const sample of raw) {
     const conversation = sample.conversation;
-    const sessions = Object.keys(conversation)
-      .map((key) => /^session_(\d+)$/.exec(key))
-      .filter((m) => m !== null && Array.isArray(conversation[m[0]]))
-      .map((m) => Number(m[1]))
-      .sort((a, b) => a - b);
+    const sessions = sessionNumbers(conversation);
     const known = new Set();
     for (const n of sessions) {
       for (const turn of conversation[`session_${n}`]) {
