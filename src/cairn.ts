@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
-import { loadConfig, type CairnConfig } from './config.js';
+import { loadConfig, parseConfig, type CairnConfig, type CairnConfigInput } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
 import { EmbedQueue } from './embed/embed-queue.js';
 import { vectorFusionWeight, vectorSimilarityFloor, type Embedder } from './embed/embedder.js';
@@ -16,19 +16,20 @@ import { KnowledgeRegistry } from './knowledge/registry.js';
 import { budgetSpentText, TurnBudget, type BudgetCharge, type TurnRef } from './memory/budget.js';
 import { conversationSearch, type ConversationSearchResult } from './memory/conversation-search.js';
 import { memorySearch, type MemorySearchResult } from './memory/memory-search.js';
-import { memoryPatchSchema, newMemorySchema, newMessageSchema, scopeSchema } from './memory/schemas.js';
+import { listMemoriesSchema, listMessagesSchema, memoryPatchSchema, newMemorySchema, newMessageSchema, scopeSchema } from './memory/schemas.js';
 import type { SearchContext } from './memory/search-context.js';
-import { conversationSearchParams, memorySearchParams } from './memory/search-params.js';
+import { conversationSearchParams, memorySearchParams, type ConversationSearchInput, type MemorySearchInput } from './memory/search-params.js';
 import { createChatModel } from './llm/chat-client.js';
 import { LlmExtractor, type Extractor } from './memory/extract.js';
 import { extractSession, type ExtractionRun } from './memory/extract-session.js';
-import { recallContext, recallParams, type RecallResult } from './memory/recall.js';
+import { recallContext, recallParams, type RecallInput, type RecallResult } from './memory/recall.js';
 import { RuleExtractor } from './memory/rules.js';
 import { ExtractionScheduler, type PipelineSessionStatus } from './memory/scheduler.js';
 import type { MemoryAuditEntry } from './store/store.js';
 import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
+import { toStoreError, withStoreErrors } from './store/sqlite/sqlite-errors.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
-import type { AddMessagesResult, ApiKey, ListMemoriesQuery, ListMessagesQuery, Store } from './store/store.js';
+import type { AddMessagesResult, ApiKey, Store } from './store/store.js';
 import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMemory, type NewMessage, type Scope } from './types.js';
 
 /** Options for {@link createCairn} beyond the config file. */
@@ -110,6 +111,13 @@ export type TurnSearchResult<R> = R & { budget: BudgetCharge };
 export type CreatedApiKey = { key: ApiKey; token: string };
 
 export type { ApiKey } from './store/store.js';
+export type { ConversationSearchInput, MemorySearchInput } from './memory/search-params.js';
+export type { RecallInput } from './memory/recall.js';
+
+/** What {@link Cairn.listMessages} takes: a session filter and a page (limit 1-1000, default 50; offset default 0). */
+export type ListMessagesInput = z.input<typeof listMessagesSchema>;
+/** What {@link Cairn.listMemories} takes: type, scene and superseded filters and a page (limit 1-1000, default 50). */
+export type ListMemoriesInput = z.input<typeof listMemoriesSchema>;
 export type { BudgetCharge, TurnRef } from './memory/budget.js';
 
 /**
@@ -236,8 +244,9 @@ export class Cairn {
     return result;
   }
 
-  async listMessages(scope: Scope, query: ListMessagesQuery): Promise<Message[]> {
-    return this.store.listMessages(checkScope(scope), query);
+  /** Messages of `scope`, oldest first. */
+  async listMessages(scope: Scope, query: ListMessagesInput = {}): Promise<Message[]> {
+    return this.store.listMessages(checkScope(scope), validate(listMessagesSchema, query, 'message listing'));
   }
 
   async deleteMessage(scope: Scope, id: string): Promise<boolean> {
@@ -249,14 +258,14 @@ export class Cairn {
   }
 
   /** conversation_search over L0 messages in `scope`. */
-  async searchConversations(scope: Scope, params: unknown): Promise<ConversationSearchResult> {
+  async searchConversations(scope: Scope, params: ConversationSearchInput): Promise<ConversationSearchResult> {
     return conversationSearch(this.searchContext, checkScope(scope), validate(conversationSearchParams, params, 'conversation_search'));
   }
 
   // ---- L1 memories -------------------------------------------------------------------------
 
   /** memory_search over L1 memories in `scope`. */
-  async searchMemories(scope: Scope, params: unknown): Promise<MemorySearchResult> {
+  async searchMemories(scope: Scope, params: MemorySearchInput): Promise<MemorySearchResult> {
     return memorySearch(this.searchContext, checkScope(scope), validate(memorySearchParams, params, 'memory_search'));
   }
 
@@ -274,8 +283,9 @@ export class Cairn {
     return memory;
   }
 
-  async listMemories(scope: Scope, query: ListMemoriesQuery): Promise<Memory[]> {
-    return this.store.listMemories(checkScope(scope), query);
+  /** Memories of `scope`, newest first. */
+  async listMemories(scope: Scope, query: ListMemoriesInput = {}): Promise<Memory[]> {
+    return this.store.listMemories(checkScope(scope), validate(listMemoriesSchema, query, 'memory listing'));
   }
 
   async updateMemory(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory> {
@@ -291,7 +301,7 @@ export class Cairn {
   // ---- agent tool calls (per-turn budget) --------------------------------------------------
 
   /** memory_search as a tool call: charged to the turn; past the budget it returns a refusal text instead. */
-  async searchMemoriesInTurn(turn: TurnRef, params: unknown): Promise<TurnSearchResult<MemorySearchResult>> {
+  async searchMemoriesInTurn(turn: TurnRef, params: MemorySearchInput): Promise<TurnSearchResult<MemorySearchResult>> {
     const valid = validate(memorySearchParams, params, 'memory_search');
     const scope = checkScope(turn.scope);
     if (valid.query.trim() === '') return { ...(await memorySearch(this.searchContext, scope, valid)), budget: uncharged(this.budget.limit) };
@@ -301,7 +311,7 @@ export class Cairn {
   }
 
   /** conversation_search as a tool call: charged to the turn; past the budget it returns a refusal text instead. */
-  async searchConversationsInTurn(turn: TurnRef, params: unknown): Promise<TurnSearchResult<ConversationSearchResult>> {
+  async searchConversationsInTurn(turn: TurnRef, params: ConversationSearchInput): Promise<TurnSearchResult<ConversationSearchResult>> {
     const valid = validate(conversationSearchParams, params, 'conversation_search');
     const scope = checkScope(turn.scope);
     if (valid.query.trim() === '') return { ...(await conversationSearch(this.searchContext, scope, valid)), budget: uncharged(this.budget.limit) };
@@ -351,7 +361,7 @@ export class Cairn {
   // ---- memory pipeline ---------------------------------------------------------------------
 
   /** Auto-recall for the start of a turn: stable instructions and persona, memories relevant to `query`, and a tools guide. */
-  async recall(scope: Scope, params: unknown): Promise<RecallResult> {
+  async recall(scope: Scope, params: RecallInput): Promise<RecallResult> {
     const r = this.config.recall;
     return recallContext(this.searchContext, checkScope(scope), validate(recallParams, params, 'recall'), {
       maxMemories: r.max_memories,
@@ -454,11 +464,24 @@ export class Cairn {
   }
 }
 
-/** Opens Cairn on the configured data directory (embedded SQLite). */
-export async function createCairn(config: CairnConfig = loadConfig(), options: CairnOptions = {}): Promise<Cairn> {
-  const store = SqliteStore.open({ path: join(config.data_dir, 'cairn.db'), readWorkers: options.readWorkers, warn: options.warn });
+/**
+ * Opens Cairn on the configured data directory (embedded SQLite). `config` takes the keys of the config
+ * file (`{ data_dir: './data', embedding: { provider: 'hash' } }`), validated as the file is
+ * (`config_invalid` naming the key); omitted, it is loaded from `CAIRN_*` variables like the CLI's.
+ * Every failure, the store's included, is a {@link CairnError}.
+ */
+export async function createCairn(config: CairnConfigInput = loadConfig(), options: CairnOptions = {}): Promise<Cairn> {
+  const valid = parseConfig(config);
+  const path = join(valid.data_dir, 'cairn.db');
+  let opened: Store;
   try {
-    return new Cairn(config, store, options);
+    opened = SqliteStore.open({ path, readWorkers: options.readWorkers, warn: options.warn });
+  } catch (err) {
+    throw toStoreError(err, path);
+  }
+  const store = withStoreErrors(opened, path);
+  try {
+    return new Cairn(valid, store, options);
   } catch (err) {
     await store.close();
     throw err;

@@ -66,6 +66,7 @@ describe('memory_search', () => {
     expect(byType.results.map((r) => r.id)).toEqual([persona.id]);
     const byScene = await cairn.searchMemories(scope, { query: 'Paris', scene: 'life go', limit: 1 });
     expect(byScene.results.map((r) => r.id)).toEqual([persona.id]);
+    // @ts-expect-error a type the types rule out is still refused at run time (JavaScript callers)
     await expect(cairn.searchMemories(scope, { query: 'Paris', type: 'friend' })).rejects.toMatchObject({ code: 'invalid_input' });
   });
 });
@@ -89,7 +90,7 @@ describe('conversation_search', () => {
   it('clamps limit to [1, 20], accepting numeric strings and floats', async () => {
     const cairn = await cairnAt(tempDir());
     await cairn.recordMessages(Array.from({ length: 30 }, (_, i) => say(`m${i}`, `apple pie recipe variant ${i}`)));
-    const count = async (limit: unknown) => (await cairn.searchConversations(scope, { query: 'apple', limit })).results.length;
+    const count = async (limit: number | string | undefined) => (await cairn.searchConversations(scope, { query: 'apple', limit })).results.length;
     expect(await count(undefined)).toBe(5);
     expect(await count('3')).toBe(3);
     expect(await count(2.9)).toBe(2);

@@ -99,7 +99,7 @@ export function buildProgram(): Command {
       .addOption(new Option('--type <type>', 'only this memory type').choices(MEMORY_TYPES))
       .option('--scene <text>', 'only scenes containing this text')
       .option('--json', 'print structured results'),
-  ).action(async (query: string, opts: ScopeOptions & { limit: string; type?: string; scene?: string; json?: boolean }, cmd: Command) => {
+  ).action(async (query: string, opts: ScopeOptions & { limit: string; type?: (typeof MEMORY_TYPES)[number]; scene?: string; json?: boolean }, cmd: Command) => {
     await withCairn(cmd, async (cairn) => {
       const result = await cairn.searchMemories(scopeOf(opts), { query, limit: opts.limit, type: opts.type, scene: opts.scene });
       print(opts.json ? JSON.stringify({ results: result.results, total: result.results.length, strategy: result.strategy }, null, 2) : result.text);

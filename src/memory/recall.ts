@@ -11,6 +11,8 @@ export const recallParams = z.object({
   session_key: z.string().min(1).describe('The conversation the turn belongs to.'),
 });
 export type RecallParams = z.infer<typeof recallParams>;
+/** What callers pass to recall. */
+export type RecallInput = z.input<typeof recallParams>;
 
 /** Limits on what recall injects. */
 export type RecallBudget = {

@@ -66,3 +66,18 @@ export const memoryPatchSchema = z
   })
   .partial()
   .refine((p) => Object.values(p).some((v) => v !== undefined), 'a patch must change at least one field');
+
+/** One page of a listing: at most 1000 rows (default 50), after skipping `offset` (default 0). */
+const page = {
+  limit: z.number().int().min(1).max(1000).default(50),
+  offset: z.number().int().min(0).default(0),
+};
+
+export const listMessagesSchema = z.strictObject({ sessionKey: nonBlank(LIMITS.sessionKeyLength).optional(), ...page });
+
+export const listMemoriesSchema = z.strictObject({
+  type: z.enum(MEMORY_TYPES).optional(),
+  scene: z.string().max(LIMITS.sceneLength).optional(),
+  includeSuperseded: z.boolean().optional(),
+  ...page,
+});

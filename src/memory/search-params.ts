@@ -25,6 +25,8 @@ export const memorySearchParams = z.object({
   include_superseded: z.boolean().optional().describe('Also search memories that newer ones replaced (default false).'),
 });
 export type MemorySearchParams = z.infer<typeof memorySearchParams>;
+/** What callers pass to memory_search (the façade validates it at run time too). */
+export type MemorySearchInput = z.input<typeof memorySearchParams>;
 
 /** Parameters of conversation_search, as every surface receives them. */
 export const conversationSearchParams = z.object({
@@ -33,3 +35,5 @@ export const conversationSearchParams = z.object({
   session_key: z.string().optional().describe('Only messages from this session (exact match).'),
 });
 export type ConversationSearchParams = z.infer<typeof conversationSearchParams>;
+/** What callers pass to conversation_search (the façade validates it at run time too). */
+export type ConversationSearchInput = z.input<typeof conversationSearchParams>;
