@@ -1,16 +1,18 @@
 import { Hono, type MiddlewareHandler } from 'hono';
+import { z } from 'zod';
 import { bodyLimit } from 'hono/body-limit';
 import { CAIRN_VERSION, type Cairn } from '../cairn.js';
 import { CairnError } from '../errors.js';
 import { authenticate, type AppEnv, type AuthMode } from './caller.js';
 import { toErrorResponse } from './error-response.js';
 import { addHistoryRoutes } from './history-routes.js';
-import { addMcpRoute } from './mcp-route.js';
-import { openApiDocument } from './openapi.js';
+import { addMcpRoute, mcpToolNames } from './mcp-route.js';
+import { describe, openApiDocument } from './openapi.js';
 import { addPipelineRoutes } from './pipeline-routes.js';
 import { addSeedRoutes } from './seed-routes.js';
 import { addToolRoutes } from './tools-routes.js';
 import { addV1Routes } from './v1-routes.js';
+import { healthWire } from './wire.js';
 
 /** Options of {@link createApp}; defaults come from the façade's config. */
 export type AppOptions = {
@@ -61,7 +63,7 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
     }),
   );
 
-  app.get('/health', async (c) => {
+  app.get('/health', describe({ operationId: 'getHealth', summary: 'Server, store and embedding status', open: true, responses: { 200: healthWire } }), async (c) => {
     const embedding = await cairn.embeddingStatus();
     const store = cairn.storeInfo;
     return c.json({
@@ -78,10 +80,18 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
         detail: embedding.detail,
       },
       queue_depth: embedding.pending,
-    });
+    } satisfies z.infer<typeof healthWire>);
   });
-  const openApi = openApiDocument(CAIRN_VERSION);
-  app.get('/openapi.json', (c) => c.json(openApi));
+  // Generated on first request, once every route is registered; only the base URL varies per request.
+  let openApi: Promise<Record<string, unknown>> | null = null;
+  app.get(
+    '/openapi.json',
+    describe({ operationId: 'getOpenApi', summary: 'This document (OpenAPI 3.1)', open: true, responses: { 200: z.record(z.string(), z.unknown()) } }),
+    async (c) => {
+      openApi ??= mcpToolNames(cairn).then((mcpTools) => openApiDocument(app, { version: CAIRN_VERSION, mcpTools }));
+      return c.json({ ...(await openApi), servers: [{ url: new URL(c.req.url).origin }] });
+    },
+  );
 
   addSeedRoutes(app, cairn, mode);
   addV1Routes(app, cairn, mode);

@@ -6,7 +6,7 @@ import { errorHistoryParams, shortHash, writeErrorParams } from '../history/erro
 import { writeResultParams } from '../history/write-result.js';
 import type { ErrorRecord, Run } from '../store/store.js';
 import { CALLER_HEADERS, requestScope, type AppEnv, type AuthMode } from './caller.js';
-import type { Operation } from './openapi.js';
+import { describe } from './openapi.js';
 import { readBody, readQuery } from './wire.js';
 
 // Wire shapes of the history tools: snake_case, strict bodies; the façade validates the tool parameters.
@@ -119,20 +119,10 @@ const receiptResponse = z.object({
   text: z.string(),
 });
 
-/** The history tools' REST operations, for the OpenAPI document. */
-export const HISTORY_OPERATIONS: readonly Operation[] = [
-  { method: 'post', path: '/v1/runs', summary: 'Record an agent run (one turn) or merge into it; tool calls are appended', body: runBody, response: runWire, status: 201 },
-  { method: 'get', path: '/v1/runs', summary: "chat_history over a session's runs (list, read, tool_list, tool, search)", query: chatHistoryQuery, response: chatHistoryResponse },
-  { method: 'post', path: '/v1/errors', summary: 'write_error: store a resolved tool failure with its fix (201; other outcomes 200, discarded)', body: writeErrorParams, response: writeErrorResponse, status: 201 },
-  { method: 'get', path: '/v1/errors', summary: 'error_history: search by keyword or read by hash', query: errorHistoryQuery, response: errorHistoryResponse },
-  { method: 'get', path: '/v1/errors/{hash}', summary: 'error_history: one record by its 8-character hash (or a longer unique prefix)', response: errorRecordWire },
-  { method: 'get', path: '/v1/guides', summary: 'reasoning_guide: the requested guides, or the available topics', query: guidesQuery, response: guidesResponse },
-  { method: 'post', path: '/v1/results', summary: 'write_result: save a Markdown or checked HTML deliverable (never overwrites)', body: writeResultParams, response: receiptResponse, status: 201 },
-];
 
 /** `/v1/runs`, `/v1/errors`, `/v1/guides` and `/v1/results`: the history tools over REST, in the request's scope. */
 export function addHistoryRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
-  app.post('/v1/runs', async (c) => {
+  app.post('/v1/runs', describe({ operationId: 'recordRun', summary: 'Record an agent run (one turn) or merge into it; tool calls are appended', body: runBody, responses: { 201: runWire } }), async (c) => {
     const scope = requestScope(c, mode);
     const body = await readBody(c, runBody);
     const run = await cairn.history.recordRun(scope, {
@@ -156,7 +146,7 @@ export function addHistoryRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode
     return c.json(toRunWire(run), 201);
   });
 
-  app.get('/v1/runs', async (c) => {
+  app.get('/v1/runs', describe({ operationId: 'chatHistory', summary: "chat_history over a session's runs (list, read, tool_list, tool, search)", query: chatHistoryQuery, turn: true, responses: { 200: chatHistoryResponse }, errors: [404] }), async (c) => {
     const scope = requestScope(c, mode);
     const q = readQuery(c, chatHistoryQuery);
     const { session_key, turn_id, task_id, ...params } = q;
@@ -167,22 +157,22 @@ export function addHistoryRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode
     return c.json(result satisfies z.infer<typeof chatHistoryResponse>);
   });
 
-  app.post('/v1/errors', async (c) => {
+  app.post('/v1/errors', describe({ operationId: 'writeError', summary: 'write_error: store a resolved tool failure with its fix (201; other outcomes 200, discarded)', body: writeErrorParams, responses: { 201: writeErrorResponse, 200: writeErrorResponse } }), async (c) => {
     const result = await cairn.history.writeError(requestScope(c, mode), await readBody(c, z.unknown()));
     return c.json({ recorded: result.recorded, hash: result.hash, text: result.text } satisfies z.infer<typeof writeErrorResponse>, result.recorded ? 201 : 200);
   });
 
-  app.get('/v1/errors', async (c) => {
+  app.get('/v1/errors', describe({ operationId: 'errorHistory', summary: 'error_history: search by keyword or read by hash', query: errorHistoryQuery, responses: { 200: errorHistoryResponse }, errors: [404] }), async (c) => {
     const result = await cairn.history.errorHistory(requestScope(c, mode), readQuery(c, errorHistoryQuery));
     return c.json({ mode: result.mode, text: result.text, records: result.records.map(toErrorWire) } satisfies z.infer<typeof errorHistoryResponse>);
   });
 
-  app.get('/v1/errors/:hash', async (c) => {
+  app.get('/v1/errors/:hash', describe({ operationId: 'getErrorRecord', summary: 'error_history: one record by its 8-character hash (or a longer unique prefix)', responses: { 200: errorRecordWire }, errors: [400, 404] }), async (c) => {
     const result = await cairn.history.errorHistory(requestScope(c, mode), { mode: 'read', hash: c.req.param('hash') });
     return c.json(toErrorWire(result.records[0]!));
   });
 
-  app.get('/v1/guides', (c) => {
+  app.get('/v1/guides', describe({ operationId: 'reasoningGuide', summary: 'reasoning_guide: the requested guides, or the available topics', query: guidesQuery, responses: { 200: guidesResponse } }), (c) => {
     requestScope(c, mode);
     const q = readQuery(c, guidesQuery);
     if (q.topics === undefined) return c.json({ topics: cairn.history.guideTopics() } satisfies z.infer<typeof guidesResponse>);
@@ -190,7 +180,7 @@ export function addHistoryRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode
     return c.json(result satisfies z.infer<typeof guidesResponse>);
   });
 
-  app.post('/v1/results', async (c) => {
+  app.post('/v1/results', describe({ operationId: 'writeResult', summary: 'write_result: save a Markdown or checked HTML deliverable (never overwrites)', body: writeResultParams, responses: { 201: receiptResponse } }), async (c) => {
     requestScope(c, mode);
     const receipt = cairn.history.writeResult(await readBody(c, z.unknown()));
     return c.json(receipt satisfies z.infer<typeof receiptResponse>, 201);

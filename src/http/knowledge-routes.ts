@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Cairn } from '../cairn.js';
 import { newKnowledgeSchema, type KnowledgeResource } from '../knowledge/registry.js';
 import { requestScope, type AppEnv, type AuthMode } from './caller.js';
-import type { Operation } from './openapi.js';
+import { describe } from './openapi.js';
 import { readBody } from './wire.js';
 
 // Knowledge resources over REST: `/v1/knowledge` to manage them, and the knowledge branch of
@@ -32,39 +32,31 @@ export const knowledgeWire = z.object({
   progress: progressWire,
 });
 
-/** The knowledge REST operations, for the OpenAPI document. */
-export const KNOWLEDGE_OPERATIONS: readonly Operation[] = [
-  { method: 'post', path: '/v1/knowledge', summary: 'Register a wiki folder or a code folder; indexing runs in the background', body: newKnowledgeSchema, response: knowledgeWire, status: 201 },
-  { method: 'get', path: '/v1/knowledge', summary: 'List knowledge resources', response: z.object({ resources: z.array(knowledgeWire) }) },
-  { method: 'get', path: '/v1/knowledge/{id}', summary: 'One knowledge resource', response: knowledgeWire },
-  { method: 'post', path: '/v1/knowledge/{id}/sync', summary: 'Re-sync incrementally (only files whose content changed)', response: knowledgeWire, status: 202 },
-  { method: 'delete', path: '/v1/knowledge/{id}', summary: 'Unregister a resource (its folder is left alone)', response: z.object({ deleted: z.string() }) },
-];
 
 /** `/v1/knowledge`: register, list, read, sync and remove knowledge resources. */
 export function addKnowledgeRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
-  app.post('/v1/knowledge', async (c) => {
+  app.post('/v1/knowledge', describe({ operationId: 'addKnowledge', summary: 'Register a wiki folder or a code folder; indexing runs in the background', body: newKnowledgeSchema, responses: { 201: knowledgeWire }, errors: [409] }), async (c) => {
     requestScope(c, mode);
     const resource = await cairn.knowledge.add(await readBody(c, newKnowledgeSchema));
     return c.json(toKnowledgeWire(resource), 201);
   });
 
-  app.get('/v1/knowledge', async (c) => {
+  app.get('/v1/knowledge', describe({ operationId: 'listKnowledge', summary: 'List knowledge resources', responses: { 200: z.object({ resources: z.array(knowledgeWire) }) } }), async (c) => {
     requestScope(c, mode);
     return c.json({ resources: (await cairn.knowledge.list()).map(toKnowledgeWire) });
   });
 
-  app.get('/v1/knowledge/:id', async (c) => {
+  app.get('/v1/knowledge/:id', describe({ operationId: 'getKnowledge', summary: 'One knowledge resource', responses: { 200: knowledgeWire }, errors: [400, 404] }), async (c) => {
     requestScope(c, mode);
     return c.json(toKnowledgeWire(await cairn.knowledge.get(c.req.param('id'))));
   });
 
-  app.post('/v1/knowledge/:id/sync', async (c) => {
+  app.post('/v1/knowledge/:id/sync', describe({ operationId: 'syncKnowledge', summary: 'Re-sync incrementally (only files whose content changed)', responses: { 202: knowledgeWire }, errors: [400, 404] }), async (c) => {
     requestScope(c, mode);
     return c.json(toKnowledgeWire(await cairn.knowledge.sync(c.req.param('id'))), 202);
   });
 
-  app.delete('/v1/knowledge/:id', async (c) => {
+  app.delete('/v1/knowledge/:id', describe({ operationId: 'deleteKnowledge', summary: 'Unregister a resource (its folder is left alone)', responses: { 200: z.object({ deleted: z.string() }) }, errors: [400, 404] }), async (c) => {
     requestScope(c, mode);
     const id = c.req.param('id');
     await cairn.knowledge.remove(id);

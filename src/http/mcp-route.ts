@@ -1,10 +1,14 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { Hono } from 'hono';
-import type { Cairn } from '../cairn.js';
+import { defaultScope, type Cairn } from '../cairn.js';
 import { CairnError } from '../errors.js';
 import { createMcpServer } from '../mcp/mcp-server.js';
 import { generatedSessionKey } from '../mcp/stdio.js';
+import { z } from 'zod';
 import { CALLER_HEADERS, requestScope, type AppEnv, type AuthMode } from './caller.js';
+import { describe } from './openapi.js';
 
 const SESSION_HEADER = 'mcp-session-id';
 /** What an `Mcp-Session-Id` may look like: visible ASCII (the spec's rule), bounded like session keys. */
@@ -19,7 +23,10 @@ const SESSION_ID_PATTERN = /^[\x21-\x7e]{1,256}$/;
  * There is no server-initiated stream, so GET and DELETE are 405 (the spec allows it).
  */
 export function addMcpRoute(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode, log: (message: string) => void, bodyLimitBytes: number): void {
-  app.post('/mcp', async (c) => {
+  const summary =
+    'MCP streamable HTTP (JSON responses; initialize answers an Mcp-Session-Id that names the connection and its session)';
+  const post = describe({ operationId: 'mcp', summary, body: z.looseObject({}).describe('A JSON-RPC message'), turn: true, responses: { 200: z.unknown().describe('JSON-RPC response') } });
+  app.post('/mcp', post, async (c) => {
     const scope = requestScope(c, mode);
     const presented = c.req.header(SESSION_HEADER);
     if (presented !== undefined && !SESSION_ID_PATTERN.test(presented)) {
@@ -43,9 +50,26 @@ export function addMcpRoute(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode, log
       await server.close();
     }
   });
-  app.on(['GET', 'DELETE'], '/mcp', () => {
+  const noStream = () => {
     throw new CairnError('method_not_allowed', 'this MCP endpoint has no server-initiated stream: POST JSON-RPC messages to /mcp');
-  });
+  };
+  const refused = { summary: 'Not offered: there is no server-initiated stream (405)', responses: {}, errors: [405] };
+  app.get('/mcp', describe({ operationId: 'mcpStream', ...refused }), noStream);
+  app.delete('/mcp', describe({ operationId: 'mcpEndSession', ...refused }), noStream);
+}
+
+/** The tools an MCP client of this Cairn is offered, as `tools/list` answers them (for the `/mcp` description). */
+export async function mcpToolNames(cairn: Cairn): Promise<string[]> {
+  const server = createMcpServer({ cairn, resolveCaller: () => ({ scope: defaultScope() }) });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: 'cairn-openapi', version: '0' });
+  try {
+    await client.connect(clientSide);
+    return (await client.listTools()).tools.map((t) => t.name);
+  } finally {
+    await client.close();
+  }
 }
 
 /** The client's name as a session-key prefix: lower-case letters, digits and dashes, at most 32. */

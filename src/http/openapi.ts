@@ -1,136 +1,114 @@
+import type { Hono, MiddlewareHandler } from 'hono';
+import { describeRoute, generateSpecs } from 'hono-openapi';
 import { z } from 'zod';
-import { CALLER_HEADERS } from './caller.js';
-import { HISTORY_OPERATIONS } from './history-routes.js';
-import { KNOWLEDGE_OPERATIONS } from './knowledge-routes.js';
-import { PIPELINE_OPERATIONS } from './pipeline-routes.js';
-import { TOOL_OPERATIONS } from './tools-routes.js';
-import {
-  addConversationBody,
-  captureBody,
-  errorBody,
-  listConversationsQuery,
-  listMemoriesQuery,
-  memoryPatchBody,
-  memoryWire,
-  messageWire,
-  newMemoryBody,
-  searchConversationsBody,
-  searchMemoriesBody,
-  searchResponse,
-} from './wire.js';
+import { CALLER_HEADERS, type AppEnv } from './caller.js';
+import { errorBody } from './wire.js';
 
-/** One REST operation as the OpenAPI document describes it. */
-export type Operation = {
-  method: 'get' | 'post' | 'patch' | 'delete';
-  path: string;
+/**
+ * What one route tells the OpenAPI document, written beside the route as its first handler:
+ * `app.get('/v1/things/:id', describe({ operationId: 'getThing', summary: '…', responses: { 200: thingWire } }), handler)`.
+ * Method and path come from the router itself, so a route and its description cannot drift apart, and a
+ * route registered without one fails the OpenAPI test.
+ */
+export type OperationDoc = {
+  /** Unique across the API; what generated clients name the call. */
+  operationId: string;
   summary: string;
+  description?: string;
+  /** The JSON request body, as the route validates it. */
   body?: z.ZodType;
+  /** The query string, as the route validates it. */
   query?: z.ZodObject;
-  response: z.ZodType;
-  status?: number;
-  /** Open routes need neither key nor scope. */
+  /** Answers other than errors: status → JSON body schema, or a non-JSON media type (`{ mediaType: 'text/plain' }`). */
+  responses: Partial<Record<number, z.ZodType | { mediaType: string; description?: string }>>;
+  /**
+   * Error statuses the route answers beyond those every route of its kind does (500 and 403 always;
+   * with a scope 401, 422 and 503; with a body 400, 413 and 415; with a query or path parameter 400).
+   */
+  errors?: readonly number[];
+  /** Needs neither key nor scope (`/health`, `/openapi.json`). */
   open?: boolean;
+  /** Takes the agent-turn headers (`x-cairn-session-key`, `x-cairn-turn-id`) for the search budget. */
+  turn?: boolean;
 };
 
-const health = z.object({
-  status: z.enum(['ok', 'warming', 'degraded']),
-  version: z.string(),
-  store: z.object({ backend: z.string(), keyword_search: z.boolean(), vector_search: z.boolean() }),
-  embedding: z.object({
-    provider: z.string(),
-    embedder_id: z.string().nullable(),
-    vector_search: z.boolean(),
-    ready: z.boolean(),
-    last_error: z.string().nullable(),
-  }),
-  queue_depth: z.number().int(),
-});
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid input',
+  401: 'Missing, malformed or revoked API key',
+  403: 'Not allowed: a key acting for another scope, or a non-loopback Host/Origin in local mode',
+  404: 'Not found',
+  405: 'Method not allowed',
+  409: 'Conflict',
+  413: 'Body too large (server.body_limit_bytes)',
+  415: 'Body is not JSON',
+  422: 'Scope required (keys mode)',
+  429: 'Budget exhausted',
+  500: 'Internal error (logged; no detail is sent)',
+  502: 'A downstream service failed (embedding, LLM or a downstream MCP server)',
+  503: 'Unavailable: the store is busy or cannot be used, or a downstream server is not connected',
+};
 
-const ids = z.object({ ids: z.array(z.string()), inserted: z.number().int(), skipped: z.number().int() });
-const deleted = z.object({ deleted: z.number().int() });
-const page = { limit: z.number().int(), offset: z.number().int() };
-
-/** Every REST operation, the source of the OpenAPI document. */
-const OPERATIONS: readonly Operation[] = [
-  { method: 'get', path: '/health', summary: 'Server, store and embedding status', response: health, open: true },
-  { method: 'post', path: '/search/memories', summary: 'memory_search (seed endpoint; counts against the turn budget)', body: searchMemoriesBody, response: searchResponse },
-  {
-    method: 'post',
-    path: '/search/conversations',
-    summary: 'conversation_search (seed endpoint; counts against the turn budget)',
-    body: searchConversationsBody,
-    response: searchResponse,
-  },
-  { method: 'post', path: '/capture', summary: 'Record one user/assistant exchange (seed endpoint)', body: captureBody, response: z.object({ l0_recorded: z.number().int() }) },
-  { method: 'post', path: '/v1/conversations', summary: 'Record 1-500 messages of a session', body: addConversationBody, response: ids, status: 201 },
-  {
-    method: 'get',
-    path: '/v1/conversations',
-    summary: 'List messages, oldest first',
-    query: listConversationsQuery,
-    response: z.object({ messages: z.array(messageWire), ...page }),
-  },
-  { method: 'delete', path: '/v1/conversations/{session_key}', summary: 'Delete every message of a session', response: deleted },
-  { method: 'delete', path: '/v1/messages/{id}', summary: 'Delete one message', response: deleted },
-  {
-    method: 'post',
-    path: '/v1/memories',
-    summary: 'Store one memory',
-    body: newMemoryBody,
-    response: z.object({ id: z.string(), version: z.number().int() }),
-    status: 201,
-  },
-  { method: 'get', path: '/v1/memories', summary: 'List memories, newest first', query: listMemoriesQuery, response: z.object({ memories: z.array(memoryWire), ...page }) },
-  { method: 'get', path: '/v1/memories/{id}', summary: 'One memory', response: memoryWire },
-  { method: 'patch', path: '/v1/memories/{id}', summary: 'Change a memory (bumps its version)', body: memoryPatchBody, response: memoryWire },
-  { method: 'delete', path: '/v1/memories/{id}', summary: 'Delete a memory', response: deleted },
-  ...PIPELINE_OPERATIONS,
-  ...HISTORY_OPERATIONS,
-  ...KNOWLEDGE_OPERATIONS,
-  ...TOOL_OPERATIONS,
-];
-
-/** The OpenAPI 3.1 document served at `GET /openapi.json`, generated from the same Zod schemas the routes validate with. */
-export function openApiDocument(version: string): Record<string, unknown> {
-  const paths: Record<string, Record<string, unknown>> = {};
-  for (const op of OPERATIONS) {
-    const parameters = [
-      ...[...op.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
-      ...queryParameters(op.query),
-      ...(op.open ? [] : scopeHeaders(op.path)),
-    ];
-    const errors = { description: 'Error', content: json(errorBody, 'output') };
-    (paths[op.path] ??= {})[op.method] = {
-      summary: op.summary,
-      ...(op.open ? { security: [] } : {}),
-      ...(parameters.length > 0 ? { parameters } : {}),
-      ...(op.body ? { requestBody: { required: true, content: json(op.body, 'input') } } : {}),
-      responses: { [String(op.status ?? 200)]: { description: 'Success', content: json(op.response, 'output') }, default: errors },
-    };
+/** The route's description as a Hono middleware that does nothing at run time (hono-openapi reads it from the router). */
+export function describe(doc: OperationDoc): MiddlewareHandler {
+  const parameters = [...queryParameters(doc.query), ...(doc.open ? [] : callerHeaders(doc.turn === true))];
+  const hasParams = doc.query !== undefined;
+  const errors = new Set<number>([403, 500, ...(doc.errors ?? [])]);
+  if (!doc.open) for (const s of [401, 422, 503]) errors.add(s);
+  if (doc.body) for (const s of [400, 413, 415]) errors.add(s);
+  if (hasParams) errors.add(400);
+  const responses: Record<string, unknown> = {};
+  for (const [status, answer] of Object.entries(doc.responses)) {
+    if (answer === undefined) continue;
+    responses[status] =
+      answer instanceof z.ZodType
+        ? { description: answer.description ?? 'Success', content: json(answer, 'output') }
+        : { description: answer.description ?? 'Success', content: { [answer.mediaType]: { schema: { type: 'string' } } } };
   }
-  paths['/openapi.json'] = { get: { summary: 'This document', security: [], responses: { '200': { description: 'OpenAPI 3.1 document' } } } };
-  paths['/mcp'] = {
-    post: {
-      summary:
-        'MCP streamable HTTP (JSON responses; initialize answers an Mcp-Session-Id that names the connection and its session): ' +
-        "Cairn's memory and history tools, and the tool hub's bridge",
-      parameters: scopeHeaders('/mcp'),
-      responses: { '200': { description: 'JSON-RPC response' }, default: { description: 'Error' } },
+  for (const status of [...errors].sort()) {
+    responses[String(status)] ??= { description: ERROR_DESCRIPTIONS[status] ?? 'Error', content: json(errorBody, 'output') };
+  }
+  return describeRoute({
+    operationId: doc.operationId,
+    summary: doc.summary,
+    ...(doc.description ? { description: doc.description } : {}),
+    ...(doc.open ? { security: [] } : {}),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(doc.body ? { requestBody: { required: true, content: json(doc.body, 'input') } } : {}),
+    responses,
+  } as Parameters<typeof describeRoute>[0]);
+}
+
+/** Options of {@link openApiDocument}. */
+export type OpenApiOptions = {
+  version: string;
+  /** Names of the MCP tools `/mcp` offers, listed in its description. */
+  mcpTools: readonly string[];
+};
+
+/**
+ * The OpenAPI 3.1 document of `app`: one operation per route the router holds (from each route's
+ * {@link describe}), with the MCP tool list filled in. The caller adds `servers` (the URL it is reached at).
+ */
+export async function openApiDocument(app: Hono<AppEnv>, options: OpenApiOptions): Promise<Record<string, unknown>> {
+  const doc = (await generateSpecs(app as unknown as Hono, {
+    // The defaults drop paths that look like files (`/openapi.json`) and OPTIONS; only OPTIONS should go.
+    excludeStaticFile: false,
+    excludeMethods: ['OPTIONS'],
+    documentation: {
+      info: {
+        title: 'Cairn',
+        version: options.version,
+        description:
+          'Memory for AI agents. Errors are {"error":{"code","message"}} (some add detail fields such as hint). With auth.mode keys, send ' +
+          `Authorization: Bearer <key>; the key's user (and agent, if bound) is the scope, and ${CALLER_HEADERS.agent} names the agent otherwise.`,
+      },
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
+      security: [{ apiKey: [] }],
     },
-  };
-  return {
-    openapi: '3.1.0',
-    info: {
-      title: 'Cairn',
-      version,
-      description:
-        'Memory for AI agents. Errors are {"error":{"code","message"}}. With auth.mode keys, send Authorization: Bearer <key>; ' +
-        `the key's user (and agent, if bound) is the scope, and ${CALLER_HEADERS.agent} names the agent otherwise.`,
-    },
-    components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
-    security: [{ apiKey: [] }],
-    paths,
-  };
+  })) as unknown as { paths: Record<string, Record<string, { description?: string }>> } & Record<string, unknown>;
+  const mcp = doc.paths['/mcp']?.post;
+  if (mcp) mcp.description = `Tools: ${options.mcpTools.join(', ')}.`;
+  return doc;
 }
 
 function json(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
@@ -147,13 +125,13 @@ function queryParameters(query: z.ZodObject | undefined): Record<string, unknown
   }));
 }
 
-function scopeHeaders(path: string): Record<string, unknown>[] {
+function callerHeaders(turn: boolean): Record<string, unknown>[] {
   const header = (name: string, description: string) => ({ name, in: 'header', required: false, schema: { type: 'string' }, description });
   const headers = [
     header(CALLER_HEADERS.user, 'User of the scope (must match the key, if the key is bound).'),
     header(CALLER_HEADERS.agent, 'Agent of the scope (required in keys mode unless the key is bound to an agent).'),
   ];
-  if (path.startsWith('/search/') || path === '/mcp') {
+  if (turn) {
     headers.push(
       header(CALLER_HEADERS.session, 'Conversation the agent turn belongs to (search budget).'),
       header(CALLER_HEADERS.turn, 'Id of the agent turn; searches share a per-turn budget.'),

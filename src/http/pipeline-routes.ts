@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Cairn, ExtractionRun, MemoryAuditEntry, PipelineSessionStatus } from '../cairn.js';
 import type { Scope } from '../types.js';
 import { claimOf, requestScope, resolveScope, type AppEnv, type AuthMode } from './caller.js';
-import type { Operation } from './openapi.js';
+import { describe } from './openapi.js';
 import { memoryWire, messageWire, readBody, toMemoryWire, toMessageWire } from './wire.js';
 
 export const recallBody = z.strictObject({
@@ -70,25 +70,17 @@ const pipelineResponse = z.object({
 
 const restoredResponse = z.object({ restored: z.array(memoryWire) });
 
-/** The memory pipeline's REST operations, for the OpenAPI document. */
-export const PIPELINE_OPERATIONS: readonly Operation[] = [
-  { method: 'post', path: '/recall', summary: 'Auto-recall context for the start of a turn (seed endpoint)', body: recallBody, response: recallResponse },
-  { method: 'get', path: '/v1/memories/{id}/sources', summary: 'The messages a memory came from, its extractor and history', response: sourcesResponse },
-  { method: 'post', path: '/v1/memories/{id}/undo', summary: 'Restore a superseded memory and hide its replacement', response: restoredResponse },
-  { method: 'post', path: '/v1/sessions/{session_key}/flush', summary: "Extract memories from the session's pending messages now", response: runResponse },
-  { method: 'get', path: '/v1/pipeline', summary: 'Extraction work per session of the scope: queued, running, failed, pending', response: pipelineResponse },
-];
 
 /** `POST /recall`, memory provenance and undo, flush and pipeline status. */
 export function addPipelineRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
-  app.post('/recall', async (c) => {
+  app.post('/recall', describe({ operationId: 'recall', summary: 'Auto-recall context for the start of a turn (seed endpoint)', body: recallBody, responses: { 200: recallResponse } }), async (c) => {
     const body = await readBody(c, recallBody);
     const scope = resolveScope(mode, c.get('key'), claimOf((h) => c.req.header(h), { userId: body.user_id, agentId: body.agent_id }));
     const result = await cairn.recall(scope, { query: body.query, session_key: body.session_key });
     return c.json(result satisfies z.infer<typeof recallResponse>);
   });
 
-  app.get('/v1/memories/:id/sources', async (c) => {
+  app.get('/v1/memories/:id/sources', describe({ operationId: 'getMemorySources', summary: 'The messages a memory came from, its extractor and history', responses: { 200: sourcesResponse }, errors: [404] }), async (c) => {
     const sources = await cairn.memorySources(requestScope(c, mode), c.req.param('id'));
     const body: z.infer<typeof sourcesResponse> = {
       memory: toMemoryWire(sources.memory),
@@ -100,17 +92,17 @@ export function addPipelineRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMod
     return c.json(body);
   });
 
-  app.post('/v1/memories/:id/undo', async (c) => {
+  app.post('/v1/memories/:id/undo', describe({ operationId: 'undoSupersession', summary: 'Restore a superseded memory and hide its replacement', responses: { 200: restoredResponse }, errors: [400, 404] }), async (c) => {
     const restored = await cairn.undoSupersession(requestScope(c, mode), c.req.param('id'), c.get('key') ? `key:${c.get('key')!.id}` : 'api');
     return c.json({ restored: restored.map(toMemoryWire) } satisfies z.infer<typeof restoredResponse>);
   });
 
-  app.post('/v1/sessions/:session_key/flush', async (c) => {
+  app.post('/v1/sessions/:session_key/flush', describe({ operationId: 'flushSession', summary: "Extract memories from the session's pending messages now", responses: { 200: runResponse }, errors: [400, 502] }), async (c) => {
     const run: ExtractionRun = await cairn.flush(requestScope(c, mode), c.req.param('session_key'));
     return c.json(run satisfies z.infer<typeof runResponse>);
   });
 
-  app.get('/v1/pipeline', async (c) => {
+  app.get('/v1/pipeline', describe({ operationId: 'getPipeline', summary: 'Extraction work per session of the scope: queued, running, failed, pending', responses: { 200: pipelineResponse } }), async (c) => {
     const scope = requestScope(c, mode);
     const status = await cairn.pipelineStatus();
     const body: z.infer<typeof pipelineResponse> = {

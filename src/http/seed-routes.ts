@@ -1,27 +1,30 @@
 import type { Hono } from 'hono';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Cairn, TurnSearchResult } from '../cairn.js';
 import type { ConversationSearchResult } from '../memory/conversation-search.js';
 import type { MemorySearchResult } from '../memory/memory-search.js';
 import type { NewMessage } from '../types.js';
 import { claimOf, requestScope, resolveScope, restConnection, turnOf, type AppEnv, type AuthMode } from './caller.js';
-import { captureBody, readBody, searchConversationsBody, searchMemoriesBody, type searchResponse } from './wire.js';
+import { describe } from './openapi.js';
+import { captureBody, readBody, searchConversationsBody, searchMemoriesBody, searchResponse } from './wire.js';
+
+const captureResponse = z.object({ l0_recorded: z.number().int().describe('Messages recorded (an empty assistant_content records only the user message).') });
 
 /** The seed's gateway endpoints: `POST /search/memories`, `POST /search/conversations`, `POST /capture`. */
 export function addSeedRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
-  app.post('/search/memories', async (c) => {
+  app.post('/search/memories', describe({ operationId: 'searchMemories', summary: 'memory_search (seed endpoint; counts against the turn budget)', body: searchMemoriesBody, turn: true, responses: { 200: searchResponse } }), async (c) => {
     const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h), c.get('key'));
     const body = await readBody(c, searchMemoriesBody);
     return c.json(toSearchResponse(await cairn.searchMemoriesInTurn(turn, body)));
   });
 
-  app.post('/search/conversations', async (c) => {
+  app.post('/search/conversations', describe({ operationId: 'searchConversations', summary: 'conversation_search (seed endpoint; counts against the turn budget)', body: searchConversationsBody, turn: true, responses: { 200: searchResponse } }), async (c) => {
     const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h), c.get('key'));
     const body = await readBody(c, searchConversationsBody);
     return c.json(toSearchResponse(await cairn.searchConversationsInTurn(turn, body)));
   });
 
-  app.post('/capture', async (c) => {
+  app.post('/capture', describe({ operationId: 'capture', summary: 'Record one user/assistant exchange (seed endpoint)', body: captureBody, responses: { 200: captureResponse } }), async (c) => {
     const body = await readBody(c, captureBody);
     const scope = resolveScope(mode, c.get('key'), claimOf((h) => c.req.header(h), { userId: body.user_id, agentId: body.agent_id }));
     const common = { scope, sessionKey: body.session_key, timestamp: body.timestamp ?? null };

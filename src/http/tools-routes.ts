@@ -9,7 +9,7 @@ import { KNOWLEDGE_ID_PATTERN } from '../knowledge/registry.js';
 import { requestScope, turnOf, type AppEnv, type AuthMode } from './caller.js';
 import { STATUS_BY_CODE } from './error-response.js';
 import { addKnowledgeRoutes, knowledgeIdField } from './knowledge-routes.js';
-import type { Operation } from './openapi.js';
+import { describe } from './openapi.js';
 import { readBody } from './wire.js';
 
 /** What a listed tool runs against: a wiki resource, a code graph, or a downstream MCP server. */
@@ -52,23 +52,6 @@ const callAnswer = z.object({
 });
 type CallAnswer = z.infer<typeof callAnswer>;
 
-/** The discover-then-invoke endpoints as the OpenAPI document lists them. */
-export const TOOL_OPERATIONS: readonly Operation[] = [
-  {
-    method: 'post',
-    path: '/v3/tools/list',
-    summary: 'Discover tools: every downstream MCP tool and every knowledge resource tool, filtered by type, name, source or query',
-    body: listBody,
-    response: z.array(toolItem),
-  },
-  {
-    method: 'post',
-    path: '/v3/tools/call',
-    summary: 'Invoke one tool by tool_name or tool_id with an object of params (validated against its schema; recorded in the run log)',
-    body: callBody,
-    response: callAnswer,
-  },
-];
 
 const DISCOVER = 'Discover the available tools with POST /v3/tools/list.';
 
@@ -78,7 +61,13 @@ const DISCOVER = 'Discover the available tools with POST /v3/tools/list.';
  * and recording as the MCP `tool_call`).
  */
 export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
-  app.post('/v3/tools/list', async (c) => {
+  app.post('/v3/tools/list', describe({
+      operationId: 'listTools',
+      summary: 'Discover tools: every downstream MCP tool and every knowledge resource tool, filtered by type, name, source or query',
+      body: listBody,
+      responses: { 200: z.array(toolItem) },
+      errors: [404],
+    }), async (c) => {
     const body = await readBody(c, listBody);
     const resource = body.knowledge_id === undefined ? undefined : (await cairn.knowledge.get(body.knowledge_id)).id;
     if (resource !== undefined && body.source !== undefined && body.source !== resource) {
@@ -90,7 +79,14 @@ export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
     return c.json(items);
   });
 
-  app.post('/v3/tools/call', async (c) => {
+  app.post('/v3/tools/call', describe({
+      operationId: 'callTool',
+      summary: 'Invoke one tool by tool_name or tool_id with an object of params (validated against its schema; recorded in the run log)',
+      body: callBody,
+      turn: true,
+      responses: { 200: callAnswer },
+      errors: [404, 502],
+    }), async (c) => {
     const caller = turnOf(requestScope(c, mode), (h) => c.req.header(h));
     const body = await readBody(c, callBody);
     const name = await requestedTool(cairn, body);

@@ -79,7 +79,7 @@ export const listMemoriesQuery = z.strictObject({
   offset: listOffset,
 });
 
-// ---- responses (documented in openapi.ts; the mappers below are typed against them) ----------
+// ---- responses (each route's describe() documents them; the mappers below are typed against them) ----------
 
 export const searchResponse = z.object({
   results: z.string().describe('The formatted text the agent sees.'),
@@ -119,8 +119,25 @@ export const memoryWire = z.object({
 });
 
 export const errorBody = z.object({
-  error: z.object({ code: z.enum(Object.keys(STATUS_BY_CODE) as [CairnErrorCode, ...CairnErrorCode[]]), message: z.string() }),
-}) satisfies z.ZodType<ErrorBody, unknown>;
+    error: z
+      .looseObject({ code: z.enum(Object.keys(STATUS_BY_CODE) as [CairnErrorCode, ...CairnErrorCode[]]), message: z.string() })
+      .describe('Some errors add detail fields (hint; path and constraint for invalid tool arguments).'),
+  }) satisfies z.ZodType<ErrorBody, unknown>;
+
+export const healthWire = z.object({
+  status: z.enum(['ok', 'warming', 'degraded']).describe('warming: the embedder is still preparing; degraded: the embedding queue failed.'),
+  version: z.string(),
+  store: z.object({ backend: z.string(), keyword_search: z.boolean(), vector_search: z.boolean() }),
+  embedding: z.object({
+    provider: z.string(),
+    embedder_id: z.string().nullable(),
+    vector_search: z.boolean(),
+    ready: z.boolean(),
+    last_error: z.string().nullable(),
+    detail: z.string(),
+  }),
+  queue_depth: z.number().int(),
+});
 
 export function toMessageWire(m: Message): z.infer<typeof messageWire> {
   return {
