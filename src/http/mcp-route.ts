@@ -9,8 +9,15 @@ import { generatedSessionKey } from '../mcp/stdio.js';
 import { z } from 'zod';
 import { CALLER_HEADERS, requestScope, type AppEnv, type AuthMode } from './caller.js';
 import { describe } from './openapi.js';
+import { errorBody } from './wire.js';
 
 const SESSION_HEADER = 'mcp-session-id';
+/** What the SDK's transport answers for a request it refuses before any tool runs. */
+const jsonRpcError = z.object({
+  jsonrpc: z.literal('2.0'),
+  error: z.object({ code: z.number().int(), message: z.string() }),
+  id: z.union([z.string(), z.number(), z.null()]),
+});
 /** What an `Mcp-Session-Id` may look like: visible ASCII (the spec's rule), bounded like session keys. */
 const SESSION_ID_PATTERN = /^[\x21-\x7e]{1,256}$/;
 
@@ -25,7 +32,19 @@ const SESSION_ID_PATTERN = /^[\x21-\x7e]{1,256}$/;
 export function addMcpRoute(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode, log: (message: string) => void, bodyLimitBytes: number): void {
   const summary =
     'MCP streamable HTTP (JSON responses; initialize answers an Mcp-Session-Id that names the connection and its session)';
-  const post = describe({ operationId: 'mcp', summary, body: z.looseObject({}).describe('A JSON-RPC message'), turn: true, responses: { 200: z.unknown().describe('JSON-RPC response') } });
+  const post = describe({
+    operationId: 'mcp',
+    summary,
+    body: z.looseObject({ jsonrpc: z.literal('2.0') }).describe('A JSON-RPC message'),
+    turn: true,
+    responses: {
+      200: z.looseObject({ jsonrpc: z.literal('2.0') }).describe('The JSON-RPC response'),
+      202: { description: 'A notification or response was accepted (no body)' },
+      400: z.union([errorBody, jsonRpcError]).describe('A malformed Mcp-Session-Id (Cairn error) or JSON-RPC message (JSON-RPC error)'),
+      406: jsonRpcError.describe('The client must accept both application/json and text/event-stream'),
+      415: jsonRpcError.describe('The body must be application/json'),
+    },
+  });
   app.post('/mcp', post, async (c) => {
     const scope = requestScope(c, mode);
     const presented = c.req.header(SESSION_HEADER);

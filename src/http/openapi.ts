@@ -19,8 +19,11 @@ export type OperationDoc = {
   body?: z.ZodType;
   /** The query string, as the route validates it. */
   query?: z.ZodObject;
-  /** Answers other than errors: status → JSON body schema, or a non-JSON media type (`{ mediaType: 'text/plain' }`). */
-  responses: Partial<Record<number, z.ZodType | { mediaType: string; description?: string }>>;
+  /**
+   * What the route answers: status → JSON body schema, a non-JSON body (`{ mediaType: 'text/plain' }`) or
+   * no body (`{ description }`). A status given here replaces the default error response for it.
+   */
+  responses: Partial<Record<number, z.ZodType | { mediaType?: string; description?: string }>>;
   /**
    * Error statuses the route answers beyond those every route of its kind does (500 and 403 always;
    * with a scope 401, 422 and 503; with a body 400, 413 and 415; with a query or path parameter 400).
@@ -62,7 +65,10 @@ export function describe(doc: OperationDoc): MiddlewareHandler {
     responses[status] =
       answer instanceof z.ZodType
         ? { description: answer.description ?? 'Success', content: json(answer, 'output') }
-        : { description: answer.description ?? 'Success', content: { [answer.mediaType]: { schema: { type: 'string' } } } };
+        : {
+            description: answer.description ?? 'Success',
+            ...(answer.mediaType ? { content: { [answer.mediaType]: { schema: { type: 'string' } } } } : {}),
+          };
   }
   for (const status of [...errors].sort()) {
     responses[String(status)] ??= { description: ERROR_DESCRIPTIONS[status] ?? 'Error', content: json(errorBody, 'output') };
