@@ -59,6 +59,26 @@ const searchSchema = z
   })
   .strict();
 
+/** A web origin as browsers send it: scheme, host and port, nothing else. */
+const webOrigin = z.string().refine((o) => {
+  try {
+    return new URL(o).origin === o;
+  } catch {
+    return false;
+  }
+}, 'must be an origin such as https://app.example.com (scheme, host and optional port; no path, no trailing slash, no *)');
+
+/** Cross-origin access from browser pages (DESIGN.md, "Surfaces"). A string is a comma-separated origin list. */
+const corsSchema = z.preprocess(
+  (v) => (typeof v === 'string' ? { origins: v.split(',').map((o) => o.trim()).filter((o) => o !== '') } : v),
+  z
+    .object({
+      /** Origins whose pages may call the server; default none (CORS off). */
+      origins: z.array(webOrigin).default([]),
+    })
+    .strict(),
+);
+
 const serverSchema = z
   .object({
     /** Address `cairn serve` binds to. A non-loopback address requires `auth.mode: keys` (or `--insecure`). */
@@ -74,6 +94,7 @@ const serverSchema = z
      * searches use every core and never block the thread that answers HTTP. 0 runs them on that thread.
      */
     read_workers: z.coerce.number().int().min(0).max(64).default(2),
+    cors: corsSchema.default(() => ({ origins: [] })),
   })
   .strict();
 

@@ -1,9 +1,10 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import { bodyLimit } from 'hono/body-limit';
+import { cors } from 'hono/cors';
 import { CAIRN_VERSION, type Cairn } from '../cairn.js';
 import { CairnError } from '../errors.js';
-import { authenticate, type AppEnv, type AuthMode } from './caller.js';
+import { authenticate, CALLER_HEADERS, type AppEnv, type AuthMode } from './caller.js';
 import { toErrorResponse } from './error-response.js';
 import { addHistoryRoutes } from './history-routes.js';
 import { addMcpRoute, mcpToolNames } from './mcp-route.js';
@@ -27,6 +28,8 @@ export type AppOptions = {
   loopbackOnly?: boolean;
   /** Where unexpected errors are logged. Default: stderr. */
   log?: (message: string) => void;
+  /** Origins whose browser pages may call the server (CORS). Default `config.server.cors.origins` (none). */
+  corsOrigins?: readonly string[];
 };
 
 /** Paths that need neither key nor scope. */
@@ -40,6 +43,7 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   const mode = options.authMode ?? cairn.config.auth.mode;
   const limit = options.bodyLimitBytes ?? cairn.config.server.body_limit_bytes;
   const log = options.log ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
+  const origins = options.corsOrigins ?? cairn.config.server.cors.origins;
   const app = new Hono<AppEnv>();
 
   app.onError((err, c) => {
@@ -48,7 +52,13 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   });
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
 
-  if (options.loopbackOnly ?? mode === 'local') app.use('*', loopbackOnly);
+  if (options.loopbackOnly ?? mode === 'local') app.use('*', loopbackOnly(new Set(origins)));
+  if (origins.length > 0) {
+    // A preflight from a listed origin is answered here (204 with the CORS headers), before any key is asked for.
+    app.use('*', cors({ origin: [...origins], allowMethods: CORS_METHODS, allowHeaders: CORS_HEADERS, exposeHeaders: ['mcp-session-id'], maxAge: 600 }));
+  }
+  // With CORS off (or a preflight from an unlisted origin) OPTIONS is still answered, 204 without CORS headers.
+  app.use('*', async (c, next) => (c.req.method === 'OPTIONS' ? c.body(null, 204) : next()));
   app.use('*', async (c, next) => {
     c.set('key', OPEN_PATHS.has(c.req.path) ? null : await authenticate(cairn, mode, c.req.header('authorization')));
     await next();
@@ -102,12 +112,16 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   return app;
 }
 
+const CORS_METHODS = ['GET', 'POST', 'PATCH', 'DELETE'];
+const CORS_HEADERS = ['authorization', 'content-type', ...Object.values(CALLER_HEADERS), 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'];
+
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
-const loopbackOnly: MiddlewareHandler = async (c, next) => {
+/** Refuses non-loopback Host headers, and Origins that are neither loopback nor listed for CORS. */
+const loopbackOnly = (corsOrigins: ReadonlySet<string>): MiddlewareHandler => async (c, next) => {
   const host = c.req.header('host') ?? new URL(c.req.url).host;
   const origin = c.req.header('origin');
-  if (!isLoopbackHostHeader(host) || (origin !== undefined && origin !== 'null' && !isLoopbackOrigin(origin))) {
+  if (!isLoopbackHostHeader(host) || (origin !== undefined && origin !== 'null' && !isLoopbackOrigin(origin) && !corsOrigins.has(origin))) {
     throw new CairnError('forbidden', 'this server only accepts requests addressed to localhost (set auth.mode: keys to serve other hosts)');
   }
   await next();
