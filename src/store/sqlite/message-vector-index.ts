@@ -69,6 +69,8 @@ type Quantised = { code: Int8Array; slack: number } | null;
  * another embedder reloads it. `message_vectors` stays the record; nothing here is ever written.
  */
 export class MessageVectorIndex {
+  /** Searches answered and exact similarities computed for them (re-ranked candidates), since the index opened. */
+  readonly counts = { searches: 0, reranked: 0 };
   private readonly scopes = new Map<string, ScopeVectors>();
   private readonly version: Database.Statement;
   private readonly state: Database.Statement;
@@ -154,6 +156,8 @@ export class MessageVectorIndex {
       const lastApproximate = 1 - found.distances[count - 1]!;
       const kth = ranked[k - 1]?.similarity ?? -Infinity;
       if (count === size || lastApproximate + entry.slack + query.slack + KERNEL_SLACK <= kth) {
+        this.counts.searches++;
+        this.counts.reranked += exact.size;
         return ranked.slice(0, k).map((hit) => ({ seq: hit.seq, distance: 1 - hit.similarity }));
       }
       count = Math.min(size, count * OVERSAMPLE);
@@ -172,7 +176,7 @@ export class MessageVectorIndex {
       this.scopes.set(key, entry);
     } else if (saves > entry.saves) {
       for (const [seq, sessionKey, embedder, blob] of this.savedAfter.iterate(entry.saves, scope.userId, scope.agentId) as Iterable<[number, string, string, Buffer | null]>) {
-        const vector = embedder === embedderId && blob !== null && blob.length === dimensions * 4 ? floatsOf(blob) : null;
+        const vector = embedder === embedderId && blob !== null && blob.length === dimensions * 4 ? viewOf(blob) : null;
         put(entry, seq, sessionKey, vector);
       }
       entry.saves = saves;
@@ -201,7 +205,7 @@ export class MessageVectorIndex {
         slack: 0,
       };
       for (const [seq, sessionKey, blob] of this.rowsOf.iterate(scope.userId, scope.agentId, embedderId, dimensions * 4) as Iterable<[number, string, Buffer]>) {
-        put(entry, seq, sessionKey, floatsOf(blob));
+        put(entry, seq, sessionKey, viewOf(blob));
       }
       return entry;
     })();
@@ -221,37 +225,39 @@ export class MessageVectorIndex {
 
 /** Sets message `seq`'s row to `vector`'s code, or removes it when `vector` is null or has no direction. */
 function put(entry: ScopeVectors, seq: number, sessionKey: string, vector: Float32Array | null): void {
-  const quantised = vector === null ? null : quantise(vector);
   let row = entry.rowOf.get(seq);
-  if (quantised === null) {
-    if (row === undefined) return;
-    // The last row moves into the gap, so the rows stay one dense matrix.
-    const last = entry.size - 1;
-    const d = entry.dimensions;
-    if (row !== last) {
-      entry.codes.copyWithin(row * d, last * d, (last + 1) * d);
-      entry.seqs[row] = entry.seqs[last]!;
-      entry.sessions[row] = entry.sessions[last]!;
-      entry.rowOf.set(entry.seqs[row]!, row);
+  const isNew = row === undefined;
+  if (vector !== null) {
+    if (row === undefined && entry.size === entry.seqs.length) grow(entry);
+    const slack = quantiseInto(vector, entry.codes, (row ?? entry.size) * entry.dimensions);
+    if (slack >= 0) {
+      if (row === undefined) {
+        row = entry.size++;
+        entry.rowOf.set(seq, row);
+      }
+      entry.seqs[row] = seq;
+      let session = entry.sessionIds.get(sessionKey);
+      if (session === undefined) {
+        session = entry.sessionIds.size;
+        entry.sessionIds.set(sessionKey, session);
+      }
+      entry.sessions[row] = session;
+      entry.slack = Math.max(entry.slack, slack);
+      return;
     }
-    entry.rowOf.delete(seq);
-    entry.size = last;
-    return;
   }
-  if (row === undefined) {
-    if (entry.size === entry.seqs.length) grow(entry);
-    row = entry.size++;
-    entry.rowOf.set(seq, row);
+  if (isNew || row === undefined) return;
+  // The last row moves into the gap, so the rows stay one dense matrix.
+  const last = entry.size - 1;
+  const d = entry.dimensions;
+  if (row !== last) {
+    entry.codes.copyWithin(row * d, last * d, (last + 1) * d);
+    entry.seqs[row] = entry.seqs[last]!;
+    entry.sessions[row] = entry.sessions[last]!;
+    entry.rowOf.set(entry.seqs[row]!, row);
   }
-  entry.codes.set(quantised.code, row * entry.dimensions);
-  entry.seqs[row] = seq;
-  let session = entry.sessionIds.get(sessionKey);
-  if (session === undefined) {
-    session = entry.sessionIds.size;
-    entry.sessionIds.set(sessionKey, session);
-  }
-  entry.sessions[row] = session;
-  entry.slack = Math.max(entry.slack, quantised.slack);
+  entry.rowOf.delete(seq);
+  entry.size = last;
 }
 
 function grow(entry: ScopeVectors): void {
@@ -267,29 +273,42 @@ function grow(entry: ScopeVectors): void {
   entry.sessions = sessions;
 }
 
-/**
- * The int8 code of a vector's direction (scaled so its largest component is ±127: cosine ignores the
- * scale, so each vector gets the finest grid it fits) and the distance between the two unit vectors.
- */
+/** The int8 code of a query (see {@link quantiseInto}) and its slack, or null for a vector with no direction. */
 export function quantise(vector: Float32Array): Quantised {
-  const length = norm(vector);
-  if (!(length > 0) || !Number.isFinite(length)) return null;
-  let largest = 0;
-  for (const x of vector) largest = Math.max(largest, Math.abs(x));
-  const scale = 127 / largest;
   const code = new Int8Array(vector.length);
-  let codeNorm = 0;
+  const slack = quantiseInto(vector, code, 0);
+  return slack < 0 ? null : { code, slack };
+}
+
+/**
+ * Writes the int8 code of a vector's direction at `offset` of `out` (scaled so its largest component is
+ * ±127: cosine ignores the scale, so each vector gets the finest grid it fits) and returns the distance
+ * between the two unit vectors, or −1 (nothing written that counts) when the vector has no direction.
+ */
+function quantiseInto(vector: Float32Array, out: Int8Array, offset: number): number {
+  let largest = 0;
+  let sum = 0;
   for (let i = 0; i < vector.length; i++) {
-    code[i] = Math.round(vector[i]! * scale);
-    codeNorm += code[i]! * code[i]!;
+    const x = vector[i]!;
+    sum += x * x;
+    if (Math.abs(x) > largest) largest = Math.abs(x);
   }
-  codeNorm = Math.sqrt(codeNorm);
+  const length = Math.sqrt(sum);
+  if (!(length > 0) || !Number.isFinite(length)) return -1;
+  const scale = 127 / largest;
+  let codeSum = 0;
+  for (let i = 0; i < vector.length; i++) {
+    const c = Math.round(vector[i]! * scale);
+    out[offset + i] = c;
+    codeSum += c * c;
+  }
+  const codeNorm = Math.sqrt(codeSum);
   let error = 0;
   for (let i = 0; i < vector.length; i++) {
-    const gap = vector[i]! / length - code[i]! / codeNorm;
+    const gap = vector[i]! / length - out[offset + i]! / codeNorm;
     error += gap * gap;
   }
-  return { code, slack: Math.sqrt(error) };
+  return Math.sqrt(error);
 }
 
 function norm(vector: ArrayLike<number>): number {
@@ -298,13 +317,16 @@ function norm(vector: ArrayLike<number>): number {
   return Math.sqrt(sum);
 }
 
-function floatsOf(blob: Buffer): Float32Array {
-  return new Float32Array(blob.buffer.slice(blob.byteOffset, blob.byteOffset + blob.byteLength));
+/** A float32 BLOB's values, read in place when the bytes are aligned (else copied). */
+function viewOf(blob: Buffer): Float32Array {
+  return blob.byteOffset % 4 === 0
+    ? new Float32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4)
+    : new Float32Array(blob.buffer.slice(blob.byteOffset, blob.byteOffset + blob.byteLength));
 }
 
-/** Exact cosine similarity of the query and a stored vector's BLOB (read in place when aligned). */
+/** Exact cosine similarity of the query and a stored vector's BLOB. */
 function similarity(query: Float32Array, queryNorm: number, blob: Buffer): number {
-  const stored = blob.byteOffset % 4 === 0 ? new Float32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4) : floatsOf(blob);
+  const stored = viewOf(blob);
   let dot = 0;
   let storedNorm = 0;
   for (let i = 0; i < query.length; i++) {

@@ -144,7 +144,14 @@ export class SqliteStore implements Store {
     this.messageVectors = vectorSearch && memoryVectors ? MessageVectorIndex.open(db) : null;
     this.knowledge = new KnowledgeTables(db);
     this.history = new HistoryTables(db, vectorSearch);
-    this.capabilities = { backend: 'sqlite', keywordSearch: true, vectorSearch, location: path, readWorkers: readers?.size ?? 0 };
+    this.capabilities = {
+      backend: 'sqlite',
+      keywordSearch: true,
+      vectorSearch,
+      location: path,
+      readWorkers: readers?.size ?? 0,
+      messageVectorIndex: this.messageVectors !== null ? 'memory' : vectorSearch ? 'database' : 'none',
+    };
   }
 
   /** Opens (creating if needed) the database at `options.path` and applies pending migrations. */
