@@ -153,7 +153,8 @@ export class MessageVectorIndex {
         .filter((seq) => exact.has(seq))
         .map((seq) => ({ seq, similarity: exact.get(seq)! }))
         .sort((a, b) => b.similarity - a.similarity || a.seq - b.seq);
-      const lastApproximate = 1 - found.distances[count - 1]!;
+      // Fewer rows than asked for (a kernel that skipped some) proves nothing about the rest: widen.
+      const lastApproximate = found.keys.length < count ? Infinity : 1 - found.distances[count - 1]!;
       const kth = ranked[k - 1]?.similarity ?? -Infinity;
       if (count === size || lastApproximate + entry.slack + query.slack + KERNEL_SLACK <= kth) {
         this.counts.searches++;
