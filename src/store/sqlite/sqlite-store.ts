@@ -41,7 +41,7 @@ import { KnowledgeTables } from './knowledge-tables.js';
 import { type IndexedTerms, MessageIndex } from './message-index.js';
 import { MessageKeywords } from './message-keywords.js';
 import { MessageKnn } from './message-knn.js';
-import { MessageVectorIndex } from './message-vector-index.js';
+import { loadExactSearch, MessageVectorIndex } from './message-vector-index.js';
 import { migrate } from './migrations.js';
 import { ReadPool } from './read-pool.js';
 import { Statements } from './statements.js';
@@ -129,8 +129,12 @@ export class SqliteStore implements Store {
   private readonly messageKeywords: MessageKeywords;
   /** The KNN index over message vectors; null without the sqlite-vec extension. */
   private readonly messageKnn: MessageKnn | null;
-  /** The in-memory message vector search that answers before `messageKnn`; null when off or usearch is missing. */
-  private readonly messageVectors: MessageVectorIndex | null;
+  /**
+   * The in-memory message vector search that answers before `messageKnn`: opened by the first vector
+   * search (loading usearch's native module costs every store open otherwise); null when off or usearch is missing.
+   */
+  private messageVectors: MessageVectorIndex | null | undefined;
+  private readonly memoryVectors: boolean;
   /** Worker threads that answer the searches; null when this connection answers them itself. */
   private readonly readers: ReadPool | null;
 
@@ -141,7 +145,7 @@ export class SqliteStore implements Store {
     this.messageIndex = new MessageIndex(db);
     this.messageKeywords = new MessageKeywords(db);
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
-    this.messageVectors = vectorSearch && memoryVectors ? MessageVectorIndex.open(db) : null;
+    this.memoryVectors = vectorSearch && memoryVectors;
     this.knowledge = new KnowledgeTables(db);
     this.history = new HistoryTables(db, vectorSearch);
     this.capabilities = {
@@ -150,7 +154,10 @@ export class SqliteStore implements Store {
       vectorSearch,
       location: path,
       readWorkers: readers?.size ?? 0,
-      messageVectorIndex: this.messageVectors !== null ? 'memory' : vectorSearch ? 'database' : 'none',
+      // Read on demand: it loads usearch, which the store otherwise loads only for its first vector search.
+      get messageVectorIndex() {
+        return memoryVectors && vectorSearch && loadExactSearch() !== null ? 'memory' : vectorSearch ? 'database' : 'none';
+      },
     };
   }
 
@@ -285,7 +292,7 @@ export class SqliteStore implements Store {
     if (this.readers?.usable) return this.readers.run('searchMessagesByVector', [scope, vector, embedderId, filter, limit]);
     const blob = toBlob(vector);
     const nearest =
-      this.messageVectors?.search(scope, embedderId, vector, filter.sessionKey, limit) ??
+      this.vectorIndex()?.search(scope, embedderId, vector, filter.sessionKey, limit) ??
       this.messageKnn?.search(scope.userId, scope.agentId, embedderId, blob, vector.length, filter.sessionKey, limit) ??
       null;
     if (nearest !== null) {
@@ -778,6 +785,11 @@ export class SqliteStore implements Store {
     if (!this.db.open) return;
     this.messageKeywords.saveAll();
     this.db.close();
+  }
+
+  private vectorIndex(): MessageVectorIndex | null {
+    if (this.messageVectors === undefined) this.messageVectors = this.memoryVectors ? MessageVectorIndex.open(this.db) : null;
+    return this.messageVectors;
   }
 
   private requireVectors(): void {
