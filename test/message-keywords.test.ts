@@ -126,7 +126,7 @@ describe('message keyword search across connections', () => {
         DELETE FROM message_vectors WHERE message_seq = old.seq;
       END;
     `);
-    raw.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    raw.pragma(`user_version = ${SCHEMA_VERSION - 2}`);
     raw.close();
     const migrated = SqliteStore.open({ path });
     expect((await search(migrated, alice, 'greyhound')).sort()).toEqual(['m1', 'm2']);

@@ -33,12 +33,13 @@ function randomUnitVectors(n: number, dims: number, seed: number): Float32Array[
   });
 }
 
+// The sqlite-vec index is the fallback when usearch does not load: these run with the in-memory index off.
 describe('SqliteStore message KNN index', () => {
   const scope = { userId: 'u', agentId: 'a' };
   const cosine = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
 
   async function storeWithVectors(path: string, vectors: Float32Array[]): Promise<SqliteStore> {
-    const store = SqliteStore.open({ path });
+    const store = SqliteStore.open({ path, memoryVectors: false });
     await store.addMessages(vectors.map((_, i) => ({ id: `m${i}`, scope, sessionKey: `s${i % 3}`, role: 'user' as const, content: `message ${i}` })));
     const pending = await store.pendingEmbeddings('message', 'e', 0, vectors.length);
     await store.saveEmbeddings('message', 'e', pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i]! })));
@@ -72,7 +73,7 @@ describe('SqliteStore message KNN index', () => {
     const raw = new Database(path);
     raw.exec(`DROP TRIGGER message_knn_after_delete; DELETE FROM vector_indexes;`);
     raw.close();
-    const reopened = SqliteStore.open({ path });
+    const reopened = SqliteStore.open({ path, memoryVectors: false });
     const after = await reopened.searchMessagesByVector(scope, query, 'e', {}, 10);
     expect(after.map((h) => h.id)).toEqual(before.map((h) => h.id));
     await reopened.close();
@@ -100,8 +101,8 @@ describe('SqliteStore specifics', () => {
   it('widens message roles in place: rows, seq values, the id counter and the delete triggers survive', async () => {
     const path = tempDb();
     const raw = new Database(path);
-    // The widening is the second-to-last step (the keyword index's move to message_terms follows it).
-    migrate(raw, SCHEMA_VERSION - 2);
+    // The widening is the third-to-last step (the move to message_terms and the vector save order follow it).
+    migrate(raw, SCHEMA_VERSION - 3);
     const insert = raw.prepare(
       `INSERT INTO messages (id, user_id, agent_id, session_key, role, content, recorded_at) VALUES (?, 'u', 'a', 's', ?, ?, '2026-01-01T00:00:00Z')`,
     );

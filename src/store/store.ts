@@ -53,6 +53,8 @@ export type StoreCapabilities = {
   location: string;
   /** Worker threads that answer searches; 0 when they run on the calling thread. */
   readWorkers: number;
+  /** How message vectors are searched: an index in memory, an index in the database, or none (no vector search). */
+  messageVectorIndex: 'memory' | 'database' | 'none';
 };
 
 export type AddMessagesOptions = {

@@ -254,7 +254,17 @@ const MIGRATIONS: readonly Migration[] = [
   widenMessageRoles,
   // The message keyword index moves from FTS5 to `message_terms` (DESIGN.md, "Keyword engine").
   buildMessageTerms,
+  // Message vectors record the write that saved them, so an in-memory vector index reads only what is new
+  // (message-vector-index.ts); rows saved before have none and are read when a scope is first loaded.
+  addVectorSaveOrder,
 ];
+
+/** Adds `message_vectors.saved` and its index (a no-op on a file that has them, e.g. one put back a version by a test). */
+function addVectorSaveOrder(db: Database.Database): void {
+  const columns = db.prepare(`SELECT name FROM pragma_table_info('message_vectors')`).pluck().all();
+  if (!columns.includes('saved')) db.exec('ALTER TABLE message_vectors ADD COLUMN saved INTEGER');
+  db.exec('CREATE INDEX IF NOT EXISTS message_vectors_by_saved ON message_vectors (saved) WHERE saved IS NOT NULL');
+}
 
 /**
  * SQLite cannot change a CHECK constraint, so the messages table is rebuilt with the same rows and seq

@@ -41,6 +41,7 @@ import { KnowledgeTables } from './knowledge-tables.js';
 import { type IndexedTerms, MessageIndex } from './message-index.js';
 import { MessageKeywords } from './message-keywords.js';
 import { MessageKnn } from './message-knn.js';
+import { loadExactSearch, MessageVectorIndex } from './message-vector-index.js';
 import { migrate } from './migrations.js';
 import { ReadPool } from './read-pool.js';
 import { Statements } from './statements.js';
@@ -61,6 +62,11 @@ export type SqliteStoreOptions = {
   readWorkers?: number;
   /** Where the read pool reports that it could not start. Default stderr. */
   warn?: (message: string) => void;
+  /**
+   * Search message vectors in memory with usearch when it loads (`message-vector-index.ts`); false, or
+   * usearch missing, searches sqlite-vec's `message_knn` index instead. Default true.
+   */
+  memoryVectors?: boolean;
 };
 
 type MessageRow = {
@@ -123,19 +129,36 @@ export class SqliteStore implements Store {
   private readonly messageKeywords: MessageKeywords;
   /** The KNN index over message vectors; null without the sqlite-vec extension. */
   private readonly messageKnn: MessageKnn | null;
+  /**
+   * The in-memory message vector search that answers before `messageKnn`: opened by the first vector
+   * search (loading usearch's native module costs every store open otherwise); null when off or usearch is missing.
+   */
+  private messageVectors: MessageVectorIndex | null | undefined;
+  private readonly memoryVectors: boolean;
   /** Worker threads that answer the searches; null when this connection answers them itself. */
   private readonly readers: ReadPool | null;
 
-  private constructor(db: Database.Database, path: string, vectorSearch: boolean, readers: ReadPool | null) {
+  private constructor(db: Database.Database, path: string, vectorSearch: boolean, memoryVectors: boolean, readers: ReadPool | null) {
     this.db = db;
     this.readers = readers;
     this.statements = new Statements(db);
     this.messageIndex = new MessageIndex(db);
     this.messageKeywords = new MessageKeywords(db);
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
+    this.memoryVectors = vectorSearch && memoryVectors;
     this.knowledge = new KnowledgeTables(db);
     this.history = new HistoryTables(db, vectorSearch);
-    this.capabilities = { backend: 'sqlite', keywordSearch: true, vectorSearch, location: path, readWorkers: readers?.size ?? 0 };
+    this.capabilities = {
+      backend: 'sqlite',
+      keywordSearch: true,
+      vectorSearch,
+      location: path,
+      readWorkers: readers?.size ?? 0,
+      // Read on demand: it loads usearch, which the store otherwise loads only for its first vector search.
+      get messageVectorIndex() {
+        return memoryVectors && vectorSearch && loadExactSearch() !== null ? 'memory' : vectorSearch ? 'database' : 'none';
+      },
+    };
   }
 
   /** Opens (creating if needed) the database at `options.path` and applies pending migrations. */
@@ -164,7 +187,7 @@ export class SqliteStore implements Store {
       migrate(db);
       const warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
       const readers = readOnly ? null : ReadPool.start(options.path, options.readWorkers ?? 0, warn);
-      return new SqliteStore(db, options.path, vectorSearch, readers);
+      return new SqliteStore(db, options.path, vectorSearch, options.memoryVectors ?? true, readers);
     } catch (err) {
       db.close();
       throw err;
@@ -268,7 +291,10 @@ export class SqliteStore implements Store {
     this.requireVectors();
     if (this.readers?.usable) return this.readers.run('searchMessagesByVector', [scope, vector, embedderId, filter, limit]);
     const blob = toBlob(vector);
-    const nearest = this.messageKnn?.search(scope.userId, scope.agentId, embedderId, blob, vector.length, filter.sessionKey, limit) ?? null;
+    const nearest =
+      this.vectorIndex()?.search(scope, embedderId, vector, filter.sessionKey, limit) ??
+      this.messageKnn?.search(scope.userId, scope.agentId, embedderId, blob, vector.length, filter.sessionKey, limit) ??
+      null;
     if (nearest !== null) {
       if (nearest.length === 0) return [];
       // The index is partitioned by scope; the id look-up is scoped again so that no other tenant's row can answer.
@@ -422,14 +448,27 @@ export class SqliteStore implements Store {
 
   async saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void> {
     const t = VECTOR_TABLES[target];
-    // Only if the row still exists with the text that was embedded (it may have changed meanwhile).
-    const save = this.stmt(
-      `INSERT OR REPLACE INTO ${t.vectors} (${t.key}, embedder, embedding)
-       SELECT seq, ?, ? FROM ${t.base} WHERE seq = ? AND content = ?`,
-    );
+    // Only if the row still exists with the text that was embedded (it may have changed meanwhile). Message
+    // vectors carry the number of the write that saved them, so readers add only what is new (message-vector-index.ts).
+    const save =
+      target === 'message'
+        ? this.stmt(
+            `INSERT OR REPLACE INTO message_vectors (message_seq, embedder, embedding, saved)
+             SELECT seq, ?, ?, (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'message_vector_saves') FROM messages WHERE seq = ? AND content = ?`,
+          )
+        : this.stmt(
+            `INSERT OR REPLACE INTO ${t.vectors} (${t.key}, embedder, embedding)
+             SELECT seq, ?, ? FROM ${t.base} WHERE seq = ? AND content = ?`,
+          );
     const knn = target === 'message' ? this.messageKnn : null;
     const dimensions = items.find((i) => i.vector !== null)?.vector?.length;
     this.db.transaction(() => {
+      if (target === 'message') {
+        this.stmt(
+          `INSERT INTO meta (key, value) VALUES ('message_vector_saves', '1')
+           ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`,
+        ).run();
+      }
       // Saving vectors moves the KNN index to this embedder (rebuilding it after a model change).
       if (knn !== null && dimensions !== undefined) knn.prepare(embedderId, dimensions);
       const indexed = knn !== null && knn.holds(embedderId);
@@ -746,6 +785,11 @@ export class SqliteStore implements Store {
     if (!this.db.open) return;
     this.messageKeywords.saveAll();
     this.db.close();
+  }
+
+  private vectorIndex(): MessageVectorIndex | null {
+    if (this.messageVectors === undefined) this.messageVectors = this.memoryVectors ? MessageVectorIndex.open(this.db) : null;
+    return this.messageVectors;
   }
 
   private requireVectors(): void {

@@ -1,0 +1,338 @@
+import { createRequire } from 'node:module';
+import type Database from 'better-sqlite3';
+import type { Scope } from '../../types.js';
+import type { KnnHit } from './message-knn.js';
+
+/** usearch's brute-force search over a flat matrix (SIMD, in C++): row numbers and cosine distances, nearest first. */
+type ExactSearch = (
+  dataset: Int8Array,
+  queries: Int8Array,
+  dimensions: number,
+  count: number,
+  metric: 'cos',
+  threads: number,
+) => { keys: BigUint64Array; distances: Float32Array };
+
+let loaded: ExactSearch | null | undefined;
+
+/** usearch's `exactSearch`, or null when the package or its native build does not load (then sqlite-vec answers). */
+export function loadExactSearch(): ExactSearch | null {
+  if (loaded !== undefined) return loaded;
+  try {
+    const usearch = createRequire(import.meta.url)('usearch') as { exactSearch?: unknown };
+    loaded = typeof usearch.exactSearch === 'function' ? (usearch.exactSearch as ExactSearch) : null;
+  } catch {
+    loaded = null;
+  }
+  return loaded;
+}
+
+/** Candidates the int8 stage fetches per requested neighbour before the first exact re-rank. */
+const OVERSAMPLE = 4;
+/**
+ * Allowance for usearch's own float arithmetic on the int8 cosine, on top of the quantisation bound
+ * (measured against an exact computation: below 1e-7).
+ */
+const KERNEL_SLACK = 1e-4;
+
+/** One scope's vectors of one embedder, as int8 rows (see {@link MessageVectorIndex}). */
+type ScopeVectors = {
+  embedder: string;
+  dimensions: number;
+  /** The scope's `message_terms_state.generation` (bumped by every deletion) the rows reflect. */
+  generation: number;
+  /** The `message_vector_saves` counter the rows reflect: later saves have a higher `saved`. */
+  saves: number;
+  checkedAt: string;
+  size: number;
+  codes: Int8Array;
+  seqs: Float64Array;
+  sessions: Int32Array;
+  sessionIds: Map<string, number>;
+  rowOf: Map<number, number>;
+  /** An upper bound of ‖v/‖v‖ − c/‖c‖‖ over the rows (v a stored vector, c its int8 code). */
+  slack: number;
+};
+
+type Quantised = { code: Int8Array; slack: number } | null;
+
+/**
+ * Message vector search for one connection: per scope, an int8 copy of the scope's vectors in memory,
+ * searched by usearch's SIMD brute force, whose candidates are re-ranked by exact cosine over the float32
+ * vectors read from `message_vectors` (DESIGN.md, "Vector search"). The candidate set widens until the
+ * quantisation bound proves that no vector left out can beat the k-th exact similarity, so the answer is
+ * the exact top k (ties aside).
+ *
+ * Kept current like the keyword engine's postings: loaded on the scope's first search; before each later
+ * search (when the database changed) vectors saved since (a higher `message_vectors.saved`) are added or
+ * replace their message's row, and a deletion in the scope (a new `message_terms_state.generation`) or
+ * another embedder reloads it. `message_vectors` stays the record; nothing here is ever written.
+ */
+export class MessageVectorIndex {
+  /** Searches answered and exact similarities computed for them (re-ranked candidates), since the index opened. */
+  readonly counts = { searches: 0, reranked: 0 };
+  private readonly scopes = new Map<string, ScopeVectors>();
+  private readonly version: Database.Statement;
+  private readonly state: Database.Statement;
+  private readonly rowsOf: Database.Statement;
+  private readonly savedAfter: Database.Statement;
+  private readonly floats: Database.Statement;
+
+  private constructor(
+    private readonly db: Database.Database,
+    private readonly exactSearch: ExactSearch,
+  ) {
+    this.version = db.prepare('SELECT data_version AS version, total_changes() AS changes FROM pragma_data_version');
+    this.state = db.prepare(
+      `SELECT (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'message_vector_saves') AS saves,
+              (SELECT generation FROM message_terms_state WHERE user_id = @user AND agent_id = @agent) AS generation`,
+    );
+    this.rowsOf = db
+      .prepare(
+        `SELECT m.seq, m.session_key, v.embedding FROM messages AS m CROSS JOIN message_vectors AS v ON v.message_seq = m.seq
+         WHERE m.user_id = ? AND m.agent_id = ? AND v.embedder = ? AND length(v.embedding) = ?`,
+      )
+      .raw();
+    // CROSS JOIN keeps the `saved` index outermost: only the vectors saved since are read, each joined to its message.
+    this.savedAfter = db
+      .prepare(
+        `SELECT v.message_seq, m.session_key, v.embedder, v.embedding FROM message_vectors AS v CROSS JOIN messages AS m ON m.seq = v.message_seq
+         WHERE v.saved > ? AND m.user_id = ? AND m.agent_id = ? ORDER BY v.saved`,
+      )
+      .raw();
+    this.floats = db
+      .prepare('SELECT v.message_seq, v.embedding FROM json_each(?) AS j CROSS JOIN message_vectors AS v ON v.message_seq = j.value WHERE v.embedder = ?')
+      .raw();
+  }
+
+  /** The index for `db`, or null when usearch does not load. */
+  static open(db: Database.Database): MessageVectorIndex | null {
+    const exactSearch = loadExactSearch();
+    return exactSearch === null ? null : new MessageVectorIndex(db, exactSearch);
+  }
+
+  /** The `k` messages of `scope` nearest to `vector` by cosine (optionally in one session), nearest first. */
+  search(scope: Scope, embedderId: string, vector: Float32Array, sessionKey: string | undefined, k: number): KnnHit[] {
+    const query = quantise(vector);
+    if (query === null || k <= 0) return [];
+    const entry = this.current(scope, embedderId, vector.length);
+    let codes = entry.codes.subarray(0, entry.size * entry.dimensions);
+    let seqs: ArrayLike<number> = entry.seqs;
+    let size = entry.size;
+    if (sessionKey !== undefined) {
+      const session = entry.sessionIds.get(sessionKey);
+      if (session === undefined) return [];
+      const rows: number[] = [];
+      for (let row = 0; row < entry.size; row++) if (entry.sessions[row] === session) rows.push(row);
+      codes = new Int8Array(rows.length * entry.dimensions);
+      rows.forEach((row, i) => codes.set(entry.codes.subarray(row * entry.dimensions, (row + 1) * entry.dimensions), i * entry.dimensions));
+      seqs = rows.map((row) => entry.seqs[row]!);
+      size = rows.length;
+    }
+    if (size === 0) return [];
+    return this.nearest(entry, codes, seqs, size, query, vector, Math.min(k, size), embedderId);
+  }
+
+  /**
+   * Exact top `k` of `size` rows: int8 candidates, widened until the bound proves the re-ranked top k
+   * complete. A candidate left out has exact similarity at most its int8 similarity plus the row and query
+   * quantisation slack, and no left-out row has a higher int8 similarity than the last candidate.
+   */
+  private nearest(entry: ScopeVectors, codes: Int8Array, seqs: ArrayLike<number>, size: number, query: NonNullable<Quantised>, vector: Float32Array, k: number, embedderId: string): KnnHit[] {
+    const exact = new Map<number, number>();
+    const queryNorm = norm(vector);
+    let count = Math.min(size, k * OVERSAMPLE);
+    for (;;) {
+      const found = this.exactSearch(codes, query.code, entry.dimensions, count, 'cos', 1);
+      const candidates = Array.from(found.keys, (row) => seqs[Number(row)]!);
+      const unread = candidates.filter((seq) => !exact.has(seq));
+      for (const [seq, blob] of this.floats.iterate(JSON.stringify(unread), embedderId) as Iterable<[number, Buffer]>) {
+        exact.set(seq, similarity(vector, queryNorm, blob));
+      }
+      const ranked = candidates
+        .filter((seq) => exact.has(seq))
+        .map((seq) => ({ seq, similarity: exact.get(seq)! }))
+        .sort((a, b) => b.similarity - a.similarity || a.seq - b.seq);
+      // Fewer rows than asked for (a kernel that skipped some) proves nothing about the rest: widen.
+      const lastApproximate = found.keys.length < count ? Infinity : 1 - found.distances[count - 1]!;
+      const kth = ranked[k - 1]?.similarity ?? -Infinity;
+      if (count === size || lastApproximate + entry.slack + query.slack + KERNEL_SLACK <= kth) {
+        this.counts.searches++;
+        this.counts.reranked += exact.size;
+        return ranked.slice(0, k).map((hit) => ({ seq: hit.seq, distance: 1 - hit.similarity }));
+      }
+      count = Math.min(size, count * OVERSAMPLE);
+    }
+  }
+
+  /** The scope's rows, brought up to date with the database (nothing is read when the database has not changed). */
+  private current(scope: Scope, embedderId: string, dimensions: number): ScopeVectors {
+    const key = JSON.stringify([scope.userId, scope.agentId]);
+    const mark = this.changeMark();
+    let entry = this.scopes.get(key);
+    if (entry !== undefined && entry.embedder === embedderId && entry.dimensions === dimensions && entry.checkedAt === mark) return entry;
+    const { saves, generation } = this.readState(scope);
+    if (entry === undefined || entry.embedder !== embedderId || entry.dimensions !== dimensions || entry.generation !== generation) {
+      entry = this.load(scope, embedderId, dimensions);
+      this.scopes.set(key, entry);
+    } else if (saves > entry.saves) {
+      for (const [seq, sessionKey, embedder, blob] of this.savedAfter.iterate(entry.saves, scope.userId, scope.agentId) as Iterable<[number, string, string, Buffer | null]>) {
+        const vector = embedder === embedderId && blob !== null && blob.length === dimensions * 4 ? viewOf(blob) : null;
+        put(entry, seq, sessionKey, vector);
+      }
+      entry.saves = saves;
+    }
+    // The mark taken before the look-ups: a change made since shows as a new mark on the next search.
+    entry.checkedAt = mark;
+    return entry;
+  }
+
+  /** Reads every vector of the scope and the counters they reflect in one read transaction. */
+  private load(scope: Scope, embedderId: string, dimensions: number): ScopeVectors {
+    return this.db.transaction(() => {
+      const { saves, generation } = this.readState(scope);
+      const entry: ScopeVectors = {
+        embedder: embedderId,
+        dimensions,
+        generation,
+        saves,
+        checkedAt: '',
+        size: 0,
+        codes: new Int8Array(0),
+        seqs: new Float64Array(0),
+        sessions: new Int32Array(0),
+        sessionIds: new Map(),
+        rowOf: new Map(),
+        slack: 0,
+      };
+      for (const [seq, sessionKey, blob] of this.rowsOf.iterate(scope.userId, scope.agentId, embedderId, dimensions * 4) as Iterable<[number, string, Buffer]>) {
+        put(entry, seq, sessionKey, viewOf(blob));
+      }
+      return entry;
+    })();
+  }
+
+  private readState(scope: Scope): { saves: number; generation: number } {
+    const row = this.state.get({ user: scope.userId, agent: scope.agentId }) as { saves: number | null; generation: number | null };
+    return { saves: row.saves ?? 0, generation: row.generation ?? 0 };
+  }
+
+  /** A value that differs whenever the database may have changed since it was last taken (O(1)). */
+  private changeMark(): string {
+    const { version, changes } = this.version.get() as { version: number; changes: number };
+    return `${version}:${changes}`;
+  }
+}
+
+/** Sets message `seq`'s row to `vector`'s code, or removes it when `vector` is null or has no direction. */
+function put(entry: ScopeVectors, seq: number, sessionKey: string, vector: Float32Array | null): void {
+  let row = entry.rowOf.get(seq);
+  const isNew = row === undefined;
+  if (vector !== null) {
+    if (row === undefined && entry.size === entry.seqs.length) grow(entry);
+    const slack = quantiseInto(vector, entry.codes, (row ?? entry.size) * entry.dimensions);
+    if (slack >= 0) {
+      if (row === undefined) {
+        row = entry.size++;
+        entry.rowOf.set(seq, row);
+      }
+      entry.seqs[row] = seq;
+      let session = entry.sessionIds.get(sessionKey);
+      if (session === undefined) {
+        session = entry.sessionIds.size;
+        entry.sessionIds.set(sessionKey, session);
+      }
+      entry.sessions[row] = session;
+      entry.slack = Math.max(entry.slack, slack);
+      return;
+    }
+  }
+  if (isNew || row === undefined) return;
+  // The last row moves into the gap, so the rows stay one dense matrix.
+  const last = entry.size - 1;
+  const d = entry.dimensions;
+  if (row !== last) {
+    entry.codes.copyWithin(row * d, last * d, (last + 1) * d);
+    entry.seqs[row] = entry.seqs[last]!;
+    entry.sessions[row] = entry.sessions[last]!;
+    entry.rowOf.set(entry.seqs[row]!, row);
+  }
+  entry.rowOf.delete(seq);
+  entry.size = last;
+}
+
+function grow(entry: ScopeVectors): void {
+  const capacity = Math.max(1024, entry.seqs.length * 2);
+  const codes = new Int8Array(capacity * entry.dimensions);
+  codes.set(entry.codes);
+  const seqs = new Float64Array(capacity);
+  seqs.set(entry.seqs);
+  const sessions = new Int32Array(capacity);
+  sessions.set(entry.sessions);
+  entry.codes = codes;
+  entry.seqs = seqs;
+  entry.sessions = sessions;
+}
+
+/** The int8 code of a query (see {@link quantiseInto}) and its slack, or null for a vector with no direction. */
+export function quantise(vector: Float32Array): Quantised {
+  const code = new Int8Array(vector.length);
+  const slack = quantiseInto(vector, code, 0);
+  return slack < 0 ? null : { code, slack };
+}
+
+/**
+ * Writes the int8 code of a vector's direction at `offset` of `out` (scaled so its largest component is
+ * ±127: cosine ignores the scale, so each vector gets the finest grid it fits) and returns the distance
+ * between the two unit vectors, or −1 (nothing written that counts) when the vector has no direction.
+ */
+function quantiseInto(vector: Float32Array, out: Int8Array, offset: number): number {
+  let largest = 0;
+  let sum = 0;
+  for (let i = 0; i < vector.length; i++) {
+    const x = vector[i]!;
+    sum += x * x;
+    if (Math.abs(x) > largest) largest = Math.abs(x);
+  }
+  const length = Math.sqrt(sum);
+  if (!(length > 0) || !Number.isFinite(length)) return -1;
+  const scale = 127 / largest;
+  let codeSum = 0;
+  for (let i = 0; i < vector.length; i++) {
+    const c = Math.round(vector[i]! * scale);
+    out[offset + i] = c;
+    codeSum += c * c;
+  }
+  const codeNorm = Math.sqrt(codeSum);
+  let error = 0;
+  for (let i = 0; i < vector.length; i++) {
+    const gap = vector[i]! / length - out[offset + i]! / codeNorm;
+    error += gap * gap;
+  }
+  return Math.sqrt(error);
+}
+
+function norm(vector: ArrayLike<number>): number {
+  let sum = 0;
+  for (let i = 0; i < vector.length; i++) sum += vector[i]! * vector[i]!;
+  return Math.sqrt(sum);
+}
+
+/** A float32 BLOB's values, read in place when the bytes are aligned (else copied). */
+function viewOf(blob: Buffer): Float32Array {
+  return blob.byteOffset % 4 === 0
+    ? new Float32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4)
+    : new Float32Array(blob.buffer.slice(blob.byteOffset, blob.byteOffset + blob.byteLength));
+}
+
+/** Exact cosine similarity of the query and a stored vector's BLOB. */
+function similarity(query: Float32Array, queryNorm: number, blob: Buffer): number {
+  const stored = viewOf(blob);
+  let dot = 0;
+  let storedNorm = 0;
+  for (let i = 0; i < query.length; i++) {
+    dot += query[i]! * stored[i]!;
+    storedNorm += stored[i]! * stored[i]!;
+  }
+  return storedNorm > 0 ? dot / (queryNorm * Math.sqrt(storedNorm)) : -Infinity;
+}

@@ -1,0 +1,135 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadExactSearch, MessageVectorIndex } from '../src/store/sqlite/message-vector-index.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+function tempDb(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-vectors-'));
+  dirs.push(dir);
+  return join(dir, 'cairn.db');
+}
+
+/** A seeded generator of Gaussian unit vectors (dense, like a model's). */
+function gaussianVectors(n: number, dims: number, seed: number): Float32Array[] {
+  let state = seed >>> 0;
+  const uniform = () => {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    return (state + 0.5) / 2 ** 32;
+  };
+  return Array.from({ length: n }, () => {
+    const v = Float32Array.from({ length: dims }, () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform()));
+    const norm = Math.hypot(...v);
+    return v.map((x) => x / norm);
+  });
+}
+
+const scope = { userId: 'u', agentId: 'a' };
+const other = { userId: 'u2', agentId: 'a' };
+const cosine = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
+
+type Stored = { id: string; seq: number; session: string; vector: Float32Array };
+
+/** The exact top `k` of `stored` for `query` by cosine, as seqs (random vectors have no ties). */
+function exactTop(stored: readonly Stored[], query: Float32Array, k: number): number[] {
+  return stored
+    .map((s) => ({ seq: s.seq, score: cosine(query, s.vector) }))
+    .sort((a, b) => b.score - a.score)
+    .slice(0, k)
+    .map((s) => s.seq);
+}
+
+/** Writes messages with `vectors` (embedder `embedderId`) into `store`, in sessions s0..s4; returns them with their seqs. */
+async function write(store: SqliteStore, target: typeof scope, vectors: Float32Array[], embedderId: string, from: number): Promise<Stored[]> {
+  await store.addMessages(vectors.map((_, i) => ({ id: `m${from + i}`, scope: target, sessionKey: `s${(from + i) % 5}`, role: 'user' as const, content: `message ${from + i}` })));
+  const byText = new Map(vectors.map((v, i) => [`message ${from + i}`, v]));
+  const pending = (await store.pendingEmbeddings('message', embedderId, 0, 1_000_000)).filter((p) => byText.has(p.text));
+  await store.saveEmbeddings('message', embedderId, pending.map((p) => ({ key: p.key, text: p.text, vector: byText.get(p.text)! })));
+  return pending.map((p) => {
+    const n = Number(p.text.slice(8));
+    return { id: `m${n}`, seq: p.key, session: `s${n % 5}`, vector: byText.get(p.text)! };
+  });
+}
+
+describe('in-memory message vector index (int8 candidates, exact re-rank)', () => {
+  it('loads usearch on this platform', () => {
+    expect(loadExactSearch()).not.toBeNull();
+  });
+
+  it.each([
+    [384, 1_500],
+    [24, 800],
+  ])('returns the exact cosine top k at %i dimensions (%i vectors), with and without a session filter', async (dims, n) => {
+    const path = tempDb();
+    const store = SqliteStore.open({ path });
+    const stored = await write(store, scope, gaussianVectors(n, dims, dims), 'e', 0);
+    // Another tenant's vectors in the same file never answer.
+    await write(store, other, gaussianVectors(200, dims, 5), 'e', n);
+    const reader = new Database(path, { readonly: true });
+    const index = MessageVectorIndex.open(reader)!;
+    for (const query of gaussianVectors(25, dims, 1000 + dims)) {
+      for (const k of [1, 10, 30]) {
+        const hits = index.search(scope, 'e', query, undefined, k);
+        expect(hits.map((h) => h.seq)).toEqual(exactTop(stored, query, k));
+        hits.forEach((h) => expect(1 - h.distance).toBeCloseTo(cosine(query, stored.find((s) => s.seq === h.seq)!.vector), 5));
+      }
+      const inSession = index.search(scope, 'e', query, 's2', 12);
+      expect(inSession.map((h) => h.seq)).toEqual(exactTop(stored.filter((s) => s.session === 's2'), query, 12));
+    }
+    expect(index.search(scope, 'e', gaussianVectors(1, dims, 1)[0]!, 'no such session', 5)).toEqual([]);
+    // Through the store (its own in-memory index), ids in the same order.
+    const query = gaussianVectors(1, dims, 77)[0]!;
+    const exact = exactTop(stored, query, 15).map((seq) => stored.find((s) => s.seq === seq)!.id);
+    expect((await store.searchMessagesByVector(scope, query, 'e', {}, 15)).map((h) => h.id)).toEqual(exact);
+    reader.close();
+    await store.close();
+  });
+
+  it('follows inserts, deletions, cleared vectors and an embedder change made by another connection', async () => {
+    const path = tempDb();
+    const dims = 64;
+    const store = SqliteStore.open({ path });
+    let stored = await write(store, scope, gaussianVectors(400, dims, 11), 'e', 0);
+    const reader = new Database(path, { readonly: true });
+    const index = MessageVectorIndex.open(reader)!;
+    const queries = gaussianVectors(8, dims, 12);
+    const check = (embedderId: string, expected: readonly Stored[]) => {
+      for (const query of queries) {
+        expect(index.search(scope, embedderId, query, undefined, 20).map((h) => h.seq)).toEqual(exactTop(expected, query, 20));
+        expect(index.search(scope, embedderId, query, 's1', 5).map((h) => h.seq)).toEqual(exactTop(expected.filter((s) => s.session === 's1'), query, 5));
+      }
+    };
+    check('e', stored);
+
+    // New messages and vectors: topped up.
+    stored = stored.concat(await write(store, scope, gaussianVectors(150, dims, 13), 'e', 400));
+    check('e', stored);
+
+    // The nearest message of each query is deleted (and a whole session): the scope reloads.
+    const nearest = new Set(queries.map((q) => exactTop(stored, q, 1)[0]!));
+    for (const s of stored.filter((s) => nearest.has(s.seq))) expect(await store.deleteMessage(scope, s.id)).toBe(true);
+    expect(await store.deleteSession(scope, 's3')).toBeGreaterThan(0);
+    stored = stored.filter((s) => !nearest.has(s.seq) && s.session !== 's3');
+    check('e', stored);
+
+    // A vector saved as "no vector" (null) leaves the index.
+    const cleared = stored.slice(0, 30);
+    await store.saveEmbeddings('message', 'e', cleared.map((s) => ({ key: s.seq, text: `message ${s.id.slice(1)}`, vector: null })));
+    stored = stored.slice(30);
+    check('e', stored);
+
+    // Another embedder's vectors replace these: the old embedder has none left, the new one has them all.
+    const replaced = gaussianVectors(stored.length, dims, 14);
+    await store.saveEmbeddings('message', 'f', stored.map((s, i) => ({ key: s.seq, text: `message ${s.id.slice(1)}`, vector: replaced[i]! })));
+    expect(index.search(scope, 'e', queries[0]!, undefined, 5)).toEqual([]);
+    check('f', stored.map((s, i) => ({ ...s, vector: replaced[i]! })));
+    reader.close();
+    await store.close();
+  });
+});
