@@ -110,7 +110,7 @@ describe('cairn search', () => {
     expect(cairn(dir, 'memories', 'list').stdout).toContain(id);
     expect(cairn(dir, 'memories', 'delete', id).code).toBe(0);
     const again = cairn(dir, 'memories', 'delete', id);
-    expect(again.code).toBe(1);
+    expect(again.code).toBe(2); // an id that does not exist is a usage mistake (README, "Exit codes")
     expect(again.stderr).toContain(`memory ${id} not found`);
     expect(cairn(dir, 'remember', 'x', '--type', 'wrong').code).not.toBe(0);
   });
