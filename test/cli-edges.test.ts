@@ -3,10 +3,12 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { CLI, cleanEnv, runCli } from './e2e-process.js';
 
 // Real-process tests of the CLI's edges: exit codes, broken pipes, help, paths that do not exist.
+// Each test runs the CLI several times; on a loaded machine one run takes seconds.
+vi.setConfig({ testTimeout: 120_000 });
 const dirs: string[] = [];
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });

@@ -134,5 +134,5 @@ describe('the bundled example', () => {
     const text = cairn(dir, 'search', 'conversations', 'vegetarian').stdout;
     expect(text).toContain('Session: trip-planning [2026-01-10T09:01:10Z]');
     expect(text).toContain('Session: trip-planning [2026-01-10T09:01:40Z]');
-  });
+   }, 120_000);
 });
