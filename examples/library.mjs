@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { createCairn, createHttpApp, createMcpServer, isCairnError } from 'cairn';
+import { createCairn, createHttpApp, createMcpServer, isCairnError } from 'cairn-memory';
 
 const dataDir = process.argv[2] ?? mkdtempSync(join(tmpdir(), 'cairn-example-'));
 const scratch = process.argv[2] === undefined;

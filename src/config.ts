@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { extname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -338,22 +338,25 @@ export type ToolServerConfig = ToolsConfig['servers'][number];
 /** Input accepted by {@link parseConfig}: every field optional. */
 export type CairnConfigInput = z.input<typeof configSchema>;
 
-/** Validates a config object; a bad value fails with its exact key and the reason. */
+/** Validates a config object; a bad value fails with its exact key and the reason (every bad value, one per line). */
 export function parseConfig(input: unknown): CairnConfig {
   const result = configSchema.safeParse(input);
-  if (!result.success) {
-    const issue = result.error.issues[0]!;
-    const key = issue.path.join('.') || '(root)';
-    throw new CairnError('config_invalid', `invalid config at ${key}: ${issue.message}`);
-  }
-  const config = result.data;
+  if (!result.success) throw new CairnError('config_invalid', result.error.issues.map(issueLine).join('\n'));
+  return resolvePaths(result.data);
+}
+
+function issueLine(issue: z.core.$ZodIssue): string {
+  return `invalid config at ${issue.path.join('.') || '(root)'}: ${issue.message}`;
+}
+
+function resolvePaths(config: CairnConfig): CairnConfig {
   config.data_dir = resolve(config.data_dir);
   if (config.embedding.cache_dir !== undefined) config.embedding.cache_dir = resolve(config.embedding.cache_dir);
   return config;
 }
 
 export type LoadConfigOptions = {
-  /** A YAML or JSON config file. */
+  /** A YAML or JSON config file (`--config`). Default: discovered, see {@link findConfigFile}. */
   file?: string | undefined;
   /** Environment to read `CAIRN_*` variables from. Default `process.env`. */
   env?: NodeJS.ProcessEnv;
@@ -361,19 +364,83 @@ export type LoadConfigOptions = {
   overrides?: Record<string, unknown>;
 };
 
+/** Where one effective value came from: `default`, the config file's path, a `CAIRN_*` variable, or `flag`. */
+export type ConfigSource = 'default' | 'flag' | { file: string } | { env: string };
+
+/** The effective config with the file it read and the source of every value (what `cairn config` prints). */
+export type ExplainedConfig = {
+  config: CairnConfig;
+  /** The config file read, and what pointed at it; null when there was none. */
+  file: { path: string; via: 'flag' | 'CAIRN_CONFIG' | 'data dir' | 'user config dir' } | null;
+  /** Source of each value, keyed by its dotted path (`server.port`); arrays are one value. */
+  sources: Map<string, ConfigSource>;
+};
+
 /** Loads the config file, applies `CAIRN_*` variables and overrides, and validates the result. */
 export function loadConfig(options: LoadConfigOptions = {}): CairnConfig {
-  const base = options.file ? readConfigFile(options.file) : {};
-  const merged = deepMerge(deepMerge(base, envConfig(options.env ?? process.env)), options.overrides ?? {});
-  return parseConfig(merged);
+  return explainConfig(options).config;
 }
 
-function readConfigFile(file: string): Record<string, unknown> {
+/**
+ * {@link loadConfig}, also saying where each value came from. Every problem (an unreadable file, an
+ * unknown `CAIRN_*` variable, each invalid value) is reported at once in one `config_invalid` error.
+ */
+export function explainConfig(options: LoadConfigOptions = {}): ExplainedConfig {
+  const env = options.env ?? process.env;
+  const overrides = options.overrides ?? {};
+  const errors: string[] = [];
+  const fromEnv = envConfig(env, errors);
+  const file = findConfigFile({ flag: options.file, env, dataDir: stringOr(overrides.data_dir) ?? stringOr(fromEnv.values.data_dir) });
+  let base: Record<string, unknown> = {};
+  if (file) {
+    try {
+      base = readConfigFile(file.path, file.via);
+    } catch (err) {
+      errors.push(describeError(err));
+    }
+  }
+  const merged = deepMerge(deepMerge(base, fromEnv.values), overrides);
+  const result = configSchema.safeParse(merged);
+  if (!result.success) errors.push(...result.error.issues.map(issueLine));
+  if (errors.length > 0 || !result.success) throw new CairnError('config_invalid', errors.join('\n'));
+  const config = resolvePaths(result.data);
+  const sources = new Map<string, ConfigSource>();
+  for (const path of leafPaths(config)) {
+    const set = (layer: Record<string, unknown>) => hasPath(layer, path);
+    sources.set(
+      path,
+      set(overrides) ? 'flag' : fromEnv.names.has(path) ? { env: fromEnv.names.get(path)! } : file && set(base) ? { file: file.path } : 'default',
+    );
+  }
+  return { config, file, sources };
+}
+
+/**
+ * The config file to read: `--config`, else `$CAIRN_CONFIG`, else `<data dir>/config.yaml`, else
+ * `$XDG_CONFIG_HOME/cairn/config.yaml` (`~/.config/cairn/config.yaml`); the last two only when they exist.
+ */
+export function findConfigFile(options: { flag?: string | undefined; env: NodeJS.ProcessEnv; dataDir?: string | undefined }): ExplainedConfig['file'] {
+  if (options.flag) return { path: resolve(options.flag), via: 'flag' };
+  if (options.env.CAIRN_CONFIG) return { path: resolve(options.env.CAIRN_CONFIG), via: 'CAIRN_CONFIG' };
+  const inData = join(resolve(options.dataDir ?? defaultDataDir()), 'config.yaml');
+  if (existsSync(inData)) return { path: inData, via: 'data dir' };
+  const configHome = options.env.XDG_CONFIG_HOME || join(options.env.HOME || homedir(), '.config');
+  const inUser = join(resolve(configHome), 'cairn', 'config.yaml');
+  if (existsSync(inUser)) return { path: inUser, via: 'user config dir' };
+  return null;
+}
+
+function defaultDataDir(): string {
+  return join(homedir(), '.cairn');
+}
+
+function readConfigFile(file: string, via: string): Record<string, unknown> {
+  const setting = via === 'flag' ? '--config' : via;
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new CairnError('config_invalid', `cannot read config file ${file}: ${describeError(err)}`);
+    throw new CairnError('config_invalid', `cannot read config file ${file} (${setting}): ${describeError(err)}`);
   }
   try {
     const parsed: unknown = extname(file) === '.json' ? JSON.parse(text) : parseYaml(text);
@@ -381,27 +448,99 @@ function readConfigFile(file: string): Record<string, unknown> {
     if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('the top level must be a mapping');
     return parsed as Record<string, unknown>;
   } catch (err) {
-    throw new CairnError('config_invalid', `cannot parse config file ${file}: ${describeError(err)}`);
+    throw new CairnError('config_invalid', `cannot parse config file ${file} (${setting}): ${describeError(err)}`);
   }
 }
 
-/**
- * Maps `CAIRN_HOME` to `data_dir` and `CAIRN_<SECTION>_<KEY>` to `<section>.<key>` for the sections the
- * schema knows (e.g. `CAIRN_EMBEDDING_BASE_URL` → `embedding.base_url`). Unknown variables are ignored.
- */
-function envConfig(env: NodeJS.ProcessEnv): Record<string, unknown> {
-  const out: Record<string, Record<string, unknown> | unknown> = {};
-  if (env.CAIRN_HOME) out.data_dir = env.CAIRN_HOME;
-  const sections = Object.keys(configSchema.shape).filter((k) => k !== 'data_dir');
-  for (const [name, value] of Object.entries(env)) {
-    if (!name.startsWith('CAIRN_') || value === undefined || value === '') continue;
-    const rest = name.slice('CAIRN_'.length).toLowerCase();
-    const section = sections.find((s) => rest.startsWith(`${s}_`));
-    if (!section) continue;
-    const target = (out[section] ??= {}) as Record<string, unknown>;
-    target[rest.slice(section.length + 1)] = value;
+/** `CAIRN_*` variables that are not config keys but are still Cairn's. */
+const EXTRA_ENV = { CAIRN_HOME: 'data_dir', CAIRN_CONFIG: null } as const;
+
+/** Every `CAIRN_*` variable Cairn reads, mapped to its config path (null: not a config value). */
+export function knownEnvVars(): Map<string, string | null> {
+  const out = new Map<string, string | null>(Object.entries(EXTRA_ENV));
+  for (const [section, schema] of Object.entries(configSchema.shape)) {
+    const inner = objectShape(schema);
+    if (!inner) continue;
+    for (const key of Object.keys(inner)) out.set(`CAIRN_${section.toUpperCase()}_${key.toUpperCase()}`, `${section}.${key}`);
   }
   return out;
+}
+
+/** The keys of an object schema, through `.default()` wrappers; null for a non-object. */
+function objectShape(schema: z.ZodType): Record<string, unknown> | null {
+  let s: z.ZodType = schema;
+  while (s instanceof z.ZodDefault) s = s.unwrap() as z.ZodType;
+  return s instanceof z.ZodObject ? (s.shape as Record<string, unknown>) : null;
+}
+
+/**
+ * Maps `CAIRN_HOME` to `data_dir` and `CAIRN_<SECTION>_<KEY>` to `<section>.<key>` (e.g.
+ * `CAIRN_EMBEDDING_BASE_URL` → `embedding.base_url`). An unknown `CAIRN_*` variable is an error naming
+ * the nearest valid one: a misspelt setting must not be silently ignored.
+ */
+function envConfig(env: NodeJS.ProcessEnv, errors: string[]): { values: Record<string, unknown>; names: Map<string, string> } {
+  const known = knownEnvVars();
+  const values: Record<string, unknown> = {};
+  const names = new Map<string, string>();
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith('CAIRN_') || value === undefined) continue;
+    if (!known.has(name)) {
+      errors.push(`${name} is not a Cairn setting; did you mean ${nearestEnvVar(name, known)}?`);
+      continue;
+    }
+    const path = known.get(name);
+    if (!path || value === '') continue;
+    const [section, key] = path.split('.') as [string, string | undefined];
+    if (key === undefined) values[section] = value;
+    else ((values[section] ??= {}) as Record<string, unknown>)[key] = value;
+    names.set(path, name);
+  }
+  return { values, names };
+}
+
+/** The valid variable closest to a misspelt one: the same key in the one section that has it, else by edit distance. */
+function nearestEnvVar(name: string, known: Map<string, string | null>): string {
+  const rest = name.slice('CAIRN_'.length).toLowerCase();
+  if (rest === 'data_dir' || rest === 'data') return 'CAIRN_HOME';
+  const sameKey = [...known].filter(([, path]) => path?.endsWith(`.${rest}`));
+  if (sameKey.length === 1) return sameKey[0]![0];
+  let best = 'CAIRN_HOME';
+  let bestDistance = Infinity;
+  for (const candidate of known.keys()) {
+    const d = editDistance(name, candidate);
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row.push(Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/** Dotted paths of the plain values of a config (objects are walked, arrays are one value). */
+function leafPaths(value: Record<string, unknown>, prefix = ''): string[] {
+  return Object.entries(value).flatMap(([key, v]) => (isPlainObject(v) ? leafPaths(v, `${prefix}${key}.`) : [`${prefix}${key}`]));
+}
+
+/** True when `layer` sets `path` (or a value above it, such as a whole array). */
+function hasPath(layer: Record<string, unknown>, path: string): boolean {
+  let at: unknown = layer;
+  for (const key of path.split('.')) {
+    if (!isPlainObject(at) || at[key] === undefined) return false;
+    at = at[key];
+    if (!isPlainObject(at)) return true;
+  }
+  return true;
+}
+
+function stringOr(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
 function deepMerge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {

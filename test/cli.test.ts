@@ -110,8 +110,29 @@ describe('cairn search', () => {
     expect(cairn(dir, 'memories', 'list').stdout).toContain(id);
     expect(cairn(dir, 'memories', 'delete', id).code).toBe(0);
     const again = cairn(dir, 'memories', 'delete', id);
-    expect(again.code).toBe(1);
+    expect(again.code).toBe(2); // an id that does not exist is a usage mistake (README, "Exit codes")
     expect(again.stderr).toContain(`memory ${id} not found`);
     expect(cairn(dir, 'remember', 'x', '--type', 'wrong').code).not.toBe(0);
   });
+});
+
+describe('the bundled example', () => {
+  it('imports, extracts memories with the rules, and searches with each message’s own time', () => {
+    const dir = tempDir();
+    const example = join(import.meta.dirname, '..', 'examples', 'sample-conversation.jsonl');
+    expect(cairn(dir, 'import', example).stdout).toContain('imported 8 message(s)');
+    const flush = cairn(dir, 'flush');
+    expect(flush.code, flush.stderr).toBe(0);
+    expect(flush.stdout).toMatch(/with rules: [1-9]\d* memory\(ies\) stored/);
+    const memories = JSON.parse(cairn(dir, 'memories', 'list', '--json').stdout) as { content: string; type: string; sourceMessageIds: string[] }[];
+    expect(memories).toContainEqual(expect.objectContaining({ content: 'The user is vegetarian.', type: 'persona', sourceMessageIds: ['ex-3'] }));
+    expect(memories.map((m) => m.content)).toEqual(
+      expect.arrayContaining(['The quarterly report for the Berlin office is due on March 3rd.', '用户下周三要去上海见客户']),
+    );
+    const found = cairn(dir, 'search', 'memories', 'vegetarian').stdout;
+    expect(found).toContain('The user is vegetarian.');
+    const text = cairn(dir, 'search', 'conversations', 'vegetarian').stdout;
+    expect(text).toContain('Session: trip-planning [2026-01-10T09:01:10Z]');
+    expect(text).toContain('Session: trip-planning [2026-01-10T09:01:40Z]');
+   }, 120_000);
 });

@@ -1,4 +1,4 @@
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { freePort, runCli, runCliAsync, startServe, type ServeProcess } from './e2e-process.js';
@@ -14,6 +14,47 @@ afterEach(async () => {
 });
 
 describe('cairn knowledge', () => {
+  it('refuses a folder that yields nothing, saying which rules hid its files, and registers nothing', () => {
+    const data = harness.tempDir();
+    const root = harness.tempDir();
+    mkdirSync(join(root, 'dist'));
+    writeFileSync(join(root, 'dist', 'app.js'), 'export function main() {}\n');
+    writeFileSync(join(root, 'README.md'), '# app\n');
+    const added = runCli(['--data', data, 'knowledge', 'add', 'code', root]);
+    expect(added.code).toBe(2);
+    expect(added.stderr).toContain(`nothing to index in ${root}: no TypeScript or JavaScript files`);
+    expect(added.stderr).toContain('1 ignored (dist/ by the default rules)');
+    expect(added.stderr).toContain('!dir/');
+    expect(runCli(['--data', data, 'knowledge', 'list']).stdout).toMatch(/^No knowledge resources/);
+    // A .gitignore can re-include what the defaults leave out.
+    writeFileSync(join(root, '.gitignore'), '!dist/\n');
+    const again = runCli(['--data', data, 'knowledge', 'add', 'code', root]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(/ready \(1 file\(s\)/);
+   }, 120_000);
+
+  it('follows .gitignore files and reports every file it left out with the reason', () => {
+    const data = harness.tempDir();
+    const root = harness.tempDir();
+    for (const dir of ['src', 'src/generated', 'vendor']) mkdirSync(join(root, dir), { recursive: true });
+    writeFileSync(join(root, '.gitignore'), 'vendor/\n*.gen.ts\n');
+    writeFileSync(join(root, 'src', '.gitignore'), 'generated/\n');
+    writeFileSync(join(root, 'src', 'app.ts'), 'export function app(): number { return 1; }\n');
+    writeFileSync(join(root, 'src', 'schema.gen.ts'), 'export const schema = 1;\n');
+    writeFileSync(join(root, 'src', 'generated', 'api.ts'), 'export const api = 1;\n');
+    writeFileSync(join(root, 'vendor', 'lib.ts'), 'export const lib = 1;\n');
+    writeFileSync(join(root, 'src', 'big.ts'), `export const big = '${'x'.repeat(5000)}';\n`);
+    writeFileSync(join(root, 'src', 'blob.ts'), Buffer.from([0x65, 0x78, 0x00, 0xff, 0x00]));
+    const added = runCli(['--data', data, 'knowledge', 'add', 'code', root], { CAIRN_KNOWLEDGE_MAX_FILE_BYTES: '1000' });
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toMatch(/ready \(1 file\(s\)/);
+    const leftOut = added.stdout.split('\n').find((l) => l.startsWith('  left out: '));
+    expect(leftOut).toBe(
+      '  left out: 1 file(s) over knowledge.max_file_bytes (src/big.ts); 1 binary file(s) (src/blob.ts); ' +
+        '3 ignored (src/generated/ by src/.gitignore, src/schema.gen.ts by .gitignore, vendor/ by .gitignore)',
+    );
+   }, 120_000);
+
   it('add (waits, with the index built in a worker), list, sync incrementally, remove', () => {
     const data = harness.tempDir();
     const root = harness.copy('code');
@@ -33,15 +74,15 @@ describe('cairn knowledge', () => {
 
     expect(runCli(['--data', data, 'knowledge', 'remove', id]).stdout).toBe(`removed ${id}\n`);
     expect(runCli(['--data', data, 'knowledge', 'list']).stdout).toMatch(/^No knowledge resources/);
-  });
+   }, 120_000);
 
-  it('refuses a missing folder (exit 2) and an unknown id (exit 1) and registers nothing', () => {
+  it('refuses a missing folder and an unknown id (exit 2, usage mistakes) and registers nothing', () => {
     const data = harness.tempDir();
     const missing = runCli(['--data', data, 'knowledge', 'add', 'wiki', join(data, 'nope')]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/^cairn: cannot read .*nope/);
     const unknown = runCli(['--data', data, 'knowledge', 'sync', 'wiki-00000000']);
-    expect(unknown).toMatchObject({ code: 1, stderr: 'cairn: knowledge resource wiki-00000000 not found\n' });
+    expect(unknown).toMatchObject({ code: 2, stderr: 'cairn: knowledge resource wiki-00000000 not found\n' });
     expect(runCli(['--data', data, 'knowledge', 'add', 'pdf', data]).code).not.toBe(0);
     expect(runCli(['--data', data, 'knowledge', 'list', '--json']).stdout).toBe('[]\n');
   });

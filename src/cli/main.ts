@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-import { buildProgram, reportAndExit } from './program.js';
+import { exitQuietlyOnBrokenPipe, reportAndExit } from './exit.js';
+import { buildProgram } from './program.js';
 
+exitQuietlyOnBrokenPipe();
 buildProgram()
   .parseAsync(process.argv)
   .catch((err: unknown) => reportAndExit(err));

@@ -4,7 +4,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { CairnError, describeError } from '../errors.js';
 import type { KnowledgeFileRecord, KnowledgeType } from '../store/store.js';
 import { isCodePath } from './code-graph.js';
-import { readFolderFile, scanFolder, skipsDirectory } from './scan-folder.js';
+import { isText, readFolderFile, scanFolder, type IgnoredEntry } from './scan-folder.js';
 import { parseWikiFile } from './wiki.js';
 
 /** One sync of one resource, as sent to the indexing worker (plain data, structured-cloneable). */
@@ -29,6 +29,12 @@ export type IndexJobResult = {
   unchanged: number;
   /** Files over the size limit, left out of the index. */
   skipped: string[];
+  /** Files that are not text: left out of a code graph; kept by a wiki as raw files, not searchable. */
+  binary: string[];
+  /** Entries the ignore rules left out (defaults and `.gitignore`); a directory counts once. */
+  ignored: IgnoredEntry[];
+  /** Files of a kind the resource does not index (in a code graph, anything but TypeScript/JavaScript). */
+  otherFiles: number;
 };
 
 /** Files indexed so far out of those that changed. */
@@ -44,14 +50,12 @@ const YIELD_EVERY = 16;
  */
 export async function runIndexJob(job: IndexJob, onProgress?: (progress: IndexProgress) => void): Promise<IndexJobResult> {
   await requireFolder(job.root);
-  const entries = await scanFolder(job.root, {
-    include: job.type === 'code' ? isCodePath : () => true,
-    skipDir: skipsDirectory(job.type),
-    maxFiles: job.maxFiles,
-  });
+  const scan = await scanFolder(job.root, { include: job.type === 'code' ? isCodePath : () => true, type: job.type, maxFiles: job.maxFiles });
+  const entries = scan.files;
   const force = new Set(job.force);
   const present = new Set<string>();
   const skipped: string[] = [];
+  const binary: string[] = [];
   const changed: { path: string; size: number; mtimeMs: number; hash: string; bytes: Buffer }[] = [];
   const contents = new Map<string, string>();
   let unchanged = 0;
@@ -66,6 +70,10 @@ export async function runIndexJob(job: IndexJob, onProgress?: (progress: IndexPr
       bytes = await readFolderFile(job.root, entry.path);
     } catch {
       continue; // Deleted between the scan and the read: the next sync sees it gone.
+    }
+    if (!isText(bytes)) {
+      binary.push(entry.path);
+      if (job.type === 'code') continue;
     }
     present.add(entry.path);
     const hash = createHash('sha256').update(bytes).digest('hex');
@@ -99,7 +107,7 @@ export async function runIndexJob(job: IndexJob, onProgress?: (progress: IndexPr
       if (data) upserts.push({ path: file.path, hash: file.hash, size: file.size, mtimeMs: file.mtimeMs, data: JSON.stringify(data) });
     }
   }
-  return { upserts, deletes, added, unchanged, skipped };
+  return { upserts, deletes, added, unchanged, skipped, binary, ignored: scan.ignored, otherFiles: scan.otherFiles };
 }
 
 async function requireFolder(root: string): Promise<void> {

@@ -8,7 +8,7 @@ import { CodeGraph, isCodePath, type CodeFileData } from './code-graph.js';
 import { FolderWatcher } from './folder-watcher.js';
 import { IndexRunner } from './index-runner.js';
 import type { IndexJobResult, IndexProgress } from './indexer.js';
-import { skipsDirectory } from './scan-folder.js';
+import { skipsDirectory, type IgnoredEntry } from './scan-folder.js';
 import { notReadyAnswer, paramsJsonSchema, toolsOf, type KnowledgeTool } from './tools.js';
 import { WikiIndex, type WikiFileData } from './wiki.js';
 
@@ -42,6 +42,12 @@ export type SyncReport = {
   unchanged: number;
   /** Files over the size limit. */
   skipped: string[];
+  /** Files that are not text (a code graph leaves them out; a wiki keeps them as raw files). */
+  binary: string[];
+  /** Entries the ignore rules left out (defaults and `.gitignore`; a directory counts once). */
+  ignored: IgnoredEntry[];
+  /** Files of a kind the resource does not index. */
+  otherFiles: number;
   durationMs: number;
   error: string | null;
 };
@@ -307,7 +313,7 @@ export class KnowledgeRegistry {
     const started = performance.now();
     const record = await this.store.getKnowledgeResource(id);
     if (!record) return;
-    const report: SyncReport = { at: new Date().toISOString(), reindexed: [], removed: [], unchanged: 0, skipped: [], durationMs: 0, error: null };
+    const report: SyncReport = { at: new Date().toISOString(), reindexed: [], removed: [], unchanged: 0, skipped: [], binary: [], ignored: [], otherFiles: 0, durationMs: 0, error: null };
     try {
       let result = await this.index(record, []);
       let applied = await this.apply(record, result, report, 'first');
@@ -357,6 +363,9 @@ export class KnowledgeRegistry {
     report.removed.push(...result.deletes);
     report.unchanged = pass === 'first' ? result.unchanged : report.unchanged - fresh.length;
     report.skipped = result.skipped;
+    report.binary = result.binary;
+    report.ignored = result.ignored;
+    report.otherFiles = result.otherFiles;
     return this.store.applyKnowledgeSync(record.id, { upserts: result.upserts, deletes: result.deletes, patch: {} });
   }
 
@@ -401,6 +410,8 @@ export class KnowledgeRegistry {
   /** Whether a changed path can change the index (hidden files and skipped folders cannot). */
   private relevant(type: KnowledgeType, path: string): boolean {
     const parts = path.split('/');
+    // A changed .gitignore changes what is indexed.
+    if (parts[parts.length - 1] === '.gitignore') return true;
     if (parts.some(skipsDirectory(type))) return false;
     const last = parts[parts.length - 1]!;
     // A name without an extension may be a folder that was renamed or removed.

@@ -1,57 +1,123 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
+import ignore, { type Ignore } from 'ignore';
 import { CairnError, describeError } from '../errors.js';
 
 /** One file found under a resource's root; `path` is relative, with `/` separators. */
 export type FolderEntry = { path: string; size: number; mtimeMs: number };
 
 /** Directories never indexed, besides hidden ones (`.git`, `.cache`, …). */
-const IGNORED_DIRS: ReadonlySet<string> = new Set(['node_modules', '__pycache__']);
+const IGNORED_DIRS: readonly string[] = ['node_modules', '__pycache__'];
 /** Build output, skipped in code graphs only (a wiki may legitimately hold a `build/` page folder). */
-const IGNORED_CODE_DIRS: ReadonlySet<string> = new Set(['dist', 'build', 'out', 'coverage']);
+const IGNORED_CODE_DIRS: readonly string[] = ['dist', 'build', 'out', 'coverage'];
 
-/** Which directory names a resource never indexes nor watches: hidden ones, dependencies and, for code, build output. */
+/** Which directory names a resource never watches: hidden ones, dependencies and, for code, build output. */
 export function skipsDirectory(type: 'wiki' | 'code'): (name: string) => boolean {
-  return (name) => name.startsWith('.') || IGNORED_DIRS.has(name) || (type === 'code' && IGNORED_CODE_DIRS.has(name));
+  const dirs = new Set([...IGNORED_DIRS, ...(type === 'code' ? IGNORED_CODE_DIRS : [])]);
+  return (name) => name.startsWith('.') || dirs.has(name);
+}
+
+/**
+ * The ignore rules every resource starts with, in `.gitignore` syntax (hidden entries are skipped
+ * besides); a folder's own `.gitignore` files add to them and may re-include one (`!dist/`).
+ */
+export function defaultIgnoreRules(type: 'wiki' | 'code'): string[] {
+  return [...IGNORED_DIRS, ...(type === 'code' ? IGNORED_CODE_DIRS : [])].map((name) => `${name}/`);
 }
 
 export type ScanOptions = {
   /** Keep a file when this returns true (called with the relative path). */
   include: (path: string) => boolean;
-  /** Directories (by name) not to enter. */
-  skipDir: (name: string) => boolean;
+  /** The resource type, which chooses the {@link defaultIgnoreRules}. */
+  type: 'wiki' | 'code';
   /** Refuse folders with more matching files than this. */
   maxFiles: number;
 };
 
-/** Every matching regular file under `root`, sorted by path. Symlinks are not followed (no cycles, no escaping the root). */
-export async function scanFolder(root: string, options: ScanOptions): Promise<FolderEntry[]> {
-  const out: FolderEntry[] = [];
-  const walk = async (dir: string): Promise<void> => {
+/** What a scan left out by the ignore rules: a directory counts once (`dist/`), with the rules file that ignored it. */
+export type IgnoredEntry = { path: string; rule: 'default' | string };
+
+export type ScanResult = {
+  files: FolderEntry[];
+  /** Entries left out by the ignore rules (directories end with `/`). */
+  ignored: IgnoredEntry[];
+  /** Files not ignored but of a kind the resource does not index (a code graph's README.md). */
+  otherFiles: number;
+};
+
+/** A `.gitignore` in effect below `base` (`''` is the root; `ignore` matches paths relative to its own folder). */
+type Rules = { base: string; matcher: Ignore; source: string };
+
+/**
+ * Every matching regular file under `root`, sorted by path, minus what the ignore rules leave out (the
+ * defaults, then each `.gitignore` from the root down, a deeper one overriding). Symlinks are not
+ * followed (no cycles, no escaping the root).
+ */
+export async function scanFolder(root: string, options: ScanOptions): Promise<ScanResult> {
+  const files: FolderEntry[] = [];
+  const ignored: IgnoredEntry[] = [];
+  let otherFiles = 0;
+  const defaults: Rules = { base: '', matcher: ignore().add(defaultIgnoreRules(options.type)), source: 'default' };
+  const walk = async (dir: string, inherited: Rules[]): Promise<void> => {
     let entries;
     try {
       entries = await readdir(dir, { withFileTypes: true });
     } catch (err) {
       throw new CairnError('invalid_input', `cannot read folder ${dir}: ${describeError(err)}`, { cause: err });
     }
+    const base = relative(root, dir).split(sep).join('/');
+    const rules = entries.some((e) => e.name === '.gitignore' && e.isFile()) ? [...inherited, await gitignoreRules(dir, base, root)] : inherited;
     for (const entry of entries) {
-      if (entry.name.startsWith('.')) continue;
+      // Hidden entries (`.git`, `.env`, `.gitignore` itself) are never indexed, whatever the rules say.
+      if (entry.name.startsWith('.') || (!entry.isDirectory() && !entry.isFile())) continue;
       const full = join(dir, entry.name);
+      const path = base === '' ? entry.name : `${base}/${entry.name}`;
+      const by = ignoredBy(rules, entry.isDirectory() ? `${path}/` : path);
+      if (by !== null) {
+        ignored.push({ path: entry.isDirectory() ? `${path}/` : path, rule: by });
+        continue;
+      }
       if (entry.isDirectory()) {
-        if (!options.skipDir(entry.name)) await walk(full);
-      } else if (entry.isFile()) {
-        const path = relative(root, full).split(sep).join('/');
-        if (!options.include(path)) continue;
-        const info = await stat(full);
-        out.push({ path, size: info.size, mtimeMs: info.mtimeMs });
-        if (out.length > options.maxFiles) {
-          throw new CairnError('invalid_input', `${root} holds more than ${options.maxFiles} indexable files; index a smaller folder`);
-        }
+        await walk(full, rules);
+        continue;
+      }
+      if (!options.include(path)) {
+        otherFiles++;
+        continue;
+      }
+      const info = await stat(full);
+      files.push({ path, size: info.size, mtimeMs: info.mtimeMs });
+      if (files.length > options.maxFiles) {
+        throw new CairnError('invalid_input', `${root} holds more than ${options.maxFiles} indexable files; index a smaller folder`);
       }
     }
   };
-  await walk(root);
-  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  await walk(root, [defaults]);
+  files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  return { files, ignored, otherFiles };
+}
+
+async function gitignoreRules(dir: string, base: string, root: string): Promise<Rules> {
+  const file = join(dir, '.gitignore');
+  const text = await readFile(file, 'utf8').catch(() => '');
+  return { base, matcher: ignore().add(text), source: relative(root, file).split(sep).join('/') };
+}
+
+/** Which rules file ignores `path` (a directory ends with `/`), or null: the last one with a matching rule decides, as in git. */
+function ignoredBy(rules: readonly Rules[], path: string): string | null {
+  let by: string | null = null;
+  for (const r of rules) {
+    const local = r.base === '' ? path : path.startsWith(`${r.base}/`) ? path.slice(r.base.length + 1) : null;
+    if (local === null || local === '') continue;
+    // `ignore` answers "ignored" for anything under an ignored folder; the walk only reaches folders the
+    // rules as a whole kept (`!dist/` after `dist/`), so only a rule about the entry itself counts here.
+    const parent = local.slice(0, local.lastIndexOf('/', local.length - 2) + 1);
+    if (parent !== '' && r.matcher.test(parent).ignored) continue;
+    const result = r.matcher.test(local);
+    if (result.ignored) by = r.source;
+    else if (result.unignored) by = null;
+  }
+  return by;
 }
 
 /** The bytes of an indexed file; `path` must come from the index (never straight from a caller). */

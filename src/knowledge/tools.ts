@@ -191,6 +191,8 @@ export const CODE_TOOLS: readonly KnowledgeTool<CodeGraph>[] = [
           removed: ctx.lastSync.removed,
           unchanged: ctx.lastSync.unchanged,
           skipped: ctx.lastSync.skipped,
+          binary: ctx.lastSync.binary,
+          ignored: ctx.lastSync.ignored.length,
           duration_ms: ctx.lastSync.durationMs,
           error: ctx.lastSync.error,
         }

@@ -14,6 +14,21 @@ const CASES: { rule: string; text: string; content: string; type: string }[] = [
   { rule: 'en.always-never', text: 'Never use emojis in your replies.', content: 'Never use emojis in your replies.', type: 'instruction' },
   { rule: 'en.habit', text: 'I usually go running before work.', content: 'The user usually goes running before work.', type: 'persona' },
   { rule: 'en.remember', text: "Remember that my sister's birthday is on May 3.", content: "The user's sister's birthday is on May 3.", type: 'episodic' },
+  { rule: 'en.diet', text: "Yes, refugios please. I'm vegetarian, so the hut meals need to work for me.", content: 'The user is vegetarian.', type: 'persona' },
+  { rule: 'en.allergy', text: 'I am severely allergic to peanuts.', content: 'The user is allergic to peanuts.', type: 'persona' },
+  {
+    rule: 'en.plan',
+    text: "I'm planning a hiking trip to Patagonia in February with my sister Ana.",
+    content: 'The user is planning a hiking trip to Patagonia in February with their sister Ana.',
+    type: 'episodic',
+  },
+  {
+    rule: 'en.remind',
+    text: 'Remind me that the quarterly report for the Berlin office is due on March 3rd.',
+    content: 'The quarterly report for the Berlin office is due on March 3rd.',
+    type: 'episodic',
+  },
+  { rule: 'zh.plan', text: '下周三我要去上海见客户，帮我准备会议材料。', content: '用户下周三要去上海见客户', type: 'episodic' },
   { rule: 'zh.name', text: '你好，我叫小明。', content: '用户的名字是小明', type: 'persona' },
   { rule: 'zh.favorite', text: '我最喜欢的颜色是蓝色。', content: '用户最喜欢的颜色是蓝色', type: 'persona' },
   { rule: 'zh.dislike', text: '我特别讨厌香菜。', content: '用户特别讨厌香菜', type: 'persona' },
@@ -57,9 +72,17 @@ describe('rule extractor', () => {
       '我爱你。',
       '以后再说吧。',
       'Can you always double check?',
+      "I'm not vegetarian.",
+      "I'm planning what to say to him.",
+      'Remind me tomorrow?',
     ]) {
       expect(extractByRules(text), text).toEqual([]);
     }
+  });
+
+  it('reads reminders to do something and allergies as the user would say them', () => {
+    expect(extractByRules('Please remind me to renew my passport.').map((h) => [h.content, h.type])).toEqual([['Remind the user to renew their passport.', 'persona']]);
+    expect(extractByRules("I'm a vegan and I'm lactose intolerant.").map((h) => h.content)).toEqual(['The user is vegan.', 'The user is lactose intolerant.']);
   });
 
   it('marks single-valued facts with a slot shared across languages', () => {

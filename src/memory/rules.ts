@@ -18,6 +18,10 @@ const EN_OBJECT = `(.{2,200}?)(?=$|[;:()]|,\\s*(?:but|and|so|because|though|alth
 const ZH_OBJECT = '([^，,；;。！？!?：:（）()]{1,100})';
 const NAME = "(\\p{Lu}[\\p{L}'’-]*(?:\\s+\\p{Lu}[\\p{L}'’-]*){0,3})";
 const ZH_ADVERB = '(很|非常|特别|最|也|真的|超|一直|更)?';
+/** Diets and conditions stated as "I'm …" that say who the user is. */
+const DIETS = "vegetarian|vegan|pescatarian|pescetarian|gluten[- ]free|lactose[- ]intolerant|coeliac|celiac|diabetic|kosher|halal|teetotal|sober";
+/** A time word that may open a Chinese plan ("下周三我要去上海"). */
+const ZH_WHEN = '今天|明天|后天|今晚|明早|下周[一二三四五六日天末]?|下个?月|下星期[一二三四五六日天]?|周[一二三四五六日末]|星期[一二三四五六日天]|月底|年底|明年';
 const PRONOUN_ONLY = /^(?:it|that|this|them|you|him|her|those|these|one|so|too)(?:\s+(?:a lot|so much|very much|too|as well|more))?$/i;
 const ZH_PRONOUN_ONLY = /^(?:你|他|她|它|这|那|这个|那个|你们|他们|她们|它们)(?:了|啊|呀|哦|吧)?$/u;
 const TEMPORAL =
@@ -86,6 +90,26 @@ export const RULES: readonly Rule[] = [
     build: (m) => ({ content: `The user lives in ${thirdPerson(m[1]!)}.`, type: 'persona', priority: 80 }),
   },
   {
+    id: 'en.diet',
+    pattern: new RegExp(`\\bI(?:'m|’m| am)\\s+(?:(?:a|now|strictly|fully|also)\\s+)*(${DIETS})\\b`, 'giu'),
+    build: (m) => ({ content: `The user is ${m[1]!.toLowerCase()}.`, type: 'persona', priority: 85 }),
+  },
+  {
+    id: 'en.allergy',
+    pattern: new RegExp(`\\bI(?:'m|’m| am)\\s+(?:(?:very|severely|really|also)\\s+)?(allergic to|intolerant to|intolerant of)\\s+${EN_OBJECT}`, 'giu'),
+    build: (m) => objectFact(`is ${m[1]!.toLowerCase()}`, m[2]!, 85),
+  },
+  {
+    id: 'en.plan',
+    pattern: new RegExp(`\\bI(?:'m|’m| am)\\s+(planning|organi[sz]ing|booking)\\s+${EN_OBJECT}`, 'giu'),
+    build: (m) => {
+      const clean = tidy(m[2]!);
+      // "I'm planning a trip", "… to move": a plan; "I'm planning what to say" is not one.
+      if (!clean || !/^(?:a|an|my|our|to)\s/i.test(clean)) return null;
+      return { content: `The user is ${m[1]!.toLowerCase()} ${thirdPerson(clean)}.`, type: 'episodic', priority: 70 };
+    },
+  },
+  {
     id: 'en.from-now-on',
     pattern: new RegExp(`^(?:please\\s+)?(?:from now on|going forward|from here on(?: out)?|henceforth|in future|in the future)\\s*,?\\s+${EN_OBJECT}`, 'giu'),
     build: (m) => instruction(`From now on, ${userPerson(m[1]!)}`, 90),
@@ -99,6 +123,11 @@ export const RULES: readonly Rule[] = [
     id: 'en.habit',
     pattern: new RegExp(`\\bI\\s+(always|never|usually|often)\\s+${EN_OBJECT}`, 'giu'),
     build: (m) => ({ content: `The user ${m[1]!.toLowerCase()} ${thirdPersonVerb(thirdPerson(m[2]!))}.`, type: 'persona', priority: 60 }),
+  },
+  {
+    id: 'en.remind',
+    pattern: new RegExp(`^(?:please\\s+)?(?:can you\\s+|could you\\s+)?remind me\\s+(that|to|about)\\s+${EN_OBJECT}`, 'giu'),
+    build: (m) => remembered(m[1]!.toLowerCase() === 'that' ? capitalize(userPerson(m[2]!)) : `Remind the user ${m[1]!.toLowerCase()} ${thirdPerson(m[2]!)}`),
   },
   {
     id: 'en.remember',
@@ -139,6 +168,11 @@ export const RULES: readonly Rule[] = [
     id: 'zh.location',
     pattern: new RegExp(`我(?:现在)?(?:住在|家在|定居在)${ZH_OBJECT}`, 'gu'),
     build: (m) => ({ content: `用户住在${zhUser(m[1]!)}`, type: 'persona', priority: 80 }),
+  },
+  {
+    id: 'zh.plan',
+    pattern: new RegExp(`(${ZH_WHEN})?我(?:${ZH_WHEN})?(要|打算|计划|准备|将要)(去|到|飞|回)${ZH_OBJECT}`, 'gu'),
+    build: (m) => ({ content: `用户${m[1] ?? ''}${m[2]}${m[3]}${zhUser(m[4]!)}`, type: 'episodic', priority: 70 }),
   },
   {
     id: 'zh.from-now-on',
