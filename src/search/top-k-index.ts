@@ -307,58 +307,79 @@ export class TopKIndex {
     const inQueryOrder = queryOrder(byBound);
     const cursor = new Int32Array(m);
     const found = new Float64Array(m);
-    // Per non-essential term, the block that holds or follows the current document.
+    // Per non-essential term: the block that holds or follows the current document, and that block's
+    // bound when it spans the current document (-1 when it does not: the term is then absent).
     const blockCursor = new Int32Array(m);
-    let nonEssential = 0;
-    // Bound of a document holding every non-essential term, split as the score is (see combine()).
+    const neBlock = new Float64Array(m);
+    // The non-essential block bounds summed as the score is (see combine()), valid below `neUntil`.
+    let neUntil = -1;
     let neCoordSum = 0;
     let neCoordCount = 0;
     let neOtherSum = 0;
+    // Per essential term, the block whose bound `essentialBlock` holds.
+    const essentialBlockAt = new Int32Array(m).fill(-1);
+    const essentialBlock = new Float64Array(m);
+    let nonEssential = 0;
+    // Bound of a document holding every non-essential term (whole-list bounds), split as the score is.
+    let allCoordSum = 0;
+    let allCoordCount = 0;
+    let allOtherSum = 0;
     const extendNonEssential = (): void => {
       while (nonEssential < m && top.full) {
         const t = byBound[nonEssential]!;
-        const coordSum = neCoordSum + (t.coordinated ? t.bound : 0);
-        const coordCount = neCoordCount + (t.coordinated ? 1 : 0);
-        const otherSum = neOtherSum + (t.coordinated ? 0 : t.bound);
+        const coordSum = allCoordSum + (t.coordinated ? t.bound : 0);
+        const coordCount = allCoordCount + (t.coordinated ? 1 : 0);
+        const otherSum = allOtherSum + (t.coordinated ? 0 : t.bound);
         if ((coordCount * coordSum + otherSum) * BOUND_SLACK >= top.threshold) return;
-        neCoordSum = coordSum;
-        neCoordCount = coordCount;
-        neOtherSum = otherSum;
+        allCoordSum = coordSum;
+        allCoordCount = coordCount;
+        allOtherSum = otherSum;
         nonEssential++;
+        neUntil = -1;
       }
     };
+    extendNonEssential();
+    // The postings as flat arrays, so the walk below loads no object fields.
+    const datas = byBound.map((t) => t.postings.data);
+    const lengthOf = Int32Array.from(byBound, (t) => t.postings.length);
+    const idfs = Float64Array.from(byBound, (t) => t.idf);
+    const coordinated = Uint8Array.from(byBound, (t) => (t.coordinated ? 1 : 0));
+    const lengths = this.lengths;
     for (;;) {
       if (nonEssential === m) return;
       // The next document: the smallest current one among the essential terms' postings.
       let doc = Infinity;
       for (let i = nonEssential; i < m; i++) {
-        const t = byBound[i]!;
         const c = cursor[i]!;
-        if (c < t.postings.length) doc = Math.min(doc, t.postings.data[c * 2]!);
-      }
-      if (doc === Infinity) return;
-      if (top.full) {
-        const ne = this.nonEssentialBlockBound(byBound, blockCursor, nonEssential, doc, avgLength);
-        const skipTo = Math.min(ne.until, this.blockSkip(byBound, cursor, nonEssential, doc, top.threshold, ne.coordSum, ne.coordCount, ne.otherSum, avgLength));
-        if (skipTo > doc) {
-          // No document before `skipTo` can rank: move every essential cursor that is behind it.
-          for (let i = nonEssential; i < m; i++) cursor[i] = seek(byBound[i]!.postings, cursor[i]!, skipTo);
-          continue;
+        if (c < lengthOf[i]!) {
+          const at = datas[i]![c * 2]!;
+          if (at < doc) doc = at;
         }
       }
+      if (doc === Infinity) return;
+      // Non-essential terms count their block bounds until probed (none while the top k fills up).
+      if (nonEssential > 0 && doc >= neUntil) {
+        const ne = this.nonEssentialBlockBound(byBound, blockCursor, neBlock, nonEssential, doc, avgLength);
+        neUntil = ne.until;
+        neCoordSum = ne.coordSum;
+        neCoordCount = ne.coordCount;
+        neOtherSum = ne.otherSum;
+      }
+      let coordSum = nonEssential > 0 ? neCoordSum : 0;
+      let coordCount = nonEssential > 0 ? neCoordCount : 0;
+      let otherSum = nonEssential > 0 ? neOtherSum : 0;
+      // The essential terms on `doc`, scored exactly (the cursors stay on `doc` for the block check).
+      // The same operations as termScore(), so every path gives the same floating-point score.
+      const norm = BM25_K1 * (1 - BM25_B + (BM25_B * lengths[doc]!) / avgLength);
       found.fill(-1);
-      let coordSum = neCoordSum;
-      let coordCount = neCoordCount;
-      let otherSum = neOtherSum;
-      const length = this.lengths[doc]!;
       for (let i = nonEssential; i < m; i++) {
-        const t = byBound[i]!;
         const c = cursor[i]!;
-        if (c < t.postings.length && t.postings.data[c * 2] === doc) {
-          const s = termScore(t.idf, unpackFreq(t.postings.data[c * 2 + 1]!), length, avgLength);
+        const data = datas[i]!;
+        if (c < lengthOf[i]! && data[c * 2] === doc) {
+          const freq = unpackFreq(data[c * 2 + 1]!);
+          const s = (idfs[i]! * (freq * (BM25_K1 + 1))) / (freq + norm);
           found[i] = s;
-          cursor[i] = c + 1;
-          if (t.coordinated) {
+          if (coordinated[i] === 1) {
             coordSum += s;
             coordCount++;
           } else {
@@ -366,22 +387,39 @@ export class TopKIndex {
           }
         }
       }
-      // Probe the non-essential terms, highest bound first, while the document can still rank.
-      let alive = !top.full || (coordCount * coordSum + otherSum) * BOUND_SLACK >= top.threshold;
+      if (top.full && (coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) {
+        // `doc` cannot rank; the block bounds may show that none can before a later document either.
+        const skipTo =
+          nonEssential > 0
+            ? Math.min(neUntil, this.blockSkip(byBound, cursor, essentialBlockAt, essentialBlock, nonEssential, doc, top.threshold, neCoordSum, neCoordCount, neOtherSum, avgLength))
+            : this.blockSkip(byBound, cursor, essentialBlockAt, essentialBlock, nonEssential, doc, top.threshold, 0, 0, 0, avgLength);
+        const target = Math.max(skipTo, doc + 1);
+        for (let i = nonEssential; i < m; i++) cursor[i] = seek(byBound[i]!.postings, cursor[i]!, target);
+        continue;
+      }
+      for (let i = nonEssential; i < m; i++) if (found[i]! >= 0) cursor[i]!++;
+      // Probe the non-essential terms whose block spans the document, highest bound first, while it can still rank.
+      let alive = true;
       for (let i = nonEssential - 1; i >= 0 && alive; i--) {
-        const t = byBound[i]!;
-        const c = seek(t.postings, cursor[i]!, doc);
+        const bound = neBlock[i]!;
+        if (bound < 0) continue;
+        const c = seek(byBound[i]!.postings, cursor[i]!, doc);
         cursor[i] = c;
-        const holds = c < t.postings.length && t.postings.data[c * 2] === doc;
-        const s = holds ? termScore(t.idf, unpackFreq(t.postings.data[c * 2 + 1]!), length, avgLength) : 0;
-        if (holds) found[i] = s;
-        if (t.coordinated) {
-          coordSum += s - t.bound;
+        const data = datas[i]!;
+        const holds = c < lengthOf[i]! && data[c * 2] === doc;
+        let s = 0;
+        if (holds) {
+          const freq = unpackFreq(data[c * 2 + 1]!);
+          s = (idfs[i]! * (freq * (BM25_K1 + 1))) / (freq + norm);
+          found[i] = s;
+        }
+        if (coordinated[i] === 1) {
+          coordSum += s - bound;
           if (!holds) coordCount--;
         } else {
-          otherSum += s - t.bound;
+          otherSum += s - bound;
         }
-        if (top.full && (coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) alive = false;
+        if ((coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) alive = false;
       }
       if (!alive) continue;
       const score = combine(byBound, found, inQueryOrder);
@@ -397,6 +435,7 @@ export class TopKIndex {
   private nonEssentialBlockBound(
     byBound: readonly QueryTerm[],
     blockCursor: Int32Array,
+    neBlock: Float64Array,
     nonEssential: number,
     doc: number,
     avgLength: number,
@@ -414,6 +453,7 @@ export class TopKIndex {
       let b = blockCursor[i]!;
       while (b < count && list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! < doc) b++;
       blockCursor[i] = b;
+      neBlock[i] = -1;
       if (b === count) continue;
       const first = list.data[b * size * 2]!;
       if (first > doc) {
@@ -423,6 +463,7 @@ export class TopKIndex {
       const last = list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! + 1;
       if (last < until) until = last;
       const s = blocks === undefined ? t.bound : termScore(t.idf, blocks.maxFreq[b]!, blocks.minLength[b]!, avgLength);
+      neBlock[i] = s;
       if (t.coordinated) {
         coordSum += s;
         coordCount++;
@@ -443,6 +484,8 @@ export class TopKIndex {
   private blockSkip(
     byBound: readonly QueryTerm[],
     cursor: Int32Array,
+    blockAt: Int32Array,
+    blockBound: Float64Array,
     nonEssential: number,
     doc: number,
     threshold: number,
@@ -462,8 +505,12 @@ export class TopKIndex {
         continue;
       }
       const block = c >> this.blockShift;
-      const blocks = t.postings.blocks;
-      const s = blocks === undefined ? t.bound : termScore(t.idf, blocks.maxFreq[block]!, blocks.minLength[block]!, avgLength);
+      if (blockAt[i] !== block) {
+        const blocks = t.postings.blocks;
+        blockBound[i] = blocks === undefined ? t.bound : termScore(t.idf, blocks.maxFreq[block]!, blocks.minLength[block]!, avgLength);
+        blockAt[i] = block;
+      }
+      const s = blockBound[i]!;
       if (t.coordinated) {
         coordSum += s;
         coordCount++;
