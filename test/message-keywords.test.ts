@@ -161,6 +161,29 @@ describe('message postings snapshot', () => {
   });
 });
 
+describe('postings of a small scope the writer never searched', () => {
+  it('are not kept by the writer, and are read from the rows by the first search', async () => {
+    const path = tempDb();
+    const writer = SqliteStore.open({ path });
+    await writer.addMessages([message(alice, 'a1', 'heron by the river')]);
+    expect(await search(writer, alice, 'heron')).toEqual(['a1']);
+    await writer.addMessages([message(bob, 'b1', 'heron nest', 's1'), message(alice, 'a2', 'grey heron', 's2')]);
+    await writer.addMessages([message(bob, 'b2', 'heron chicks', 's1')]);
+    await writer.close();
+    const raw = new Database(path, { readonly: true });
+    const snapshotOf = raw.prepare('SELECT last_seq FROM message_postings WHERE user_id = ?').pluck();
+    // Alice was searched, so her postings were kept and saved on close; Bob's never were.
+    expect(snapshotOf.get('alice')).toBe(3);
+    expect(snapshotOf.get('bob')).toBeUndefined();
+    const next = SqliteStore.open({ path });
+    expect((await search(next, bob, 'heron')).sort()).toEqual(['b1', 'b2']);
+    expect((await search(next, alice, 'heron')).sort()).toEqual(['a1', 'a2']);
+    await next.close();
+    expect(snapshotOf.get('bob')).toBe(4);
+    raw.close();
+  });
+});
+
 describe('message postings snapshot damage', () => {
   it('rebuilds from the rows when the snapshot cannot be read', async () => {
     const path = tempDb();

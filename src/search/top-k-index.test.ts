@@ -59,7 +59,7 @@ const corpus = fc.array(fc.record({ terms: fc.array(word, { maxLength: 12 }), co
 const blockSize = fc.constantFrom(1, 2, 4, 8, 64);
 
 function build(raw: { terms: string[]; context: string[] }[], gaps: number[] = [], size?: number): { index: TopKIndex; docs: Doc[] } {
-  const index = new TopKIndex({ blockSize: size });
+  const index = new TopKIndex({ blockSize: size, windowSize: size === undefined ? undefined : size * 2 });
   let seq = 0;
   const docs = raw.map((d, i) => {
     seq += 1 + (gaps[i % Math.max(1, gaps.length)] ?? 0);
@@ -155,7 +155,7 @@ describe('TopKIndex', () => {
       docs.push({ seq, terms, context: [] });
     }
     for (const size of [4, 64]) {
-      const index = new TopKIndex({ blockSize: size });
+      const index = new TopKIndex({ blockSize: size, windowSize: size === undefined ? undefined : size * 2 });
       for (const d of docs) index.add(d.seq, d.terms, d.context);
       for (const query of [['common', 'rare'], ['rare', 'common', 'filler'], ['common']]) {
         expectSameRanking(index.search(query, 3), exactTopK(docs, query, 3, index.ownStats()));

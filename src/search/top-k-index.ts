@@ -32,6 +32,12 @@ type Blocks = { maxFreq: Float64Array; minLength: Int32Array };
 /** Postings per block by default: small enough to skip common terms in long runs, large enough to be cheap. */
 export const DEFAULT_BLOCK_SIZE = 64;
 
+/** Documents per window of the top-k walk: the essential terms' scores of a window are summed term at a time. */
+export const DEFAULT_WINDOW_SIZE = 4096;
+
+/** Document lengths (tokens) whose BM25 normalisation a query computes once; longer ones are computed per posting. */
+const NORM_TABLE_SIZE = 1024;
+
 /** Frequencies are packed as `own × 2^12 + context`; a count beyond 4095 saturates. */
 const FREQ_SHIFT = 4096;
 const FREQ_MAX = FREQ_SHIFT - 1;
@@ -66,7 +72,12 @@ export class TopKIndex {
   readonly blockSize: number;
   private readonly blockShift: number;
 
-  constructor(options: { blockSize?: number } = {}) {
+  /** Documents per window of the top-k walk (see maxScore). */
+  readonly windowSize: number;
+
+  constructor(options: { blockSize?: number; windowSize?: number } = {}) {
+    this.windowSize = options.windowSize ?? DEFAULT_WINDOW_SIZE;
+    if (!Number.isInteger(this.windowSize) || this.windowSize < 1) throw new Error(`TopKIndex: window size ${this.windowSize} is not a positive whole number`);
     const size = options.blockSize ?? DEFAULT_BLOCK_SIZE;
     if (!Number.isInteger(Math.log2(size)) || size < 1) throw new Error(`TopKIndex: block size ${size} is not a power of two`);
     this.blockSize = size;
@@ -305,87 +316,153 @@ export class TopKIndex {
     const m = query.length;
     const byBound = [...query].sort((a, b) => a.bound - b.bound);
     const inQueryOrder = queryOrder(byBound);
+    // The postings as flat arrays, so the walk below loads no object fields.
+    const datas = byBound.map((t) => t.postings.data);
+    const lengthOf = Int32Array.from(byBound, (t) => t.postings.length);
+    const idfs = Float64Array.from(byBound, (t) => t.idf);
+    const coordinated = Uint8Array.from(byBound, (t) => (t.coordinated ? 1 : 0));
+    const lengths = this.lengths;
+    // BM25's length normalisation per document length, computed once per query for the usual lengths.
+    const norms = new Float64Array(NORM_TABLE_SIZE);
+    for (let length = 0; length < NORM_TABLE_SIZE; length++) norms[length] = BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgLength);
     const cursor = new Int32Array(m);
     const found = new Float64Array(m);
-    // Per non-essential term, the block that holds or follows the current document.
+    // Per non-essential term: the block that holds or follows the current document, and that block's
+    // bound when it spans the current document (-1 when it does not: the term is then absent).
     const blockCursor = new Int32Array(m);
-    let nonEssential = 0;
-    // Bound of a document holding every non-essential term, split as the score is (see combine()).
+    const neBlock = new Float64Array(m);
+    // The non-essential block bounds summed as the score is (see combine()), valid below `neUntil`.
+    let neUntil = -1;
     let neCoordSum = 0;
     let neCoordCount = 0;
     let neOtherSum = 0;
+    // One window of documents, accumulated term at a time over the essential terms: per document
+    // (offset in the window), which terms hold it, their scores, and their sums as the score splits.
+    const size = this.windowSize;
+    const mask = new Uint32Array(size);
+    const scores = new Float64Array(size * m);
+    const coordSums = new Float64Array(size);
+    const coordCounts = new Uint8Array(size);
+    const otherSums = new Float64Array(size);
+    const touched = new Int32Array(size);
+    let nonEssential = 0;
+    // Bound of a document holding every non-essential term (whole-list bounds), split as the score is.
+    let allCoordSum = 0;
+    let allCoordCount = 0;
+    let allOtherSum = 0;
     const extendNonEssential = (): void => {
       while (nonEssential < m && top.full) {
         const t = byBound[nonEssential]!;
-        const coordSum = neCoordSum + (t.coordinated ? t.bound : 0);
-        const coordCount = neCoordCount + (t.coordinated ? 1 : 0);
-        const otherSum = neOtherSum + (t.coordinated ? 0 : t.bound);
+        const coordSum = allCoordSum + (t.coordinated ? t.bound : 0);
+        const coordCount = allCoordCount + (t.coordinated ? 1 : 0);
+        const otherSum = allOtherSum + (t.coordinated ? 0 : t.bound);
         if ((coordCount * coordSum + otherSum) * BOUND_SLACK >= top.threshold) return;
-        neCoordSum = coordSum;
-        neCoordCount = coordCount;
-        neOtherSum = otherSum;
+        allCoordSum = coordSum;
+        allCoordCount = coordCount;
+        allOtherSum = otherSum;
         nonEssential++;
+        neUntil = -1;
       }
     };
     for (;;) {
+      // The essential set changes only between windows, so a window's sums cover the same terms.
+      extendNonEssential();
       if (nonEssential === m) return;
-      // The next document: the smallest current one among the essential terms' postings.
-      let doc = Infinity;
+      // The window opens at the smallest current document among the essential terms' postings.
+      let lo = Infinity;
       for (let i = nonEssential; i < m; i++) {
-        const t = byBound[i]!;
         const c = cursor[i]!;
-        if (c < t.postings.length) doc = Math.min(doc, t.postings.data[c * 2]!);
-      }
-      if (doc === Infinity) return;
-      if (top.full) {
-        const ne = this.nonEssentialBlockBound(byBound, blockCursor, nonEssential, doc, avgLength);
-        const skipTo = Math.min(ne.until, this.blockSkip(byBound, cursor, nonEssential, doc, top.threshold, ne.coordSum, ne.coordCount, ne.otherSum, avgLength));
-        if (skipTo > doc) {
-          // No document before `skipTo` can rank: move every essential cursor that is behind it.
-          for (let i = nonEssential; i < m; i++) cursor[i] = seek(byBound[i]!.postings, cursor[i]!, skipTo);
-          continue;
+        if (c < lengthOf[i]!) {
+          const at = datas[i]![c * 2]!;
+          if (at < lo) lo = at;
         }
       }
-      found.fill(-1);
-      let coordSum = neCoordSum;
-      let coordCount = neCoordCount;
-      let otherSum = neOtherSum;
-      const length = this.lengths[doc]!;
+      if (lo === Infinity) return;
+      const hi = lo + size;
+      let held = 0;
       for (let i = nonEssential; i < m; i++) {
-        const t = byBound[i]!;
-        const c = cursor[i]!;
-        if (c < t.postings.length && t.postings.data[c * 2] === doc) {
-          const s = termScore(t.idf, unpackFreq(t.postings.data[c * 2 + 1]!), length, avgLength);
-          found[i] = s;
-          cursor[i] = c + 1;
-          if (t.coordinated) {
-            coordSum += s;
-            coordCount++;
+        const data = datas[i]!;
+        const end = lengthOf[i]!;
+        const idf = idfs[i]!;
+        const bit = 1 << i;
+        const coord = coordinated[i] === 1;
+        let c = cursor[i]!;
+        for (; c < end; c++) {
+          const doc = data[c * 2]!;
+          if (doc >= hi) break;
+          const at = doc - lo;
+          const freq = unpackFreq(data[c * 2 + 1]!);
+          const length = lengths[doc]!;
+          // The same operations as termScore(), so every path gives the same floating-point score.
+          const s = (idf * (freq * (BM25_K1 + 1))) / (freq + (length < NORM_TABLE_SIZE ? norms[length]! : BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgLength)));
+          if (mask[at] === 0) {
+            touched[held++] = at;
+            coordSums[at] = 0;
+            coordCounts[at] = 0;
+            otherSums[at] = 0;
+          }
+          mask[at]! |= bit;
+          scores[at * m + i] = s;
+          if (coord) {
+            coordSums[at]! += s;
+            coordCounts[at]!++;
           } else {
-            otherSum += s;
+            otherSums[at]! += s;
           }
         }
-      }
-      // Probe the non-essential terms, highest bound first, while the document can still rank.
-      let alive = !top.full || (coordCount * coordSum + otherSum) * BOUND_SLACK >= top.threshold;
-      for (let i = nonEssential - 1; i >= 0 && alive; i--) {
-        const t = byBound[i]!;
-        const c = seek(t.postings, cursor[i]!, doc);
         cursor[i] = c;
-        const holds = c < t.postings.length && t.postings.data[c * 2] === doc;
-        const s = holds ? termScore(t.idf, unpackFreq(t.postings.data[c * 2 + 1]!), length, avgLength) : 0;
-        if (holds) found[i] = s;
-        if (t.coordinated) {
-          coordSum += s - t.bound;
-          if (!holds) coordCount--;
-        } else {
-          otherSum += s - t.bound;
-        }
-        if (top.full && (coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) alive = false;
       }
-      if (!alive) continue;
-      const score = combine(byBound, found, inQueryOrder);
-      if (top.offer(doc, score)) extendNonEssential();
+      // The window's documents in order, so equal scores keep the lower document and probes move forward.
+      const order = touched.subarray(0, held).sort();
+      for (const at of order) {
+        const doc = lo + at;
+        const holds = mask[at]!;
+        mask[at] = 0;
+        // Non-essential terms count their block bounds until probed (none while the top k fills up).
+        let coordSum = coordSums[at]!;
+        let coordCount = coordCounts[at]!;
+        let otherSum = otherSums[at]!;
+        if (nonEssential > 0) {
+          if (doc >= neUntil) {
+            const ne = this.nonEssentialBlockBound(byBound, blockCursor, neBlock, nonEssential, doc, avgLength);
+            neUntil = ne.until;
+            neCoordSum = ne.coordSum;
+            neCoordCount = ne.coordCount;
+            neOtherSum = ne.otherSum;
+          }
+          coordSum += neCoordSum;
+          coordCount += neCoordCount;
+          otherSum += neOtherSum;
+        }
+        if (top.full && (coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) continue;
+        found.fill(-1);
+        for (let i = nonEssential; i < m; i++) if (((holds >>> i) & 1) === 1) found[i] = scores[at * m + i]!;
+        // Probe the non-essential terms whose block spans the document, highest bound first, while it can still rank.
+        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * lengths[doc]!) / avgLength);
+        let alive = true;
+        for (let i = nonEssential - 1; i >= 0 && alive; i--) {
+          const bound = neBlock[i]!;
+          if (bound < 0) continue;
+          const c = seek(byBound[i]!.postings, cursor[i]!, doc);
+          cursor[i] = c;
+          const data = datas[i]!;
+          const present = c < lengthOf[i]! && data[c * 2] === doc;
+          let s = 0;
+          if (present) {
+            const freq = unpackFreq(data[c * 2 + 1]!);
+            s = (idfs[i]! * (freq * (BM25_K1 + 1))) / (freq + norm);
+            found[i] = s;
+          }
+          if (coordinated[i] === 1) {
+            coordSum += s - bound;
+            if (!present) coordCount--;
+          } else {
+            otherSum += s - bound;
+          }
+          if ((coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) alive = false;
+        }
+        if (alive) top.offer(doc, combine(byBound, found, inQueryOrder));
+      }
     }
   }
 
@@ -397,6 +474,7 @@ export class TopKIndex {
   private nonEssentialBlockBound(
     byBound: readonly QueryTerm[],
     blockCursor: Int32Array,
+    neBlock: Float64Array,
     nonEssential: number,
     doc: number,
     avgLength: number,
@@ -414,6 +492,7 @@ export class TopKIndex {
       let b = blockCursor[i]!;
       while (b < count && list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! < doc) b++;
       blockCursor[i] = b;
+      neBlock[i] = -1;
       if (b === count) continue;
       const first = list.data[b * size * 2]!;
       if (first > doc) {
@@ -423,6 +502,7 @@ export class TopKIndex {
       const last = list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! + 1;
       if (last < until) until = last;
       const s = blocks === undefined ? t.bound : termScore(t.idf, blocks.maxFreq[b]!, blocks.minLength[b]!, avgLength);
+      neBlock[i] = s;
       if (t.coordinated) {
         coordSum += s;
         coordCount++;
@@ -431,51 +511,6 @@ export class TopKIndex {
       }
     }
     return { coordSum, coordCount, otherSum, until };
-  }
-
-  /**
-   * Block-max check for the candidate `doc`: bounds it by the non-essential terms' bounds plus, for
-   * each essential term positioned on `doc`, the bound of the block holding that posting. When even
-   * that cannot beat `threshold`, no document up to the end of the shortest of those blocks can
-   * either (before the next posting of any other essential term): returns that first document that
-   * may still rank. Otherwise returns `doc`.
-   */
-  private blockSkip(
-    byBound: readonly QueryTerm[],
-    cursor: Int32Array,
-    nonEssential: number,
-    doc: number,
-    threshold: number,
-    coordSum: number,
-    coordCount: number,
-    otherSum: number,
-    avgLength: number,
-  ): number {
-    let skipTo = Infinity;
-    for (let i = nonEssential; i < byBound.length; i++) {
-      const t = byBound[i]!;
-      const c = cursor[i]!;
-      if (c >= t.postings.length) continue;
-      const at = t.postings.data[c * 2]!;
-      if (at !== doc) {
-        if (at < skipTo) skipTo = at;
-        continue;
-      }
-      const block = c >> this.blockShift;
-      const blocks = t.postings.blocks;
-      const s = blocks === undefined ? t.bound : termScore(t.idf, blocks.maxFreq[block]!, blocks.minLength[block]!, avgLength);
-      if (t.coordinated) {
-        coordSum += s;
-        coordCount++;
-      } else {
-        otherSum += s;
-      }
-      if ((coordCount * coordSum + otherSum) * BOUND_SLACK >= threshold) return doc;
-      // The block's last posting; the document after it may belong to a block with a higher bound.
-      const last = t.postings.data[(Math.min(t.postings.length, (block + 1) << this.blockShift) - 1) * 2]! + 1;
-      if (last < skipTo) skipTo = last;
-    }
-    return skipTo;
   }
 
   /** Scores one document exactly on every query term and offers it to `top`. */
@@ -546,7 +581,8 @@ function queryOrder(terms: readonly QueryTerm[]): Int32Array {
 }
 
 function unpackFreq(packed: number): number {
-  return Math.floor(packed / FREQ_SHIFT) + CONTEXT_WEIGHT * (packed % FREQ_SHIFT);
+  // Packed frequencies are non-negative 24-bit integers: the shift and mask are floor(/ 4096) and % 4096.
+  return (packed >> 12) + CONTEXT_WEIGHT * (packed & FREQ_MAX);
 }
 
 /** The first posting at or after `from` whose document is ≥ `doc` (galloping, then binary search). */

@@ -10,6 +10,12 @@ type ScopeState = { scope: Scope; index: TopKIndex; generation: number; unsaved:
 /** Rows added beyond the snapshot, absolute and as a share of the index, before a search saves a new one. */
 const SAVE_AFTER_ROWS = 5_000;
 const SAVE_AFTER_SHARE = 1;
+/**
+ * Rows this connection writes to a scope it holds no postings for before it starts keeping them: a
+ * smaller scope is read from its rows on its first search at little cost, so a writer serving many
+ * small tenants keeps no postings (and writes no snapshots) for them.
+ */
+const HOLD_AFTER_ROWS = 50_000;
 
 /**
  * Keyword search over messages: one in-memory {@link TopKIndex} per scope, built from that scope's
@@ -21,6 +27,8 @@ const SAVE_AFTER_SHARE = 1;
  */
 export class MessageKeywords {
   private readonly scopes = new Map<string, ScopeState>();
+  /** Rows written by this connection per scope whose postings it does not hold (see HOLD_AFTER_ROWS). */
+  private readonly writtenUnheld = new Map<string, number>();
   private readonly state: Database.Statement;
   private readonly rowsAfter: Database.Statement;
   private readonly rowBefore: Database.Statement;
@@ -109,14 +117,27 @@ export class MessageKeywords {
   /**
    * After this connection committed `rows` (ascending `seq`) of `scope`: appends them to the scope's
    * postings without reading them back when nothing else changed the scope since (one look-up says so),
-   * else brings the postings up to date from the table. A search then pays for none of it.
+   * else brings the postings up to date from the table. A search then pays for none of it. A scope whose
+   * postings this connection does not hold is left to its first search until it has written
+   * HOLD_AFTER_ROWS rows to it.
    */
   appendWritten(scope: Scope, rows: readonly IndexedTerms[]): void {
     if (rows.length === 0) return;
+    const key = JSON.stringify([scope.userId, scope.agentId]);
     try {
-      const entry = this.scopes.get(JSON.stringify([scope.userId, scope.agentId]));
+      const entry = this.scopes.get(key);
+      if (entry === undefined) {
+        const written = (this.writtenUnheld.get(key) ?? 0) + rows.length;
+        if (written < HOLD_AFTER_ROWS) {
+          this.writtenUnheld.set(key, written);
+          return;
+        }
+        this.writtenUnheld.delete(key);
+        this.current(scope, this.changeMark());
+        return;
+      }
       const { before, generation } = this.rowBefore.get({ user: scope.userId, agent: scope.agentId, seq: rows[0]!.seq }) as { before: number | null; generation: number | null };
-      if (entry === undefined || entry.generation !== (generation ?? 0) || (before ?? 0) !== entry.index.lastSeq) {
+      if (entry.generation !== (generation ?? 0) || (before ?? 0) !== entry.index.lastSeq) {
         this.current(scope, this.changeMark());
         return;
       }
@@ -125,7 +146,7 @@ export class MessageKeywords {
       if (entry.unsaved >= Math.max(SAVE_AFTER_ROWS, SAVE_AFTER_SHARE * entry.index.size)) this.save(entry);
     } catch {
       // The rows are committed; the next search rebuilds this scope's postings and reports any error.
-      this.scopes.delete(JSON.stringify([scope.userId, scope.agentId]));
+      this.scopes.delete(key);
     }
   }
 
@@ -149,6 +170,7 @@ export class MessageKeywords {
     if (entry === undefined || entry.generation !== generation) {
       entry = { scope, index: this.snapshot(scope, generation) ?? new TopKIndex(), generation, unsaved: 0, checkedAt: '' };
       this.scopes.set(key, entry);
+      this.writtenUnheld.delete(key);
     }
     if (last !== null && last > entry.index.lastSeq) {
       for (const [seq, terms, context] of this.rowsAfter.iterate(scope.userId, scope.agentId, entry.index.lastSeq) as Iterable<[number, string, string]>) {

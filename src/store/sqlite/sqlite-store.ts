@@ -105,6 +105,10 @@ type MemoryRow = {
 const INSERT_CHUNK = 2_000;
 /** How much of the file a read-only connection maps into memory (pages are the OS page cache's, shared). */
 const READER_MMAP_BYTES = 1 << 30;
+/** The writer's page cache, in KiB as SQLite's negative `cache_size` takes it (default 2,000). */
+const WRITER_CACHE_KIB = -32_768;
+/** WAL pages after which a commit checkpoints (default 1,000). */
+const WAL_CHECKPOINT_PAGES = 10_000;
 const DEFAULT_PRIORITY = 50;
 /** Prefix of the decision id an undo supersedes a replacement with: `undo:<the decision it reversed>`. */
 const UNDO_DECISION = 'undo:';
@@ -171,6 +175,11 @@ export class SqliteStore implements Store {
       if (!readOnly) db.pragma('journal_mode = WAL');
       db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
       if (!readOnly) db.pragma('synchronous = NORMAL');
+      // Many tenants writing at once dirty one leaf per tenant in each scope index per batch: a larger
+      // cache keeps them, and a checkpoint every ~40 MB of WAL (not 4 MB) writes each back once, not per
+      // few batches (DESIGN.md, "Keyword engine", import).
+      if (!readOnly) db.pragma(`cache_size = ${WRITER_CACHE_KIB}`);
+      if (!readOnly) db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
       // A reader scans whole index ranges (a scope's KNN chunks), and any search reads rows spread over a
       // large file (a small tenant's messages among many): through a memory map they are read from the page
       // cache without a system call per page (DESIGN.md, "Concurrency"). The writer maps too, for its searches.
