@@ -105,15 +105,28 @@ export class ToolHub {
       reconnectMaxMs: config.reconnect_max_ms,
       healthCheckMs: config.health_check_ms,
     };
+    const limits = { maxDepth: config.max_result_depth, maxBytes: config.max_result_bytes };
     this.servers = config.servers.map(
-      (s) => new DownstreamServer(s, { ...timing, clientVersion: options.clientVersion, onChange: () => this.changed() }),
+      (s) => new DownstreamServer(s, { ...timing, limits, warn: this.warn, clientVersion: options.clientVersion, onChange: () => this.changed() }),
     );
   }
 
-  /** Connects every configured server; resolves when each first attempt has settled (bounded by `connect_timeout_ms`). */
+  /**
+   * Connects every configured server; resolves when each first attempt has settled or after
+   * `startup_wait_ms`, whichever comes first. A server still connecting then stays `connecting` (shown
+   * as such by tool_search) and joins the catalog when it connects, or is retried when it fails.
+   */
   start(): Promise<void> {
     if (this.stopped) return Promise.resolve();
-    this.started ??= Promise.all(this.servers.map((s) => s.start())).then(() => undefined);
+    this.started ??= (() => {
+      const settled = Promise.all(this.servers.map((s) => s.start())).then(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, this.config.startup_wait_ms);
+        timer.unref();
+      });
+      return Promise.race([settled, waited]).finally(() => clearTimeout(timer));
+    })();
     return this.started;
   }
 
