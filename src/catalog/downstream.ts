@@ -53,6 +53,8 @@ export class DownstreamServer {
   private toolsValue: readonly DownstreamTool[] = [];
   private lastCount: number | null = null;
   private client: Client | null = null;
+  /** The client of a connection attempt still in progress (closed by {@link stop}). */
+  private connecting: Client | null = null;
   /** Bumped on every connection attempt and loss, so events of an older connection are ignored. */
   private generation = 0;
   private failures = 0;
@@ -99,10 +101,10 @@ export class DownstreamServer {
     this.generation++;
     this.stateValue = 'stopped';
     this.clearTimers();
-    const client = this.client;
-    this.client = null;
+    const clients = [this.client, this.connecting];
+    this.client = this.connecting = null;
     this.toolsValue = [];
-    await client?.close().catch(() => undefined);
+    await Promise.all(clients.map((c) => c?.close().catch(() => undefined)));
   }
 
   /**
@@ -144,6 +146,7 @@ export class DownstreamServer {
     const client = new Client({ name: 'cairn', version: this.options.clientVersion }, { capabilities: {} });
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(generation, client));
     client.onclose = () => void this.lost(generation, this.closedReason());
+    this.connecting = client;
     try {
       await client.connect(this.makeTransport(), { timeout: this.options.connectTimeoutMs });
       const tools = await listTools(client, this.options.connectTimeoutMs, this.skipTool);
@@ -164,6 +167,8 @@ export class DownstreamServer {
       this.generation++;
       await client.close().catch(() => undefined);
       this.becomeUnavailable(`cannot connect: ${describeError(err)}${this.stderrNote()}`);
+    } finally {
+      if (this.connecting === client) this.connecting = null;
     }
   }
 
