@@ -111,6 +111,12 @@ describe('a hostile downstream server', () => {
     expect(JSON.stringify(answer.tools)).not.toMatch(/\\u001b|\\u0007/);
   });
 
+  it('refuses a tool_search query over the length limit', async () => {
+    const { hub } = await setup();
+    const answer = await hub.search({ queries: ['echo', 'word'.repeat(1_500)] });
+    expect(answer).toEqual({ error: 'a query is 6000 characters long; the limit is 4096. Retry with the service name plus an action and an object.' });
+  });
+
   it('answers at once while a server hangs at start, showing it as connecting, and keeps retrying it', async () => {
     const { hub } = await setup({ startup_wait_ms: 100, connect_timeout_ms: 400 }, { HOSTILE_HANG_START: '1' });
     expect(state(hub)).toBe('connecting');

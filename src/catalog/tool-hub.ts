@@ -23,6 +23,7 @@ import { HybridToolSearch, type ToolMatch } from './hybrid-search.js';
 import type { ToolCaller, ToolCallRecorder } from './recorder.js';
 import { isRecord, type JsonObject } from './schema.js';
 import type { ToolTextOptions } from './tool-index.js';
+import { checkQueryLength } from '../text/query-bounds.js';
 
 export type ToolHubOptions = {
   /** Cairn's version, sent to downstream servers as the MCP client version. */
@@ -266,6 +267,7 @@ export class ToolHub {
 
   /** Catalog tools, optionally of one source and, with `query`, ranked by the same retrieval as tool_search. */
   async list(filter: ToolListFilter = {}): Promise<CatalogTool[]> {
+    if (filter.query !== undefined) checkQueryLength(filter.query);
     const catalog = await this.ready();
     if (filter.source !== undefined && !catalog.sources.some((s) => s.name === filter.source) && !catalog.tools.some((t) => t.source === filter.source)) {
       throw new CairnError('not_found', `unknown tool source '${filter.source}'; sources: ${catalog.sourceSummary().map((s) => s.name).join(', ') || 'none'}`);
