@@ -6,7 +6,7 @@
  * took, and how long `GET /health` took while that request was in flight. Also: how long `serve` takes
  * to listen while one downstream server hangs at start.
  *
- *   FAULTS_QUERY_REPEATS=5 (default) repetitions per case.
+ *   FAULTS_QUERY_REPEATS=5 (default) repetitions per case; FAULTS_QUERY_MESSAGES=400 (default) messages stored.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,7 +21,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CLI = join(ROOT, 'dist', 'cli', 'main.js');
 const HOSTILE = join(ROOT, 'test', 'fixtures', 'hostile-tool-server.mjs');
 const REPEATS = Number(process.env.FAULTS_QUERY_REPEATS ?? 5);
-const MESSAGES = 400;
+const MESSAGES = Number(process.env.FAULTS_QUERY_MESSAGES ?? 400);
 
 export async function run({ log = (line) => process.stderr.write(`${line}\n`) } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'cairn-bench-faults-'));
@@ -133,8 +133,12 @@ function distinctWords(chars) {
   return words.join(' ').slice(0, chars);
 }
 
+let turns = 0;
+
+/** POST with a fresh turn id each time, so the per-turn search budget never answers in the search's place. */
 async function post(url, body) {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const headers = { 'content-type': 'application/json', 'x-cairn-session-key': 'bench', 'x-cairn-turn-id': `t${++turns}` };
+  const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
   return { status: res.status, body: await res.json().catch(() => null) };
 }
 

@@ -66,6 +66,16 @@ describe('bounded query work', () => {
     }
     expect(recall!.status).toBe(200); // recall searches with the first 4096 characters of the message
 
+    // A refused query is not charged to the turn's search budget (3 calls): a fourth, valid search still runs.
+    const turn = { 'content-type': 'application/json', 'x-cairn-session-key': 's1', 'x-cairn-turn-id': 'turn-1' };
+    for (let i = 0; i < 4; i++) {
+      const res = await fetch(`${u}/search/conversations`, { method: 'POST', headers: turn, body: JSON.stringify({ query: huge.slice(0, 5_000) }) });
+      expect(res.status).toBe(400);
+    }
+    const afterRefusals = (await (await fetch(`${u}/search/conversations`, { method: 'POST', headers: turn, body: JSON.stringify({ query: 'launch Friday' }) })).json()) as JsonBody;
+    expect(afterRefusals.budget_exhausted).toBeUndefined();
+    expect(afterRefusals.total).toBeGreaterThan(0);
+
     const long = distinctWords(8_000); // under the URL size limit, over the query limit
     const errors = await get(`${u}/v1/errors?mode=search&keyword=${encodeURIComponent(long)}`);
     expect(errors.status).toBe(400);
