@@ -65,6 +65,16 @@ describe('a hostile downstream server', () => {
     expect(await pid(hub)).toBe(before);
   });
 
+  it('refuses arguments nested deeper than the limit before they reach the server', async () => {
+    const { hub } = await setup();
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < 6000; i++) deep = { a: deep };
+    const outcome = await hub.invoke('hostile__echo', { text: 'x', extra: deep } as never, caller);
+    expect(outcome.kind === 'invalid' && outcome.failure.error).toBe(
+      'hostile__echo: the arguments object is nested more than 100 levels deep (limit tools.max_result_depth); Cairn refused it',
+    );
+  });
+
   it('refuses an answer over tools.max_result_bytes with a message naming the limit, and keeps the connection', async () => {
     const { hub } = await setup({ max_result_bytes: 1024 * 1024 });
     const before = await pid(hub);

@@ -21,7 +21,7 @@ const ID_PROBE_BYTES = 256;
  * breach. The size is the UTF-16 length of strings plus a few bytes per value: a close lower bound of the
  * JSON text, which is all a bound needs.
  */
-export function resultLimitBreach(value: unknown, limits: ResultLimits): string | null {
+export function resultLimitBreach(value: unknown, limits: ResultLimits, what = 'the result'): string | null {
   const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
   let bytes = 0;
   while (stack.length > 0) {
@@ -29,7 +29,7 @@ export function resultLimitBreach(value: unknown, limits: ResultLimits): string 
     if (typeof v === 'string') bytes += v.length + 2;
     else if (typeof v !== 'object' || v === null) bytes += 4;
     else {
-      if (depth >= limits.maxDepth) return depthMessage(limits);
+      if (depth >= limits.maxDepth) return depthMessage(limits, what);
       bytes += 2;
       if (Array.isArray(v)) {
         for (const item of v) stack.push({ value: item, depth: depth + 1 });
@@ -40,17 +40,17 @@ export function resultLimitBreach(value: unknown, limits: ResultLimits): string 
         }
       }
     }
-    if (bytes > limits.maxBytes) return sizeMessage(limits);
+    if (bytes > limits.maxBytes) return sizeMessage(limits, what);
   }
   return null;
 }
 
-function depthMessage(limits: ResultLimits): string {
-  return `the result is nested more than ${limits.maxDepth} levels deep (limit tools.max_result_depth); Cairn refused it`;
+function depthMessage(limits: ResultLimits, what: string): string {
+  return `${what} is nested more than ${limits.maxDepth} levels deep (limit tools.max_result_depth); Cairn refused it`;
 }
 
-function sizeMessage(limits: ResultLimits): string {
-  return `the result is larger than ${formatBytes(limits.maxBytes)} (limit tools.max_result_bytes); Cairn refused it`;
+function sizeMessage(limits: ResultLimits, what = 'the result'): string {
+  return `${what} is larger than ${formatBytes(limits.maxBytes)} (limit tools.max_result_bytes); Cairn refused it`;
 }
 
 function formatBytes(n: number): string {

@@ -20,6 +20,7 @@ import {
 import { Catalog, catalogName, type CatalogTool, type Disclosure, type DisclosureSettings, type SourceStatus } from './catalog.js';
 import { DownstreamServer } from './downstream.js';
 import { HybridToolSearch, type ToolMatch } from './hybrid-search.js';
+import { resultLimitBreach } from './result-guard.js';
 import type { ToolCaller, ToolCallRecorder } from './recorder.js';
 import { isRecord, type JsonObject } from './schema.js';
 import type { ToolTextOptions } from './tool-index.js';
@@ -283,6 +284,13 @@ export class ToolHub {
 
   private async dispatch(tool: CatalogTool, args: JsonObject, caller: ToolCaller): Promise<InvokeOutcome> {
     const started = Date.now();
+    // Arguments as deep as a hostile result would overflow the recursive validation and serialisation below.
+    const tooDeep = resultLimitBreach(args, { maxDepth: this.config.max_result_depth, maxBytes: Number.POSITIVE_INFINITY }, 'the arguments object');
+    if (tooDeep) {
+      const failure: ArgumentFailure = { error: `${tool.name}: ${tooDeep}`, path: 'arguments', constraint: 'depth', parameters: tool.inputSchema, hint: 'Send flatter arguments.' };
+      await this.record(caller, tool.name, {}, failure, true, started);
+      return { kind: 'invalid', tool, failure };
+    }
     const prepared = prepareArguments(tool.name, args, tool.inputSchema);
     if (!prepared.ok) {
       await this.record(caller, tool.name, args, prepared.failure, true, started);
