@@ -81,6 +81,10 @@ describe('cairn serve and cairn mcp with a hostile downstream server', () => {
     expect(JSON.stringify(other.body)).toContain('other caller');
     expect((await call(server.url, 'hostile__pid')).body.content[0].text).toBe(pid);
     expect((await fetch(`${server.url}/health`)).status).toBe(200);
+    const deepParams = `{"tool_name":"hostile__echo","params":{"text":"x","extra":${'{"a":'.repeat(6000)}0${'}'.repeat(6000)}}}`;
+    const refused = await fetch(`${server.url}/v3/tools/call`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: deepParams });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as JsonBody).error.message).toContain('the arguments object is nested more than 100 levels deep');
 
     const client = new Client({ name: 'hostile-e2e', version: '0.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
