@@ -6,7 +6,7 @@ import { validateToolName } from '@modelcontextprotocol/sdk/shared/toolNameValid
 import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolServerConfig } from '../config.js';
 import { CairnError, describeError } from '../errors.js';
-import { BoundedLineBuffer, GuardedTransport, type ResultLimits } from './result-guard.js';
+import { boundedFetch, BoundedLineBuffer, GuardedTransport, type ResultLimits } from './result-guard.js';
 import { isRecord, type JsonObject } from './schema.js';
 
 /** Where a downstream server stands. */
@@ -243,7 +243,7 @@ export class DownstreamServer {
       });
       return transport;
     }
-    return new StreamableHTTPClientTransport(new URL(c.url!), { requestInit: { headers: c.headers } });
+    return new StreamableHTTPClientTransport(new URL(c.url!), { requestInit: { headers: c.headers }, fetch: boundedFetch(this.options.limits) });
   }
 
   private closedReason(): string {

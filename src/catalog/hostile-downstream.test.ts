@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -15,10 +16,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function setup(extra: Record<string, unknown> = {}, env: Record<string, string> = {}): Promise<{ hub: ToolHub; warnings: string[] }> {
-  const config = parseConfig({
-    tools: { servers: [{ name: 'hostile', command: process.execPath, args: [fixture], env }], reconnect_initial_ms: 50, reconnect_max_ms: 200, ...extra },
-  }).tools;
+async function setup(extra: Record<string, unknown> = {}, env: Record<string, string> = {}, url?: string): Promise<{ hub: ToolHub; warnings: string[] }> {
+  const server = url === undefined ? { name: 'hostile', command: process.execPath, args: [fixture], env } : { name: 'hostile', url };
+  const config = parseConfig({ tools: { servers: [server], reconnect_initial_ms: 50, reconnect_max_ms: 200, ...extra } }).tools;
   const warnings: string[] = [];
   const hub = new ToolHub(config, { clientVersion: 'test', warn: (m) => warnings.push(m) });
   cleanups.push(() => hub.stop());
@@ -134,6 +134,30 @@ describe('a hostile downstream server', () => {
     expect(answer.results[0]!.available_sources).toEqual([{ name: 'hostile', tool_count: 0, unavailable: 'still connecting' }]);
     await until(hub, () => state(hub) === 'unavailable');
     expect(hub.catalog().sources[0]!.reason).toMatch(/cannot connect/);
+  });
+});
+
+describe('a hostile downstream server over streamable HTTP', () => {
+  it('fails only the offending calls: -32000, a schema-invalid, a too-deep and a too-large answer', async () => {
+    const child = spawn(process.execPath, [fixture, 'http']);
+    cleanups.push(async () => void child.kill('SIGKILL'));
+    const url = await new Promise<string>((resolve) => child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString().trim())));
+    const { hub } = await setup({ max_result_bytes: 1024 * 1024 }, {}, url);
+    const before = await pid(hub);
+    expect(before).toBe(String(child.pid));
+    const [serverError, badResult, deep, huge, echo] = await Promise.all([
+      hub.invoke('hostile__server_error', {}, caller),
+      hub.invoke('hostile__bad_result', {}, caller),
+      hub.invoke('hostile__deep', { depth: 6000 }, caller),
+      hub.invoke('hostile__huge', { bytes: 3 * 1024 * 1024 }, caller),
+      hub.invoke('hostile__slow_echo', { text: 'over http', ms: 200 }, caller),
+    ]);
+    expect(failure(serverError)).toContain('upstream quota exceeded for this key');
+    expect(failure(badResult)).toContain('not a valid MCP tool result');
+    expect(failure(deep)).toContain('nested more than 100 levels deep');
+    expect(failure(huge)).toContain('larger than 1 MiB (limit tools.max_result_bytes)');
+    expect(resultText(echo)).toBe('over http');
+    expect(state(hub)).toBe('connected');
   });
 });
 

@@ -1,4 +1,4 @@
-import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { FetchLike, Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { deserializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import { ErrorCode, type JSONRPCMessage, type MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import { isRecord } from './schema.js';
@@ -194,4 +194,28 @@ function probeId(ends: string): number | string | null {
   if (!match) return null;
   const raw = match[1]!;
   return raw.startsWith('"') ? raw.slice(1, -1) : Number(raw);
+}
+
+/**
+ * `fetch` for the streamable HTTP transport with a bounded JSON answer: the body of an
+ * `application/json` response fails once it passes `maxBytes`, so the request it answers fails with the
+ * limit's name instead of being read whole. Event streams carry many messages; {@link GuardedTransport}
+ * measures each of those.
+ */
+export function boundedFetch(limits: ResultLimits, base: FetchLike = fetch): FetchLike {
+  return async (url, init) => {
+    const res = await base(url, init);
+    if (!res.body || !(res.headers.get('content-type') ?? '').includes('application/json')) return res;
+    let seen = 0;
+    const body = res.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          seen += chunk.byteLength;
+          if (seen > limits.maxBytes) controller.error(new Error(sizeMessage(limits)));
+          else controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
 }
