@@ -3,10 +3,10 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { validateToolName } from '@modelcontextprotocol/sdk/shared/toolNameValidation.js';
-import { ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolServerConfig } from '../config.js';
 import { CairnError, describeError } from '../errors.js';
-import { boundedFetch, BoundedLineBuffer, GuardedTransport, type ResultLimits } from './result-guard.js';
+import { boundedFetch, BoundedLineBuffer, GuardedTransport, ResultLimitError, type ResultLimits } from './result-guard.js';
 import { isRecord, type JsonObject } from './schema.js';
 
 /** Where a downstream server stands. */
@@ -128,9 +128,7 @@ export class DownstreamServer {
       }
       return result as CallToolResult;
     } catch (err) {
-      // The SDK rejects every pending call with -32000 "Connection closed" once the transport closes, and
-      // a server may answer -32000 itself: only the transport's state tells the two apart.
-      const lost = client.transport === undefined || generation !== this.generation;
+      const lost = client.transport === undefined || generation !== this.generation || !isToolLevel(err);
       if (lost) void this.lost(generation, `call failed: ${describeError(err)}`);
       const next = lost ? '; the connection is lost and Cairn is reconnecting to it: retry in a moment' : '';
       throw new CairnError('downstream_failed', `server '${this.name}' failed on ${name}: ${describeCallError(err)}${next}`, { cause: err });
@@ -294,6 +292,16 @@ async function listTools(client: Client, timeout: number, skip: (name: string, w
     if (!cursor) break;
   }
   return tools;
+}
+
+/**
+ * True when the server answered and the answer failed this call only: a JSON-RPC error (any code; the
+ * SDK's own -32000 "Connection closed" comes with a closed transport, which the caller checks first), a
+ * result the SDK's schema rejects, or one over the limits. Anything else (a network error of the HTTP
+ * transport, a failed write) is taken for a lost connection.
+ */
+function isToolLevel(err: unknown): boolean {
+  return err instanceof McpError || err instanceof ResultLimitError || (isRecord(err) && Array.isArray(err.issues));
 }
 
 /** A call failure in words: the server's own message, or what is wrong with a result that is not a tool result. */

@@ -10,6 +10,11 @@ import { isRecord } from './schema.js';
  */
 export type ResultLimits = { maxDepth: number; maxBytes: number };
 
+/** An answer refused for its size while it streamed in: a failure of that one call, not of the connection. */
+export class ResultLimitError extends Error {
+  override readonly name = 'ResultLimitError';
+}
+
 /** The JSON-RPC code of a too-deep or too-large answer (an internal error of that one request). */
 const LIMIT_ERROR_CODE = ErrorCode.InternalError;
 /** Bytes of an oversized line kept at each end, to find the id of the request it answers. */
@@ -211,7 +216,7 @@ export function boundedFetch(limits: ResultLimits, base: FetchLike = fetch): Fet
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
           seen += chunk.byteLength;
-          if (seen > limits.maxBytes) controller.error(new Error(sizeMessage(limits)));
+          if (seen > limits.maxBytes) controller.error(new ResultLimitError(sizeMessage(limits)));
           else controller.enqueue(chunk);
         },
       }),
