@@ -269,7 +269,7 @@ const toolsSchema = z
      * Milliseconds `serve`, `mcp` and the first tool search wait for downstream servers before answering
      * without the ones still connecting (they keep connecting up to `connect_timeout_ms`, then retry).
      */
-    startup_wait_ms: z.coerce.number().int().min(0).max(600_000).default(3_000),
+    startup_wait_ms: z.coerce.number().int().min(0).max(600_000).default(5_000),
     /** Deepest nesting of a downstream message; a deeper answer fails that one call. */
     max_result_depth: positiveInt.min(8).max(10_000).default(100),
     /** Largest downstream message in bytes (default 10 MiB); a larger answer fails that one call. */

@@ -56,12 +56,25 @@ async function toolCall(client: Client, name: string, args: JsonBody = {}): Prom
   return { isError: result.isError === true, text: textOf(result) };
 }
 
+/** Repeats `probe` until it returns a value (the test's timeout bounds the wait). */
+async function eventually<T>(probe: () => Promise<T | undefined>): Promise<T> {
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 describe('cairn serve and cairn mcp with a hostile downstream server', () => {
   it('keeps each fault with its call over REST and MCP over HTTP, and serves while a server hangs at start', { timeout: 90_000 }, async () => {
     const { data, config } = setupDir();
     const server = await startServe(['--port', String(await freePort()), '--data', data, '--config', config]);
     running.push(server);
-    const pid = (await call(server.url, 'hostile__pid')).body.content[0].text as string;
+    // serve answered after startup_wait_ms; `hostile` joins the catalog once it has connected.
+    const pid = await eventually(async () => {
+      const answer = await call(server.url, 'hostile__pid');
+      return answer.status === 200 ? (answer.body.content[0].text as string) : undefined;
+    });
     expect(pid).toMatch(/^\d+$/);
 
     const inFlight = call(server.url, 'hostile__slow_echo', { text: 'other caller', ms: 400 });
@@ -112,6 +125,7 @@ describe('cairn serve and cairn mcp with a hostile downstream server', () => {
     const client = new Client({ name: 'hostile-stdio', version: '0.0.0' });
     await client.connect(transport);
     clients.push(client);
+    await eventually(async () => ((await toolCall(client, 'hostile__echo', { text: 'up' })).isError ? undefined : true));
     const deep = await toolCall(client, 'hostile__deep', { depth: 6000 });
     expect(deep.isError).toBe(true);
     expect(deep.text).toContain('nested more than 100 levels deep');

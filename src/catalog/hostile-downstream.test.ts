@@ -18,7 +18,7 @@ afterEach(async () => {
 
 async function setup(extra: Record<string, unknown> = {}, env: Record<string, string> = {}, url?: string): Promise<{ hub: ToolHub; warnings: string[] }> {
   const server = url === undefined ? { name: 'hostile', command: process.execPath, args: [fixture], env } : { name: 'hostile', url };
-  const config = parseConfig({ tools: { servers: [server], reconnect_initial_ms: 50, reconnect_max_ms: 200, ...extra } }).tools;
+  const config = parseConfig({ tools: { servers: [server], startup_wait_ms: 60_000, reconnect_initial_ms: 50, reconnect_max_ms: 200, ...extra } }).tools;
   const warnings: string[] = [];
   const hub = new ToolHub(config, { clientVersion: 'test', warn: (m) => warnings.push(m) });
   cleanups.push(() => hub.stop());
