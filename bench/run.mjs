@@ -32,6 +32,7 @@ const BENCHES = {
   rest: './rest.mjs',
   tools: './tools.mjs',
   knowledge: './knowledge.mjs',
+  'faults-query': './faults-query.mjs',
 };
 
 const log = (message) => process.stderr.write(`${message}\n`);

@@ -30,6 +30,7 @@ import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
 import { toStoreError, withStoreErrors } from './store/sqlite/sqlite-errors.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
 import type { AddMessagesResult, ApiKey, Store } from './store/store.js';
+import { checkQueryLength } from './text/query-bounds.js';
 import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMemory, type NewMessage, type Scope } from './types.js';
 
 /** Options for {@link createCairn} beyond the config file. */
@@ -304,6 +305,7 @@ export class Cairn {
   async searchMemoriesInTurn(turn: TurnRef, params: MemorySearchInput): Promise<TurnSearchResult<MemorySearchResult>> {
     const valid = validate(memorySearchParams, params, 'memory_search');
     const scope = checkScope(turn.scope);
+    checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
     if (valid.query.trim() === '') return { ...(await memorySearch(this.searchContext, scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget), budget };
@@ -314,6 +316,7 @@ export class Cairn {
   async searchConversationsInTurn(turn: TurnRef, params: ConversationSearchInput): Promise<TurnSearchResult<ConversationSearchResult>> {
     const valid = validate(conversationSearchParams, params, 'conversation_search');
     const scope = checkScope(turn.scope);
+    checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
     if (valid.query.trim() === '') return { ...(await conversationSearch(this.searchContext, scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget), budget };

@@ -286,6 +286,15 @@ const toolsSchema = z
     reconnect_max_ms: positiveInt.max(3_600_000).default(30_000),
     /** Milliseconds between liveness pings of connected servers; 0 turns pings off. */
     health_check_ms: z.coerce.number().int().min(0).max(3_600_000).default(15_000),
+    /**
+     * Milliseconds `serve`, `mcp` and the first tool search wait for downstream servers before answering
+     * without the ones still connecting (they keep connecting up to `connect_timeout_ms`, then retry).
+     */
+    startup_wait_ms: z.coerce.number().int().min(0).max(600_000).default(5_000),
+    /** Deepest nesting of a downstream message; a deeper answer fails that one call. */
+    max_result_depth: positiveInt.min(8).max(10_000).default(100),
+    /** Largest downstream message in bytes (default 10 MiB); a larger answer fails that one call. */
+    max_result_bytes: positiveInt.min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
   })
   .strict()
   .superRefine((t, ctx) => {

@@ -34,7 +34,7 @@ function dataDir(servers: object[], extra: object = {}): { data: string; config:
   const data = mkdtempSync(join(tmpdir(), 'cairn-hosts-'));
   dirs.push(data);
   const config = join(data, 'cairn.yaml');
-  writeFileSync(config, stringify({ tools: { servers, health_check_ms: 200, reconnect_initial_ms: 200, reconnect_max_ms: 500 }, ...extra }));
+  writeFileSync(config, stringify({ tools: { servers, startup_wait_ms: 60_000, health_check_ms: 200, reconnect_initial_ms: 200, reconnect_max_ms: 500 }, ...extra }));
   return { data, config };
 }
 

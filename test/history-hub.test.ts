@@ -18,7 +18,7 @@ const scope = { userId: 'default', agentId: 'default' };
 const server = fileURLToPath(new URL('./fixtures/failing-tool-server.mjs', import.meta.url));
 
 async function setup(): Promise<Cairn> {
-  const cairn = await fx.cairn({ tools: { servers: [{ name: 'quotes', command: process.execPath, args: [server] }], health_check_ms: 0 } });
+  const cairn = await fx.cairn({ tools: { servers: [{ name: 'quotes', command: process.execPath, args: [server] }], health_check_ms: 0, startup_wait_ms: 60_000 } });
   await cairn.tools.start();
   return cairn;
 }

@@ -60,6 +60,7 @@ function writeConfig(dir: string, weatherUrl: string): string {
           { name: 'weather', url: weatherUrl },
         ],
         health_check_ms: 200,
+        startup_wait_ms: 60_000, // serve waits for every server's first attempt
         reconnect_initial_ms: 200,
         reconnect_max_ms: 1000,
       },

@@ -32,6 +32,7 @@ async function cairnWithTools(tools: Record<string, unknown> = {}): Promise<Cair
         { name: 'weather', url: weather.url },
       ],
       health_check_ms: 0,
+      startup_wait_ms: 60_000, // start() waits for every server's first attempt
       ...tools,
     },
   });
@@ -98,7 +99,7 @@ describe('bridge tools over MCP', () => {
 
   it('keeps the bridge while a server is configured, even one that never connects, and names it when called', async () => {
     const broken = { name: 'broken', command: process.execPath, args: ['-e', 'process.exit(1)'] };
-    const cairn = await fx.cairn({ tools: { servers: [broken], health_check_ms: 0, reconnect_initial_ms: 30_000 } });
+    const cairn = await fx.cairn({ tools: { servers: [broken], health_check_ms: 0, startup_wait_ms: 60_000, reconnect_initial_ms: 30_000 } });
     await cairn.tools.start();
     const client = await mcpClient(cairn);
     const names = (await client.listTools()).tools.map((t) => t.name);

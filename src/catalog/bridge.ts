@@ -3,6 +3,7 @@ import { NAME_SEPARATOR } from './catalog.js';
 import type { ToolMatch } from './hybrid-search.js';
 import type { MatchKind } from './tool-index.js';
 import { isRecord, requiredNames, type JsonObject } from './schema.js';
+import { MAX_QUERY_CHARS } from '../text/query-bounds.js';
 
 /**
  * The three bridge tools that stand in for the deferred catalog (DESIGN.md, "Tool hub"): their
@@ -70,6 +71,8 @@ export async function toolSearch(catalog: Catalog, args: unknown, limits: Search
   const input = isRecord(args) ? args : {};
   const queries = stringList(input.queries, 'queries', limits.maxQueries ?? MAX_QUERIES_PER_CALL, false, 'fewer, more targeted queries');
   if ('error' in queries) return queries;
+  const long = queries.items.find((q) => q.length > MAX_QUERY_CHARS);
+  if (long !== undefined) return { error: `a query is ${long.length} characters long; the limit is ${MAX_QUERY_CHARS}. Retry with the service name plus an action and an object.` };
   const limit = clampLimit(input.limit, limits);
   const results: SearchGroup[] = [];
   const tools: Record<string, SearchRecord> = {};

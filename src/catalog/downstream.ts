@@ -2,9 +2,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { validateToolName } from '@modelcontextprotocol/sdk/shared/toolNameValidation.js';
+import { McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ToolServerConfig } from '../config.js';
 import { CairnError, describeError } from '../errors.js';
+import { boundedFetch, BoundedLineBuffer, GuardedTransport, ResultLimitError, type ResultLimits } from './result-guard.js';
 import { isRecord, type JsonObject } from './schema.js';
 
 /** Where a downstream server stands. */
@@ -28,6 +30,10 @@ export type DownstreamOptions = DownstreamTiming & {
   clientVersion: string;
   /** Called whenever the state or the tool list changes. */
   onChange: () => void;
+  /** Depth and size bounds on every message from the server. */
+  limits: ResultLimits;
+  /** Where skipped tools (bad names) are reported. */
+  warn: (message: string) => void;
 };
 
 const MAX_LIST_PAGES = 100;
@@ -47,6 +53,8 @@ export class DownstreamServer {
   private toolsValue: readonly DownstreamTool[] = [];
   private lastCount: number | null = null;
   private client: Client | null = null;
+  /** The client of a connection attempt still in progress (closed by {@link stop}). */
+  private connecting: Client | null = null;
   /** Bumped on every connection attempt and loss, so events of an older connection are ignored. */
   private generation = 0;
   private failures = 0;
@@ -93,16 +101,17 @@ export class DownstreamServer {
     this.generation++;
     this.stateValue = 'stopped';
     this.clearTimers();
-    const client = this.client;
-    this.client = null;
+    const clients = [this.client, this.connecting];
+    this.client = this.connecting = null;
     this.toolsValue = [];
-    await client?.close().catch(() => undefined);
+    await Promise.all(clients.map((c) => c?.close().catch(() => undefined)));
   }
 
   /**
    * Calls one of the server's tools and returns its result unchanged. Throws `unavailable` when the
-   * server is not connected and `downstream_failed` when the call fails below the tool (transport,
-   * protocol, timeout); a failure of the connection itself also starts a reconnect.
+   * server is not connected and `downstream_failed` when the call fails: with the server's message for
+   * a tool-level failure (any JSON-RPC error, a result that is not a valid tool result or breaks the
+   * limits, a timeout), which leaves the connection as it is; only a closed transport starts a reconnect.
    */
   async callTool(name: string, args: JsonObject): Promise<CallToolResult> {
     const client = this.client;
@@ -119,10 +128,10 @@ export class DownstreamServer {
       }
       return result as CallToolResult;
     } catch (err) {
-      const lost = isConnectionFailure(err);
+      const lost = client.transport === undefined || generation !== this.generation || !isToolLevel(err);
       if (lost) void this.lost(generation, `call failed: ${describeError(err)}`);
       const next = lost ? '; the connection is lost and Cairn is reconnecting to it: retry in a moment' : '';
-      throw new CairnError('downstream_failed', `server '${this.name}' failed on ${name}: ${describeError(err)}${next}`, { cause: err });
+      throw new CairnError('downstream_failed', `server '${this.name}' failed on ${name}: ${describeCallError(err)}${next}`, { cause: err });
     }
   }
 
@@ -135,9 +144,10 @@ export class DownstreamServer {
     const client = new Client({ name: 'cairn', version: this.options.clientVersion }, { capabilities: {} });
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.refresh(generation, client));
     client.onclose = () => void this.lost(generation, this.closedReason());
+    this.connecting = client;
     try {
       await client.connect(this.makeTransport(), { timeout: this.options.connectTimeoutMs });
-      const tools = await listTools(client, this.options.connectTimeoutMs);
+      const tools = await listTools(client, this.options.connectTimeoutMs, this.skipTool);
       if (generation !== this.generation) {
         await client.close().catch(() => undefined);
         return;
@@ -155,6 +165,8 @@ export class DownstreamServer {
       this.generation++;
       await client.close().catch(() => undefined);
       this.becomeUnavailable(`cannot connect: ${describeError(err)}${this.stderrNote()}`);
+    } finally {
+      if (this.connecting === client) this.connecting = null;
     }
   }
 
@@ -182,15 +194,19 @@ export class DownstreamServer {
 
   private async refresh(generation: number, client: Client): Promise<void> {
     try {
-      const tools = await listTools(client, this.options.connectTimeoutMs);
+      const tools = await listTools(client, this.options.connectTimeoutMs, this.skipTool);
       if (generation !== this.generation) return;
       this.toolsValue = tools;
       this.lastCount = tools.length;
       this.options.onChange();
     } catch (err) {
-      if (isConnectionFailure(err)) await this.lost(generation, `cannot list tools: ${describeError(err)}`);
+      if (client.transport === undefined) await this.lost(generation, `cannot list tools: ${describeError(err)}`);
     }
   }
+
+  private readonly skipTool = (name: string, why: string): void => {
+    this.options.warn(`tool server ${this.name}: skipped tool ${JSON.stringify(name.slice(0, 200))}: ${why}`);
+  };
 
   private startHealthChecks(generation: number, client: Client): void {
     if (this.options.healthCheckMs <= 0) return;
@@ -202,6 +218,10 @@ export class DownstreamServer {
   }
 
   private makeTransport(): Transport {
+    return new GuardedTransport(this.makeInnerTransport(), this.options.limits);
+  }
+
+  private makeInnerTransport(): Transport {
     const c = this.config;
     if (c.command !== undefined) {
       const transport = new StdioClientTransport({
@@ -211,6 +231,9 @@ export class DownstreamServer {
         cwd: c.cwd,
         stderr: 'pipe',
       });
+      // The SDK's reader closes the connection once 10 MiB are buffered; this one fails only the answer
+      // that is too large (the SDK offers no option for its reader, so it is swapped in).
+      (transport as unknown as { _readBuffer: BoundedLineBuffer })._readBuffer = new BoundedLineBuffer(this.options.limits);
       this.stderrTail = '';
       // Drain the pipe (a full pipe would block the child) and keep the end for error reports.
       transport.stderr?.on('data', (chunk: Buffer) => {
@@ -218,7 +241,7 @@ export class DownstreamServer {
       });
       return transport;
     }
-    return new StreamableHTTPClientTransport(new URL(c.url!), { requestInit: { headers: c.headers } });
+    return new StreamableHTTPClientTransport(new URL(c.url!), { requestInit: { headers: c.headers }, fetch: boundedFetch(this.options.limits) });
   }
 
   private closedReason(): string {
@@ -238,7 +261,18 @@ export class DownstreamServer {
   }
 }
 
-async function listTools(client: Client, timeout: number): Promise<DownstreamTool[]> {
+/** Characters that must not reach tool_search text: controls (tab and newline are kept) and bidi overrides. */
+const UNSAFE_TEXT = /[\p{Cc}\u202a-\u202e\u2066-\u2069]/gu;
+
+function sanitizeDescription(text: string): string {
+  return text.replace(/\r\n?/g, '\n').replace(UNSAFE_TEXT, (c) => (c === '\n' || c === '\t' ? c : ' '));
+}
+
+/**
+ * The server's tools, every page: names must follow MCP's tool-name rule (SEP-986: 1–128 of
+ * `A-Za-z0-9_-.`), others are skipped and reported; descriptions lose control characters.
+ */
+async function listTools(client: Client, timeout: number, skip: (name: string, why: string) => void): Promise<DownstreamTool[]> {
   const tools: DownstreamTool[] = [];
   const seen = new Set<string>();
   let cursor: string | undefined;
@@ -247,8 +281,12 @@ async function listTools(client: Client, timeout: number): Promise<DownstreamToo
     for (const t of result.tools) {
       if (seen.has(t.name)) continue;
       seen.add(t.name);
+      if (!validateToolName(t.name).isValid) {
+        skip(t.name, 'not a valid MCP tool name (1 to 128 characters of A-Z, a-z, 0-9, _, - and .)');
+        continue;
+      }
       const schema: JsonObject = isRecord(t.inputSchema) ? t.inputSchema : { type: 'object' };
-      tools.push({ name: t.name, description: t.description ?? '', inputSchema: schema });
+      tools.push({ name: t.name, description: sanitizeDescription(t.description ?? ''), inputSchema: schema });
     }
     cursor = result.nextCursor;
     if (!cursor) break;
@@ -257,10 +295,19 @@ async function listTools(client: Client, timeout: number): Promise<DownstreamToo
 }
 
 /**
- * True when an error means the connection is gone, rather than the server answering with an error.
- * A timeout is not counted: a slow tool does not make its server dead (pings decide that).
+ * True when the server answered and the answer failed this call only: a JSON-RPC error (any code; the
+ * SDK's own -32000 "Connection closed" comes with a closed transport, which the caller checks first), a
+ * result the SDK's schema rejects, or one over the limits. Anything else (a network error of the HTTP
+ * transport, a failed write) is taken for a lost connection.
  */
-function isConnectionFailure(err: unknown): boolean {
-  if (err instanceof McpError) return err.code === ErrorCode.ConnectionClosed;
-  return true;
+function isToolLevel(err: unknown): boolean {
+  return err instanceof McpError || err instanceof ResultLimitError || (isRecord(err) && Array.isArray(err.issues));
+}
+
+/** A call failure in words: the server's own message, or what is wrong with a result that is not a tool result. */
+function describeCallError(err: unknown): string {
+  const issues = isRecord(err) && Array.isArray(err.issues) ? (err.issues as unknown[]) : null;
+  if (!issues) return describeError(err);
+  const listed = issues.slice(0, 3).map((i) => (isRecord(i) ? `${Array.isArray(i.path) ? i.path.join('.') || '(root)' : '?'}: ${String(i.message)}` : String(i)));
+  return `the server's answer is not a valid MCP tool result (${listed.join('; ')}${issues.length > 3 ? '; …' : ''})`;
 }

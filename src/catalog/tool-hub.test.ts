@@ -30,6 +30,7 @@ async function setup(extra: Record<string, unknown> = {}, servers?: unknown[]): 
         { name: 'weather', url: weather.url },
       ],
       health_check_ms: 100,
+      startup_wait_ms: 60_000, // start() waits for every server's first attempt
       reconnect_initial_ms: 50,
       reconnect_max_ms: 200,
       ...extra,

@@ -20,9 +20,11 @@ import {
 import { Catalog, catalogName, type CatalogTool, type Disclosure, type DisclosureSettings, type SourceStatus } from './catalog.js';
 import { DownstreamServer } from './downstream.js';
 import { HybridToolSearch, type ToolMatch } from './hybrid-search.js';
+import { resultLimitBreach } from './result-guard.js';
 import type { ToolCaller, ToolCallRecorder } from './recorder.js';
 import { isRecord, type JsonObject } from './schema.js';
 import type { ToolTextOptions } from './tool-index.js';
+import { checkQueryLength } from '../text/query-bounds.js';
 
 export type ToolHubOptions = {
   /** Cairn's version, sent to downstream servers as the MCP client version. */
@@ -105,15 +107,28 @@ export class ToolHub {
       reconnectMaxMs: config.reconnect_max_ms,
       healthCheckMs: config.health_check_ms,
     };
+    const limits = { maxDepth: config.max_result_depth, maxBytes: config.max_result_bytes };
     this.servers = config.servers.map(
-      (s) => new DownstreamServer(s, { ...timing, clientVersion: options.clientVersion, onChange: () => this.changed() }),
+      (s) => new DownstreamServer(s, { ...timing, limits, warn: this.warn, clientVersion: options.clientVersion, onChange: () => this.changed() }),
     );
   }
 
-  /** Connects every configured server; resolves when each first attempt has settled (bounded by `connect_timeout_ms`). */
+  /**
+   * Connects every configured server; resolves when each first attempt has settled or after
+   * `startup_wait_ms`, whichever comes first. A server still connecting then stays `connecting` (shown
+   * as such by tool_search) and joins the catalog when it connects, or is retried when it fails.
+   */
   start(): Promise<void> {
     if (this.stopped) return Promise.resolve();
-    this.started ??= Promise.all(this.servers.map((s) => s.start())).then(() => undefined);
+    this.started ??= (() => {
+      const settled = Promise.all(this.servers.map((s) => s.start())).then(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, this.config.startup_wait_ms);
+        timer.unref();
+      });
+      return Promise.race([settled, waited]).finally(() => clearTimeout(timer));
+    })();
     return this.started;
   }
 
@@ -253,6 +268,7 @@ export class ToolHub {
 
   /** Catalog tools, optionally of one source and, with `query`, ranked by the same retrieval as tool_search. */
   async list(filter: ToolListFilter = {}): Promise<CatalogTool[]> {
+    if (filter.query !== undefined) checkQueryLength(filter.query);
     const catalog = await this.ready();
     if (filter.source !== undefined && !catalog.sources.some((s) => s.name === filter.source) && !catalog.tools.some((t) => t.source === filter.source)) {
       throw new CairnError('not_found', `unknown tool source '${filter.source}'; sources: ${catalog.sourceSummary().map((s) => s.name).join(', ') || 'none'}`);
@@ -268,6 +284,13 @@ export class ToolHub {
 
   private async dispatch(tool: CatalogTool, args: JsonObject, caller: ToolCaller): Promise<InvokeOutcome> {
     const started = Date.now();
+    // Arguments as deep as a hostile result would overflow the recursive validation and serialisation below.
+    const tooDeep = resultLimitBreach(args, { maxDepth: this.config.max_result_depth, maxBytes: Number.POSITIVE_INFINITY }, 'the arguments object');
+    if (tooDeep) {
+      const failure: ArgumentFailure = { error: `${tool.name}: ${tooDeep}`, path: 'arguments', constraint: 'depth', parameters: tool.inputSchema, hint: 'Send flatter arguments.' };
+      await this.record(caller, tool.name, {}, failure, true, started);
+      return { kind: 'invalid', tool, failure };
+    }
     const prepared = prepareArguments(tool.name, args, tool.inputSchema);
     if (!prepared.ok) {
       await this.record(caller, tool.name, args, prepared.failure, true, started);

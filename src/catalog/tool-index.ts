@@ -1,5 +1,6 @@
 import snowball from 'snowball-stemmers';
 import { analyze, foldWord } from '../text/analyze.js';
+import { boundTerms, MAX_QUERY_TERMS } from '../text/query-bounds.js';
 import { ENGLISH_STOPWORDS } from '../text/stopwords.js';
 import { isRecord, topLevelProperties } from './schema.js';
 
@@ -216,9 +217,11 @@ export class ToolIndex {
    */
   scored(query: string, limit: number, admission: Admission = 'served', options: ToolQueryOptions = {}): ToolHit[] {
     if (this.size === 0 || !(limit > 0)) return [];
-    const terms = this.tokens(query);
-    if (terms.length === 0) return [];
     const stats = new Stats(this, options.exclude);
+    const tokens = this.tokens(query);
+    // A query of more than MAX_QUERY_TERMS distinct terms keeps its rarest ones (bounded work per query).
+    const terms = new Set(tokens).size > MAX_QUERY_TERMS ? boundTerms(tokens, (t) => stats.df(t)) : tokens;
+    if (terms.length === 0) return [];
     const exact = (this.byName.get(query.trim().toLowerCase()) ?? []).filter((i) => !stats.excluded(i));
     const scoring = this.options.referenceScoring ? terms : scoringTerms(terms);
     const content = contentTerms(terms);

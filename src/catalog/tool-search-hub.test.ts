@@ -25,6 +25,7 @@ async function hub(tools: Record<string, unknown> = {}, embedder: Embedder | nul
         { name: 'notes', command: process.execPath, args: [fixture, 'notes'] },
         { name: 'weather', url: weather.url },
       ],
+      startup_wait_ms: 60_000, // start() waits for every server's first attempt
       ...tools,
     },
   }).tools;

@@ -7,6 +7,7 @@ import { RRF_K, rrfFuse } from '../search/rrf.js';
 import { clampLimit } from '../memory/search-params.js';
 import type { HistoryStore, Run, RunText, RunToolCall } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
+import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
 import type { Scope } from '../types.js';
 import type { RelevanceJudge } from './relevance.js';
 import { parseJson, type RunLog } from './runs.js';
@@ -138,6 +139,7 @@ export class ChatHistory {
       case 'search': {
         const keyword = params.keyword?.trim();
         if (!keyword) throw new CairnError('invalid_input', 'keyword is required when mode=search');
+        checkQueryLength(keyword, 'keyword');
         const range = params.time_range ?? DEFAULT_TIME_RANGE;
         const limit = clampLimit(params.limit, CHAT_HISTORY_LIMITS.search);
         return (params.match ?? 'semantic') === 'keyword'
@@ -229,7 +231,7 @@ export class ChatHistory {
   }
 
   private async keywordSearch(caller: ChatHistoryCaller, keyword: string, range: TimeRange, limit: number): Promise<ChatHistoryResult> {
-    const terms = keyword.split(/\s+/).filter((t) => t !== '');
+    const terms = boundTerms(keyword.split(/\s+/).filter((t) => t !== ''));
     const texts = await this.deps.store.searchRunTexts(caller.scope, caller.sessionKey, terms, since(range), limit);
     return searchResult(keyword, range, 'keyword', 'trigram', texts, terms);
   }
@@ -243,7 +245,7 @@ export class ChatHistory {
     if (byVector && this.deps.vectorWeight >= 1) return searchResult(keyword, range, 'semantic', 'embedding', byVector, []);
     const index = new Bm25Index(recent.map((t) => analyze(searchableText(t))));
     const byBm25 = index
-      .search(analyze(keyword), limit)
+      .search(boundTerms(analyze(keyword)), limit)
       .filter((h) => h.score > 0)
       .map((h) => recent[h.index]!);
     if (!byVector) return searchResult(keyword, range, 'semantic', 'bm25', byBm25, []);

@@ -6,6 +6,7 @@ import { clampLimit } from '../memory/search-params.js';
 import { RRF_K, rrfFuse } from '../search/rrf.js';
 import type { ErrorRecord, ErrorRecordFilter, HistoryStore } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
+import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
 import type { RankedHit, Scope } from '../types.js';
 
 /**
@@ -135,7 +136,8 @@ export class ErrorHistory {
 
   /** Keyword (BM25) and semantic ranking fused with RRF; a plain substring scan when neither finds anything. */
   async search(scope: Scope, keyword: string, filter: ErrorRecordFilter, limit: number, options: { similarOnly?: boolean } = {}): Promise<ErrorRecord[]> {
-    const terms = analyze(keyword);
+    checkQueryLength(keyword);
+    const terms = boundTerms(analyze(keyword));
     const [keywordHits, vectorHits] = await Promise.all([
       terms.length > 0 ? this.deps.store.searchErrorRecordsByKeyword(scope, terms, filter, limit * 4) : Promise.resolve([]),
       this.vectorHits(scope, keyword, filter, limit * 4),

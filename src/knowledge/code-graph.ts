@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import { analyze, foldWord } from '../text/analyze.js';
 import { Bm25Index } from '../search/bm25-index.js';
 import { readFolderFile } from './scan-folder.js';
+import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
 
 /** Source files a code graph indexes (TypeScript and JavaScript). */
 export const CODE_EXTENSIONS: readonly string[] = ['.ts', '.tsx', '.mts', '.cts', '.js', '.jsx', '.mjs', '.cjs'];
@@ -433,7 +434,8 @@ export class CodeGraph {
   }
 
   private rank(query: string, kind?: CodeSymbolKind): { sym: Sym; score: number }[] {
-    const tokens = identifierTokens(query);
+    checkQueryLength(query);
+    const tokens = boundTerms(identifierTokens(query));
     const wanted = query.trim().toLowerCase();
     const hits = this.bm25
       .search(tokens, this.bm25.size)

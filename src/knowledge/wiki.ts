@@ -2,6 +2,7 @@ import { posix } from 'node:path';
 import { Lexer, type Token } from 'marked';
 import { parse as parseYaml } from 'yaml';
 import { analyze, analyzeForIndex } from '../text/analyze.js';
+import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
 import { Bm25Index } from '../search/bm25-index.js';
 import { isText, readFolderFile } from './scan-folder.js';
 
@@ -266,7 +267,8 @@ export class WikiIndex {
 
   /** BM25 over title, headings and body with Cairn's analysis (CJK included); a snippet per hit. */
   search(query: string, limit: number): { query: string; total: number; results: WikiSearchHit[] } {
-    const terms = analyze(query);
+    checkQueryLength(query);
+    const terms = boundTerms(analyze(query));
     const hits = this.bm25.search(terms, limit);
     const wanted = new Set(terms);
     const results = hits.map(({ index, score }) => {

@@ -4,6 +4,7 @@ import { budgetSentence } from './budget.js';
 import { memorySearch } from './memory-search.js';
 import type { SearchContext } from './search-context.js';
 import { SEARCH_LIMIT } from './search-params.js';
+import { clipQuery } from '../text/query-bounds.js';
 
 /** Parameters of recall, as every surface receives them (the seed's `POST /recall` body). */
 export const recallParams = z.object({
@@ -54,7 +55,8 @@ const MIN_LINE_CHARS = [...TRUNCATION_SUFFIX].length + 20;
  */
 export async function recallContext(ctx: SearchContext, scope: Scope, params: RecallParams, budget: RecallBudget): Promise<RecallResult> {
   const stableMemories = budget.maxStableMemories > 0 ? await ctx.store.topMemories(scope, ['instruction', 'persona'], budget.maxStableMemories) : [];
-  const query = params.query.trim();
+  // Recall searches with the user's message, whatever its length: a long one is cut to the query limit.
+  const query = clipQuery(params.query.trim());
   let strategy: SearchStrategy = 'none';
   let turnMemories: Memory[] = [];
   if (budget.maxMemories > 0 && [...query].length >= MIN_QUERY_CHARS) {

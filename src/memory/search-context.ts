@@ -3,6 +3,7 @@ import { describeError } from '../errors.js';
 import { hybridSearch, type HybridOutput, type RetrievalPath } from '../search/hybrid.js';
 import type { Store } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
+import { checkQueryLength } from '../text/query-bounds.js';
 import type { RankedHit, SearchStrategy } from '../types.js';
 import { clampLimit } from './search-params.js';
 
@@ -82,12 +83,14 @@ export type SearchOutcome<T> = {
 };
 
 /**
- * The seed's search pipeline (DESIGN.md, "Search pipeline"): empty query → nothing, strategy `none`;
+ * The seed's search pipeline (DESIGN.md, "Search pipeline"): a query over `MAX_QUERY_CHARS` is refused
+ * (`invalid_input`); empty query → nothing, strategy `none`;
  * no path available → `none` and `unavailable`; else clamp `limit`, run both paths over-retrieving,
  * fuse, keep the top `limit` and load them in rank order with their scores.
  */
 export async function runSearch<T extends { id: string }>(ctx: SearchContext, plan: SearchPlan<T>): Promise<SearchOutcome<T>> {
   const query = plan.query.trim();
+  checkQueryLength(query);
   if (query === '') return { hits: [], strategy: 'none', unavailable: false };
   const available = pathsAvailable(ctx);
   if (!available.keyword && !available.vector) return { hits: [], strategy: 'none', unavailable: true };

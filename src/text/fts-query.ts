@@ -1,3 +1,5 @@
+import { boundTerms } from './query-bounds.js';
+
 /** How many leading distinct tokens are paired for the coordination boost (at most 28 pairs). */
 export const MAX_PAIRED_TOKENS = 8;
 
@@ -6,7 +8,8 @@ export const MAX_PAIRED_TOKENS = 8;
  * caller then skips the keyword path). Every distinct token becomes a quoted string (embedded quotes
  * doubled), so operators, column filters, `*`, `NEAR` and parentheses in user text stay inert.
  *
- * The tokens are OR-ed, so a row containing any of them matches. Each pair of the first
+ * At most `MAX_QUERY_TERMS` distinct tokens are used (the first ones; see `boundTerms`), so a query's
+ * cost is bounded however long it is. The tokens are OR-ed, so a row containing any of them matches. Each pair of the first
  * {@link MAX_PAIRED_TOKENS} tokens is OR-ed in as well, as `("a" AND "b")`: FTS5's bm25() counts a
  * sub-expression's phrases only in rows where the sub-expression matches, so a row's score grows with
  * the number of distinct query tokens it holds (a coordination factor). See DESIGN.md, "Text analysis".
@@ -14,7 +17,7 @@ export const MAX_PAIRED_TOKENS = 8;
 export function buildFtsQuery(tokens: readonly string[]): string | null {
   // FTS5 reads the query as a C string, so a NUL would cut it short; analysed tokens never hold one.
   const cleaned = tokens.map((t) => t.replaceAll('\u0000', '')).filter((t) => t.length > 0);
-  const quoted = [...new Set(cleaned)].map((t) => `"${t.replaceAll('"', '""')}"`);
+  const quoted = boundTerms(cleaned).map((t) => `"${t.replaceAll('"', '""')}"`);
   if (quoted.length === 0) return null;
   const clauses = [...quoted];
   const paired = quoted.slice(0, MAX_PAIRED_TOKENS);
