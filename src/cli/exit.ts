@@ -47,9 +47,11 @@ export const FS_REASONS: Readonly<Record<string, string>> = {
  * both; null when `err` is not a file-system or SQLite open error.
  */
 export function pathError(err: unknown, path: string, setting: string): CairnError | null {
-  const code = (err as { code?: unknown } | null)?.code;
+  // The façade already wraps store failures as CairnErrors; the file-system code is on their cause.
+  const source = err instanceof CairnError && err.cause !== undefined ? err.cause : err;
+  const code = (source as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || !(code in FS_REASONS)) return null;
-  return new CairnError('unavailable', `cannot use ${path} (${setting}): ${FS_REASONS[code]} (${code})`, { cause: err });
+  return new CairnError('unavailable', `cannot use ${path} (${setting}): ${FS_REASONS[code]} (${code})`, { cause: source });
 }
 
 /** Output cut short by the reader (`cairn doctor | head -1`) ends the command quietly instead of with a stack trace. */
