@@ -217,15 +217,18 @@ export class Cairn {
 
   /**
    * Records messages (validated as a whole first: one bad message rejects the batch and writes nothing).
+   * With `commitEvery` (a long import) each chunk of that many commits on its own, so other writers get
+   * the lock between chunks; an interrupted call leaves whole chunks, and calling it again with the same
+   * ids completes it.
    * A captured user message starts a new implicit turn for its session and for `options.connection`,
    * the connection that captured it (see {@link TurnRef}).
    */
   async recordMessages(
     messages: readonly NewMessage[],
-    options: { onProgress?: (done: number, total: number) => void; connection?: string | undefined } = {},
+    options: { onProgress?: (done: number, total: number) => void; connection?: string | undefined; commitEvery?: number } = {},
   ): Promise<AddMessagesResult> {
     const valid = messages.map((m, i) => validate(newMessageSchema, m, `message ${i}`));
-    const result = await this.store.addMessages(valid, { onProgress: options.onProgress });
+    const result = await this.store.addMessages(valid, { onProgress: options.onProgress, commitEvery: options.commitEvery });
     if (result.inserted > 0) this.queue?.kick();
     // A captured user message ends the session's implicit turn (seed hosts send no turn ids).
     if (result.inserted > 0) for (const m of valid) if (m.role === 'user') this.budget.startTurn(m.scope, m.sessionKey, options.connection);
@@ -456,7 +459,12 @@ export class Cairn {
 
 /** Opens Cairn on the configured data directory (embedded SQLite). */
 export async function createCairn(config: CairnConfig = loadConfig(), options: CairnOptions = {}): Promise<Cairn> {
-  const store = SqliteStore.open({ path: join(config.data_dir, 'cairn.db'), readWorkers: options.readWorkers, warn: options.warn });
+  const store = SqliteStore.open({
+    path: join(config.data_dir, 'cairn.db'),
+    readWorkers: options.readWorkers,
+    warn: options.warn,
+    busyTimeoutMs: config.store.busy_timeout_ms,
+  });
   try {
     return new Cairn(config, store, options);
   } catch (err) {

@@ -327,10 +327,17 @@ function nextSignal(): Promise<void> {
   });
 }
 
-/** Prints a failure on stderr and exits: 2 for bad input or config, 1 otherwise. Never a stack trace. */
+/**
+ * Prints a failure on stderr and exits: 2 for bad input or config, 75 (EX_TEMPFAIL) when another process
+ * held the database's write lock too long (running the command again is safe), 1 otherwise. Never a stack trace.
+ */
 export function reportAndExit(err: unknown): never {
   const message = isCairnError(err) ? err.message : `unexpected error: ${describeError(err)}`;
   process.stderr.write(`cairn: ${message}\n`);
+  if (isCairnError(err, 'busy')) {
+    process.stderr.write('cairn: another Cairn process is writing to this data directory; run the command again (an import resumes where it stopped)\n');
+    process.exit(75);
+  }
   const usage = isCairnError(err) && (err.code === 'invalid_input' || err.code === 'config_invalid');
   process.exit(usage ? 2 : 1);
 }
@@ -472,10 +479,16 @@ async function importFile(cairn: Cairn, file: string): Promise<void> {
     timestamp: v.timestamp ?? null,
   }));
   const bar = new ProgressBar('importing', messages.length);
-  const result = await cairn.recordMessages(messages, { onProgress: (done) => bar.update(done) });
+  const result = await cairn.recordMessages(messages, { onProgress: (done) => bar.update(done), commitEvery: IMPORT_CHUNK });
   print(`imported ${result.inserted} message(s) from ${file}; ${result.skipped} already present`);
   await waitForEmbeddings(cairn);
 }
+
+/**
+ * Messages per import transaction: a server on the same data directory gets the write lock between two
+ * chunks, and an interrupted import leaves whole chunks that a re-run skips (every line has a stable id).
+ */
+export const IMPORT_CHUNK = 1_000;
 
 /**
  * A line without an id gets one derived from its content and its occurrence in the file, so importing
