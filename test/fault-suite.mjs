@@ -114,19 +114,21 @@ export async function request(url, { method = 'GET', headers = {}, body, raw, ti
     init.body = JSON.stringify(body);
     init.headers['content-type'] ??= 'application/json';
   }
+  const started = performance.now();
   try {
     const res = await fetch(url, init);
     const text = await res.text();
+    const ms = performance.now() - started;
     let json = null;
     try {
       json = JSON.parse(text);
     } catch {
       // Not JSON: the caller looks at the text.
     }
-    return { status: res.status, headers: res.headers, text, json };
+    return { status: res.status, headers: res.headers, text, json, ms };
   } catch (err) {
     const hung = err?.name === 'TimeoutError';
-    return { status: 0, headers: new Map(), text: '', json: null, hung, error: String(err?.cause?.code ?? err?.message ?? err) };
+    return { status: 0, headers: new Map(), text: '', json: null, hung, ms: performance.now() - started, error: String(err?.cause?.code ?? err?.message ?? err) };
   }
 }
 
@@ -156,11 +158,16 @@ class Tally {
     this.busy = 0;
     this.busyWithoutRetryAfter = 0;
     this.samples = [];
+    /** The slowest answers: `{ label, ms }`, slowest first. */
+    this.slowest = [];
   }
 
   /** Records one answer; returns it. */
   add(label, r) {
     this.requests++;
+    if (r.ms !== undefined && (this.slowest.length < 5 || r.ms > this.slowest.at(-1).ms)) {
+      this.slowest = [...this.slowest, { label, ms: Math.round(r.ms) }].sort((a, b) => b.ms - a.ms).slice(0, 5);
+    }
     this.byStatus[r.status] = (this.byStatus[r.status] ?? 0) + 1;
     if (r.status === 503 && r.json?.error?.code === 'busy') {
       this.busy++;
@@ -311,7 +318,9 @@ function toHttp(url, r) {
   if (r.authorization !== undefined) headers.authorization = r.authorization;
   const withBody = r.op.method !== 'GET' && (r.op.requestBody !== undefined ? r.sendBody < 0.95 : r.sendBody < 0.1);
   const query = search.size > 0 ? `?${search}` : '';
-  return { label: `${r.op.method} ${r.op.path}`, url: `${url}${path}${query}`, init: { method: r.op.method, headers, ...(withBody ? r.payload : {}) } };
+  const init = { method: r.op.method, headers, ...(withBody ? r.payload : {}) };
+  const size = (init.raw ?? JSON.stringify(init.body) ?? '').length + query.length;
+  return { label: `${r.op.method} ${r.op.path} (${size} B)`, url: `${url}${path}${query}`, init };
 }
 
 /** One random MCP message: mostly a `tools/call` of a listed tool with schema-shaped arguments. */
@@ -369,7 +378,7 @@ export async function fuzz({ mode = 'local', requests = 1_000, seed = 17, log = 
       }),
       ...mcpMessages.map((m) => async () => {
         const headers = { 'content-type': 'application/json', ...scope };
-        tally.add(`MCP ${m?.params?.name ?? m?.method ?? 'raw'}`, await mcp(server.url, m, headers));
+        tally.add(`MCP ${m?.params?.name ?? m?.method ?? 'raw'} (${JSON.stringify(m).length} B)`, await mcp(server.url, m, headers));
       }),
     ];
     // Interleaved, so REST and MCP calls run against each other's writes.
@@ -377,7 +386,7 @@ export async function fuzz({ mode = 'local', requests = 1_000, seed = 17, log = 
     const health = await request(`${server.url}/health`);
     if (health.status !== 200) tally.sample(`/health after the fuzz: ${health.status}`);
     log(`fuzz (${mode}): ${tally.requests} requests over ${ops.length} routes and ${tools.length} tools: ${tally.fiveXX} 5xx, ${tally.hangs} hangs`);
-    return { mode, routes: ops.length, tools: tools.length, requests: tally.requests, fiveXX: tally.fiveXX, hangs: tally.hangs, dropped: tally.dropped, healthAfter: health.status, byStatus: tally.byStatus, samples: tally.samples };
+    return { mode, routes: ops.length, tools: tools.length, requests: tally.requests, fiveXX: tally.fiveXX, hangs: tally.hangs, dropped: tally.dropped, healthAfter: health.status, byStatus: tally.byStatus, slowest: tally.slowest, samples: tally.samples };
   } finally {
     await server.stop();
   }
@@ -675,7 +684,8 @@ export async function killDuringCapture({ kills = 2, log = () => {}, seed = 17 }
     const writers = writeUntil([server.url], () => dead, { ledger, tally, prefix: `k${k}` });
     // Killed after a random number of further acknowledged writes, so that every kill lands mid-stream.
     const target = ledger.size + 20 + Math.floor(rng() * 200);
-    while (ledger.size < target && tally.dropped === 0) await sleep(10);
+    const giveUp = performance.now() + 60_000;
+    while (ledger.size < target && performance.now() < giveUp) await sleep(10);
     await server.kill();
     dead = true;
     await writers;
