@@ -19,7 +19,8 @@ const REPORT = resolve(BENCH, '..', 'BENCHMARKS.md');
 
 /**
  * Every bench by name, in run order. Each module exports `run({ log })`, which returns a results document
- * (see report.mjs) or null when it skipped itself. Modules load lazily, so one bench can run alone.
+ * (see report.mjs) or null when it skipped itself, and optionally `report(result)`, which renders a document
+ * of its own from it. Modules load lazily, so one bench can run alone.
  */
 const BENCHES = {
   locomo: './locomo.mjs',
@@ -33,6 +34,7 @@ const BENCHES = {
   tools: './tools.mjs',
   knowledge: './knowledge.mjs',
   'faults-query': './faults-query.mjs',
+  soak: './soak.mjs',
 };
 
 const log = (message) => process.stderr.write(`${message}\n`);
@@ -49,12 +51,14 @@ async function main(args) {
     const start = performance.now();
     // Timings are only as good as the machine is idle; the load average at the start is recorded with them.
     const load = round(loadavg()[0], 2);
-    const { run } = await import(BENCHES[name]);
+    const { run, report } = await import(BENCHES[name]);
     const result = await run({ log });
     if (result === null) continue;
     result.machine = { ...machine(), load_average: load, duration_s: Math.round((performance.now() - start) / 1000) };
     writeFileSync(join(RESULTS, `${name}.json`), `${stableStringify(result)}\n`);
     log(`${name}: wrote bench/results/${name}.json`);
+    // A bench may render a report of its own from its results (soak: RELIABILITY.md).
+    report?.(result);
   }
   writeReport(RESULTS, REPORT);
   log('wrote BENCHMARKS.md');

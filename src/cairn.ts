@@ -226,15 +226,18 @@ export class Cairn {
 
   /**
    * Records messages (validated as a whole first: one bad message rejects the batch and writes nothing).
+   * With `commitEvery` (a long import) each chunk of that many commits on its own, so other writers get
+   * the lock between chunks; an interrupted call leaves whole chunks, and calling it again with the same
+   * ids completes it.
    * A captured user message starts a new implicit turn for its session and for `options.connection`,
    * the connection that captured it (see {@link TurnRef}).
    */
   async recordMessages(
     messages: readonly NewMessage[],
-    options: { onProgress?: (done: number, total: number) => void; connection?: string | undefined } = {},
+    options: { onProgress?: (done: number, total: number) => void; connection?: string | undefined; commitEvery?: number } = {},
   ): Promise<AddMessagesResult> {
     const valid = messages.map((m, i) => validate(newMessageSchema, m, `message ${i}`));
-    const result = await this.store.addMessages(valid, { onProgress: options.onProgress });
+    const result = await this.store.addMessages(valid, { onProgress: options.onProgress, commitEvery: options.commitEvery });
     if (result.inserted > 0) this.queue?.kick();
     // A captured user message ends the session's implicit turn (seed hosts send no turn ids).
     if (result.inserted > 0) for (const m of valid) if (m.role === 'user') this.budget.startTurn(m.scope, m.sessionKey, options.connection);
@@ -478,7 +481,7 @@ export async function createCairn(config: CairnConfigInput = loadConfig(), optio
   const path = join(valid.data_dir, 'cairn.db');
   let opened: Store;
   try {
-    opened = SqliteStore.open({ path, readWorkers: options.readWorkers, warn: options.warn });
+    opened = SqliteStore.open({ path, readWorkers: options.readWorkers, warn: options.warn, busyTimeoutMs: valid.store.busy_timeout_ms });
   } catch (err) {
     throw toStoreError(err, path);
   }

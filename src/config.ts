@@ -317,6 +317,17 @@ const knowledgeSchema = z
   })
   .strict();
 
+/** The embedded store's write contention (DESIGN.md, "Concurrency"). */
+const storeSchema = z
+  .object({
+    /**
+     * Milliseconds a write waits, with backoff, for the write lock another process holds (a `cairn import`,
+     * a second server) before it fails with the retryable `busy` error: HTTP 503 with Retry-After.
+     */
+    busy_timeout_ms: positiveInt.max(600_000).default(5_000),
+  })
+  .strict();
+
 /** The one configuration schema: file values, then `CAIRN_*` environment variables, then command-line flags. */
 export const configSchema = z
   .object({
@@ -333,6 +344,7 @@ export const configSchema = z
     history: historySchema.default(() => historySchema.parse({})),
     tools: toolsSchema.default(() => toolsSchema.parse({})),
     knowledge: knowledgeSchema.default(() => knowledgeSchema.parse({})),
+    store: storeSchema.default(() => storeSchema.parse({})),
   })
   .strict();
 

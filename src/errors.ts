@@ -15,6 +15,8 @@ export type CairnErrorCode =
   | 'llm_failed'
   | 'downstream_failed'
   | 'unavailable'
+  /** Another process holds the database's write lock past the wait bound: retryable (HTTP 503 with Retry-After). */
+  | 'busy'
   | 'internal';
 
 /** The one error type Cairn throws; `message` names what failed and which id. */

@@ -3,14 +3,16 @@ import { CairnError, describeError, isCairnError, type CairnErrorCode } from '..
 /**
  * The CLI's exit codes, the same for every command: 0 done; 1 a failure the arguments are not to blame
  * for (store, file system, network, a downstream server or model); 2 a usage mistake (bad flags or
- * arguments, an invalid input file or config, an id that does not exist).
+ * arguments, an invalid input file or config, an id that does not exist); 75 (EX_TEMPFAIL) another
+ * process held the database's write lock past `store.busy_timeout_ms` (running the command again is safe).
  */
-export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+export const EXIT = { ok: 0, failure: 1, usage: 2, busy: 75 } as const;
 
 const USAGE_CODES: ReadonlySet<CairnErrorCode> = new Set(['invalid_input', 'config_invalid', 'not_found', 'conflict', 'scope_required', 'payload_too_large']);
 
 /** The exit code for a failure of any command (see {@link EXIT}). */
 export function exitCodeOf(err: unknown): number {
+  if (isCairnError(err, 'busy')) return EXIT.busy;
   return isCairnError(err) && USAGE_CODES.has(err.code) ? EXIT.usage : EXIT.failure;
 }
 
@@ -18,6 +20,9 @@ export function exitCodeOf(err: unknown): number {
 export function reportAndExit(err: unknown): never {
   const message = isCairnError(err) ? err.message : (fileSystemMessage(err) ?? `unexpected error: ${describeError(err)}`);
   process.stderr.write(`cairn: ${message}\n`);
+  if (isCairnError(err, 'busy')) {
+    process.stderr.write('cairn: another Cairn process is writing to this data directory; run the command again (an import resumes where it stopped)\n');
+  }
   process.exit(exitCodeOf(err));
 }
 

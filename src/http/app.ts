@@ -47,8 +47,8 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   const app = new Hono<AppEnv>();
 
   app.onError((err, c) => {
-    const { status, body } = toErrorResponse(err, log);
-    return c.json(body, status);
+    const { status, body, headers } = toErrorResponse(err, log);
+    return c.json(body, status, headers);
   });
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
 

@@ -19,7 +19,11 @@ export const STATUS_BY_CODE: Readonly<Record<CairnErrorCode, ContentfulStatusCod
   llm_failed: 502,
   downstream_failed: 502,
   unavailable: 503,
+  busy: 503,
 };
+
+/** Seconds a client is told to wait before retrying a `busy` answer (the `Retry-After` header). */
+export const RETRY_AFTER_SECONDS = 1;
 
 /** Every error response body. */
 export type ErrorBody = { error: { code: CairnErrorCode; message: string } };
@@ -28,10 +32,15 @@ export type ErrorBody = { error: { code: CairnErrorCode; message: string } };
  * Status and body for any thrown value. Cairn's own errors keep their message; anything else is logged
  * and reported as `internal` with no detail, so no stack or SQL ever reaches the client.
  */
-export function toErrorResponse(err: unknown, log: (message: string) => void): { status: ContentfulStatusCode; body: ErrorBody } {
+export function toErrorResponse(err: unknown, log: (message: string) => void): { status: ContentfulStatusCode; body: ErrorBody; headers: Record<string, string> } {
   if (isCairnError(err) && err.code !== 'internal') {
-    return { status: STATUS_BY_CODE[err.code], body: { error: { code: err.code, message: err.message } } };
+    return { status: STATUS_BY_CODE[err.code], body: { error: { code: err.code, message: err.message } }, headers: retryHeaders(err.code) };
   }
   log(`internal error: ${describeError(err)}`);
-  return { status: 500, body: { error: { code: 'internal', message: 'internal error' } } };
+  return { status: 500, body: { error: { code: 'internal', message: 'internal error' } }, headers: {} };
+}
+
+/** `Retry-After` for a retryable answer (`busy`: the write lock was held past the wait bound); none otherwise. */
+export function retryHeaders(code: CairnErrorCode): Record<string, string> {
+  return code === 'busy' ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : {};
 }

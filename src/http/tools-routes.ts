@@ -7,7 +7,7 @@ import { isRecord } from '../catalog/schema.js';
 import { CairnError, type CairnErrorCode } from '../errors.js';
 import { KNOWLEDGE_ID_PATTERN } from '../knowledge/registry.js';
 import { requestScope, turnOf, type AppEnv, type AuthMode } from './caller.js';
-import { STATUS_BY_CODE } from './error-response.js';
+import { retryHeaders, STATUS_BY_CODE } from './error-response.js';
 import { addKnowledgeRoutes, knowledgeIdField } from './knowledge-routes.js';
 import { describe } from './openapi.js';
 import { readBody } from './wire.js';
@@ -107,7 +107,7 @@ export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
       case 'result': {
         if (!outcome.result.isError) return c.json(toCallAnswer(outcome.tool, outcome.result));
         const own = toolType(outcome.tool) === 'mcp' ? null : ownErrorCode(outcome.result);
-        if (own) return c.json({ error: { code: own, message: resultText(outcome.result), ...hint(outcome.hint) } }, STATUS_BY_CODE[own]);
+        if (own) return c.json({ error: { code: own, message: resultText(outcome.result), ...hint(outcome.hint) } }, STATUS_BY_CODE[own], retryHeaders(own));
         const message = `${outcome.tool.name} returned an error: ${resultText(outcome.result) || '(no message)'}`;
         return c.json({ error: { code: 'downstream_failed', message, ...hint(outcome.hint) } }, STATUS_BY_CODE.downstream_failed);
       }

@@ -60,6 +60,11 @@ export type StoreCapabilities = {
 export type AddMessagesOptions = {
   /** Called after each chunk with the number of messages handled so far. */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Commit every this many messages (a long import): each chunk is its own transaction, whole or absent,
+   * and other writers get the lock between chunks. Default: the whole call is one transaction.
+   */
+  commitEvery?: number;
 };
 
 export type AddMessagesResult = {

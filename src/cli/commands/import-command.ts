@@ -40,7 +40,7 @@ async function importFile(cairn: Cairn, file: string): Promise<void> {
     timestamp: v.timestamp ?? null,
   }));
   const bar = new ProgressBar('importing', messages.length);
-  const result = await cairn.recordMessages(messages, { onProgress: (done) => bar.update(done) });
+  const result = await cairn.recordMessages(messages, { onProgress: (done) => bar.update(done), commitEvery: IMPORT_CHUNK });
   print(`imported ${result.inserted} message(s) from ${file}; ${result.skipped} already present`);
   await waitForEmbeddings(cairn);
 }
@@ -71,3 +71,9 @@ async function waitForEmbeddings(cairn: Cairn): Promise<void> {
     process.stderr.write(`cairn: ${after.pending} message(s) still without vectors (${after.lastError ?? 'timed out'}); they are embedded the next time Cairn runs\n`);
   }
 }
+
+/**
+ * Messages per import transaction: a server on the same data directory gets the write lock between two
+ * chunks, and an interrupted import leaves whole chunks that a re-run skips (every line has a stable id).
+ */
+export const IMPORT_CHUNK = 1_000;

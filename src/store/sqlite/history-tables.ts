@@ -6,6 +6,7 @@ import { buildFtsQuery } from '../../text/fts-query.js';
 import type { RankedHit, Scope } from '../../types.js';
 import { Statements } from './statements.js';
 import { fromBlob, toBlob } from './vector-blob.js';
+import type { WriteLock } from './write-lock.js';
 import type {
   ErrorRecord,
   ErrorRecordFilter,
@@ -101,6 +102,7 @@ export class HistoryTables implements HistoryStore {
   constructor(
     private readonly db: Database.Database,
     private readonly vectorSearch: boolean,
+    private readonly writes: WriteLock,
   ) {
     syncFtsDefinitions(db);
     this.statements = new Statements(db);
@@ -117,7 +119,7 @@ export class HistoryTables implements HistoryStore {
     const calls = (run.toolCalls ?? []).map((c) => ({ ...c, at: c.at ?? now }));
     const given = [run.startedAt, run.endedAt, ...calls.map((c) => c.at)].filter((t): t is string => t !== undefined);
     const activity = given.length > 0 ? given.reduce((a, b) => (a > b ? a : b)) : now;
-    this.db.transaction(() => {
+    await this.writes.run(() => {
       const existing = this.findRun(scope, run.sessionKey, run.taskId);
       let runSeq: number;
       if (existing) {
@@ -159,7 +161,7 @@ export class HistoryTables implements HistoryStore {
         `INSERT INTO run_tool_calls (run_seq, name, arguments, result, is_error, duration_ms, at, source, reusable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
       for (const c of calls) insert.run(runSeq, c.name, c.arguments, c.result, c.isError ? 1 : 0, c.durationMs ?? null, c.at, c.source ?? 'host', toFlag(c.reusable));
-    })();
+    });
     const [saved] = await this.getRuns(scope, run.sessionKey, [run.taskId]);
     return saved!;
   }
@@ -232,24 +234,25 @@ export class HistoryTables implements HistoryStore {
       `INSERT INTO run_text_vectors (text_key, embedder, text_hash, embedding) VALUES (?, ?, ?, ?)
        ON CONFLICT (text_key) DO UPDATE SET embedder = excluded.embedder, text_hash = excluded.text_hash, embedding = excluded.embedding`,
     );
-    this.db.transaction(() => {
+    await this.writes.run(() => {
       for (const item of items) upsert.run(item.key, embedderId, sha256(item.text), item.vector ? toBlob(item.vector) : null);
-    })();
+    });
   }
 
   async pruneRuns(before: string): Promise<number> {
-    return this.stmt('DELETE FROM runs WHERE updated_at < ?').run(before).changes;
+    return this.writes.run(() => this.stmt('DELETE FROM runs WHERE updated_at < ?').run(before).changes);
   }
 
   async markWithheld(scope: Scope, sessionKey: string, taskId: string): Promise<boolean> {
-    return (
-      this.stmt('INSERT OR IGNORE INTO run_withheld (user_id, agent_id, session_key, task_id, at) VALUES (?, ?, ?, ?, ?)').run(
-        scope.userId,
-        scope.agentId,
-        sessionKey,
-        taskId,
-        new Date().toISOString(),
-      ).changes > 0
+    return this.writes.run(
+      () =>
+        this.stmt('INSERT OR IGNORE INTO run_withheld (user_id, agent_id, session_key, task_id, at) VALUES (?, ?, ?, ?, ?)').run(
+          scope.userId,
+          scope.agentId,
+          sessionKey,
+          taskId,
+          new Date().toISOString(),
+        ).changes > 0,
     );
   }
 
@@ -271,7 +274,7 @@ export class HistoryTables implements HistoryStore {
 
   async saveErrorRecord(scope: Scope, record: ErrorRecordWrite): Promise<ErrorRecord> {
     const now = new Date().toISOString();
-    this.db.transaction(() => {
+    await this.writes.run(() => {
       const existing = this.findError(scope, record.id);
       if (existing) {
         const keywords = [...new Set([...(JSON.parse(existing.keywords) as string[]), ...record.keywords])];
@@ -304,7 +307,7 @@ export class HistoryTables implements HistoryStore {
         ).lastInsertRowid,
       );
       this.indexError(this.stmt('SELECT * FROM error_records WHERE seq = ?').get(seq) as ErrorRow);
-    })();
+    });
     return toErrorRecord(this.findError(scope, record.id)!);
   }
 
@@ -385,14 +388,14 @@ export class HistoryTables implements HistoryStore {
       `INSERT INTO error_record_vectors (error_seq, embedder, embedding) VALUES (?, ?, ?)
        ON CONFLICT (error_seq) DO UPDATE SET embedder = excluded.embedder, embedding = excluded.embedding`,
     );
-    this.db.transaction(() => {
+    await this.writes.run(() => {
       for (const item of items) {
         for (const row of rowsOf.all(item.id) as ErrorRow[]) {
           // A record refreshed since its text was read keeps no stale vector.
           if (errorRecordText(toErrorRecord(row)) === item.text) upsert.run(row.seq, embedderId, item.vector ? toBlob(item.vector) : null);
         }
       }
-    })();
+    });
   }
 
   private findError(scope: Scope, id: string): ErrorRow | undefined {
@@ -421,7 +424,7 @@ function syncFtsDefinitions(db: Database.Database): void {
       db.exec(`DROP TABLE ${name}`);
       db.exec(definition);
       db.exec(`INSERT INTO ${name} (${name}) VALUES ('rebuild')`);
-    })();
+    }).immediate();
   }
 }
 

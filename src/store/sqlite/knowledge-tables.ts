@@ -10,6 +10,7 @@ import type {
   KnowledgeType,
   NewKnowledgeResource,
 } from '../store.js';
+import type { WriteLock } from './write-lock.js';
 
 type ResourceRow = {
   id: string;
@@ -32,14 +33,19 @@ const PATCH_COLUMNS = { status: 'status', error: 'error', summary: 'summary', st
 
 /** The knowledge tables of the SQLite store (`knowledge_resources`, `knowledge_files`); the SqliteStore delegates to it. */
 export class KnowledgeTables implements KnowledgeStore {
-  constructor(private readonly db: Database.Database) {}
+  constructor(
+    private readonly db: Database.Database,
+    private readonly writes: WriteLock,
+  ) {}
 
   async createKnowledgeResource(input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {
-    const info = this.db
-      .prepare(
-        `INSERT INTO knowledge_resources (id, type, name, root, status, created_at) VALUES (?, ?, ?, ?, 'indexing', ?) ON CONFLICT (id) DO NOTHING`,
-      )
-      .run(input.id, input.type, input.name, input.root, new Date().toISOString());
+    const info = await this.writes.run(() =>
+      this.db
+        .prepare(
+          `INSERT INTO knowledge_resources (id, type, name, root, status, created_at) VALUES (?, ?, ?, ?, 'indexing', ?) ON CONFLICT (id) DO NOTHING`,
+        )
+        .run(input.id, input.type, input.name, input.root, new Date().toISOString()),
+    );
     if (info.changes === 0) throw new CairnError('conflict', `knowledge resource ${input.id} already exists`);
     return (await this.getKnowledgeResource(input.id))!;
   }
@@ -54,15 +60,15 @@ export class KnowledgeTables implements KnowledgeStore {
   }
 
   async updateKnowledgeResource(id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
-    if (!this.patch(id, patch, false)) return null;
+    if (!(await this.writes.run(() => this.patch(id, patch, false)))) return null;
     return this.getKnowledgeResource(id);
   }
 
   async deleteKnowledgeResource(id: string): Promise<boolean> {
-    return this.db.transaction(() => {
+    return this.writes.run(() => {
       this.db.prepare('DELETE FROM knowledge_files WHERE resource_id = ?').run(id);
       return this.db.prepare('DELETE FROM knowledge_resources WHERE id = ?').run(id).changes > 0;
-    })();
+    });
   }
 
   async listKnowledgeFiles(resourceId: string, options: { withData?: boolean } = {}): Promise<KnowledgeFileRecord[]> {
@@ -79,13 +85,13 @@ export class KnowledgeTables implements KnowledgeStore {
        ON CONFLICT (resource_id, path) DO UPDATE SET hash = excluded.hash, size = excluded.size, mtime_ms = excluded.mtime_ms, data = excluded.data`,
     );
     const remove = this.db.prepare('DELETE FROM knowledge_files WHERE resource_id = ? AND path = ?');
-    const applied = this.db.transaction(() => {
+    const applied = await this.writes.run(() => {
       // Patch first: when the resource was removed mid-sync nothing else may be written.
       if (!this.patch(resourceId, change.patch, true)) return false;
       for (const path of change.deletes) remove.run(resourceId, path);
       for (const f of change.upserts) upsert.run(resourceId, f.path, f.hash, f.size, f.mtimeMs, f.data);
       return true;
-    })();
+    });
     return applied ? this.getKnowledgeResource(resourceId) : null;
   }
 

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { isBusy } from './write-lock.js';
 import { Statements } from './statements.js';
 
 /** The most neighbours one sqlite-vec KNN query may ask for (vec0's own limit). */
@@ -91,8 +92,13 @@ export class MessageKnn {
     let held = this.current();
     // A read-only connection (a read worker) cannot build it: it scans exactly until the writer saves a vector.
     if (held === null && !this.db.readonly && this.hasVectors(embedderId, dimensions)) {
-      this.db.transaction(() => this.prepare(embedderId, dimensions))();
-      held = this.current();
+      try {
+        this.db.transaction(() => this.prepare(embedderId, dimensions)).immediate();
+        held = this.current();
+      } catch (err) {
+        // Another process holds the write lock: this search scans exactly; a later one builds the index.
+        if (!isBusy(err)) throw err;
+      }
     }
     if (held?.embedder !== embedderId || held.dimensions !== dimensions) return null;
     const scope = JSON.stringify([userId, agentId]);

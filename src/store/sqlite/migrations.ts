@@ -319,10 +319,12 @@ export function migrate(db: Database.Database, upTo: number = SCHEMA_VERSION): v
   }
   for (let version = current; version < Math.min(upTo, SCHEMA_VERSION); version++) {
     db.transaction(() => {
+      // Another process opening the same file may have applied this step while this one waited for the lock.
+      if ((db.pragma('user_version', { simple: true }) as number) > version) return;
       const step = MIGRATIONS[version]!;
       if (typeof step === 'string') db.exec(step);
       else step(db);
       db.pragma(`user_version = ${version + 1}`);
-    })();
+    }).immediate();
   }
 }

@@ -13,7 +13,7 @@ export function toStoreError(err: unknown, location: string): CairnError {
 }
 
 function classify(sqlite: string, detail: string, location: string): [CairnErrorCode, string] {
-  if (/^SQLITE_(BUSY|LOCKED)/.test(sqlite)) return ['unavailable', `the store is busy (${detail}); retry shortly`];
+  if (/^SQLITE_(BUSY|LOCKED)/.test(sqlite)) return ['busy', `the store is busy (${detail}); retry shortly`];
   if (/^SQLITE_CONSTRAINT_(PRIMARYKEY|UNIQUE)/.test(sqlite)) return ['conflict', `already exists: ${detail}`];
   // The file or its folder, not the request, is at fault: read-only, full, unreadable or not a database.
   if (/^SQLITE_(READONLY|FULL|CANTOPEN|PERM|IOERR|CORRUPT|NOTADB)|^E(ACCES|PERM|ROFS|NOTDIR|NOSPC)$/.test(sqlite)) {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
@@ -46,12 +47,16 @@ import { migrate } from './migrations.js';
 import { ReadPool } from './read-pool.js';
 import { Statements } from './statements.js';
 import { toBlob } from './vector-blob.js';
+import { WriteLock, YIELD_MS } from './write-lock.js';
 
 /** Options for {@link SqliteStore.open}. */
 export type SqliteStoreOptions = {
   /** Database file path, or ':memory:'. */
   path: string;
-  /** Milliseconds a writer waits for a lock before failing. Default 5000. */
+  /**
+   * Milliseconds a write waits for the write lock another process holds before it fails with the
+   * retryable `busy` error (`write-lock.ts`). Default 5000.
+   */
   busyTimeoutMs?: number;
   /** Open the file read-only (a read worker's connection); the file must exist and be migrated. Default false. */
   readOnly?: boolean;
@@ -103,6 +108,7 @@ type MemoryRow = {
 };
 
 const INSERT_CHUNK = 2_000;
+const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 /** How much of the file a read-only connection maps into memory (pages are the OS page cache's, shared). */
 const READER_MMAP_BYTES = 1 << 30;
 /** The writer's page cache, in KiB as SQLite's negative `cache_size` takes it (default 2,000). */
@@ -125,6 +131,8 @@ const VECTOR_TABLES = {
 export class SqliteStore implements Store {
   readonly capabilities: StoreCapabilities;
   private readonly db: Database.Database;
+  /** Every write transaction goes through it: BEGIN IMMEDIATE, waiting for another process's lock with backoff. */
+  private readonly writes: WriteLock;
   private readonly statements: Statements;
   private readonly knowledge: KnowledgeTables;
   readonly history: HistoryStore;
@@ -142,16 +150,17 @@ export class SqliteStore implements Store {
   /** Worker threads that answer the searches; null when this connection answers them itself. */
   private readonly readers: ReadPool | null;
 
-  private constructor(db: Database.Database, path: string, vectorSearch: boolean, memoryVectors: boolean, readers: ReadPool | null) {
+  private constructor(db: Database.Database, path: string, vectorSearch: boolean, memoryVectors: boolean, readers: ReadPool | null, busyTimeoutMs: number) {
     this.db = db;
+    this.writes = new WriteLock(db, busyTimeoutMs);
     this.readers = readers;
     this.statements = new Statements(db);
     this.messageIndex = new MessageIndex(db);
     this.messageKeywords = new MessageKeywords(db);
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
     this.memoryVectors = vectorSearch && memoryVectors;
-    this.knowledge = new KnowledgeTables(db);
-    this.history = new HistoryTables(db, vectorSearch);
+    this.knowledge = new KnowledgeTables(db, this.writes);
+    this.history = new HistoryTables(db, vectorSearch, this.writes);
     this.capabilities = {
       backend: 'sqlite',
       keywordSearch: true,
@@ -173,7 +182,9 @@ export class SqliteStore implements Store {
     try {
       // WAL is a property of the file (the writer set it); a reader cannot set it and need not.
       if (!readOnly) db.pragma('journal_mode = WAL');
-      db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+      const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+      // Opening (WAL, migrations) may wait for another process's lock in SQLite's own busy handler.
+      db.pragma(`busy_timeout = ${busyTimeoutMs}`);
       if (!readOnly) db.pragma('synchronous = NORMAL');
       // Many tenants writing at once dirty one leaf per tenant in each scope index per batch: a larger
       // cache keeps them, and a checkpoint every ~40 MB of WAL (not 4 MB) writes each back once, not per
@@ -196,7 +207,11 @@ export class SqliteStore implements Store {
       migrate(db);
       const warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
       const readers = readOnly ? null : ReadPool.start(options.path, options.readWorkers ?? 0, warn);
-      return new SqliteStore(db, options.path, vectorSearch, options.memoryVectors ?? true, readers);
+      const store = new SqliteStore(db, options.path, vectorSearch, options.memoryVectors ?? true, readers, busyTimeoutMs);
+      // From here on the writer never sleeps inside SQLite, which would stall the event loop: a write that
+      // finds the lock taken waits asynchronously in WriteLock; a cache write (a postings snapshot) skips.
+      if (!readOnly) db.pragma('busy_timeout = 0');
+      return store;
     } catch (err) {
       db.close();
       throw err;
@@ -215,35 +230,49 @@ export class SqliteStore implements Store {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (user_id, agent_id, id) DO NOTHING`,
     );
     const ids: string[] = [];
-    // The last message indexed per session in this batch: the next one's context, without a look-up.
-    const lastTerms = new Map<string, string>();
     let inserted = 0;
     const recordedAt = new Date().toISOString();
-    const written = new Map<string, { scope: Scope; rows: IndexedTerms[] }>();
-    this.db.transaction(() => {
-      for (let start = 0; start < messages.length; start += INSERT_CHUNK) {
-        for (const m of messages.slice(start, start + INSERT_CHUNK)) {
-          const id = m.id ?? newId('msg');
-          ids.push(id);
-          const info = insert.run(id, m.scope.userId, m.scope.agentId, m.sessionKey, m.role, m.content, m.name ?? null, recordedAt, m.timestamp ?? null);
-          if (info.changes === 0) continue;
-          inserted++;
-          const session = { userId: m.scope.userId, agentId: m.scope.agentId, sessionKey: m.sessionKey };
-          const sessionId = `${session.userId}\u0000${session.agentId}\u0000${session.sessionKey}`;
-          const terms = analyzeForIndex(m.content);
-          const row = this.messageIndex.add(info.lastInsertRowid, session, terms, lastTerms.get(sessionId));
-          const scopeId = `${session.userId}\u0000${session.agentId}`;
-          let batch = written.get(scopeId);
-          if (batch === undefined) written.set(scopeId, (batch = { scope: m.scope, rows: [] }));
-          batch.rows.push(row);
-          lastTerms.set(sessionId, terms);
+    const commitEvery = options.commitEvery ?? messages.length;
+    for (let first = 0; first < messages.length; first += commitEvery) {
+      // Between two commits the lock stays free long enough for any waiting writer to take it.
+      if (first > 0) await sleep(YIELD_MS);
+      const part = messages.slice(first, first + commitEvery);
+      const written = new Map<string, { scope: Scope; rows: IndexedTerms[] }>();
+      const partIds: string[] = [];
+      // The transaction may run again after a busy attempt: everything it collects starts afresh inside.
+      const added = await this.writes.run(() => {
+        written.clear();
+        partIds.length = 0;
+        let count = 0;
+        // The last message indexed per session in this batch: the next one's context, without a look-up.
+        const lastTerms = new Map<string, string>();
+        for (let start = 0; start < part.length; start += INSERT_CHUNK) {
+          for (const m of part.slice(start, start + INSERT_CHUNK)) {
+            const id = m.id ?? newId('msg');
+            partIds.push(id);
+            const info = insert.run(id, m.scope.userId, m.scope.agentId, m.sessionKey, m.role, m.content, m.name ?? null, recordedAt, m.timestamp ?? null);
+            if (info.changes === 0) continue;
+            count++;
+            const session = { userId: m.scope.userId, agentId: m.scope.agentId, sessionKey: m.sessionKey };
+            const sessionId = `${session.userId}\u0000${session.agentId}\u0000${session.sessionKey}`;
+            const terms = analyzeForIndex(m.content);
+            const row = this.messageIndex.add(info.lastInsertRowid, session, terms, lastTerms.get(sessionId));
+            const scopeId = `${session.userId}\u0000${session.agentId}`;
+            let batch = written.get(scopeId);
+            if (batch === undefined) written.set(scopeId, (batch = { scope: m.scope, rows: [] }));
+            batch.rows.push(row);
+            lastTerms.set(sessionId, terms);
+          }
+          options.onProgress?.(first + Math.min(start + INSERT_CHUNK, part.length), messages.length);
         }
-        options.onProgress?.(Math.min(start + INSERT_CHUNK, messages.length), messages.length);
-      }
-      this.messageIndex.flush();
-    })();
-    // The writer keeps its own postings current (and snapshots them), so a restart after an import is quick.
-    for (const { scope, rows } of written.values()) this.messageKeywords.appendWritten(scope, rows);
+        this.messageIndex.flush();
+        return count;
+      });
+      inserted += added;
+      ids.push(...partIds);
+      // The writer keeps its own postings current (and snapshots them), so a restart after an import is quick.
+      for (const { scope, rows } of written.values()) this.messageKeywords.appendWritten(scope, rows);
+    }
     return { ids, inserted, skipped: messages.length - inserted };
   }
 
@@ -274,7 +303,7 @@ export class SqliteStore implements Store {
   }
 
   async deleteMessage(scope: Scope, id: string): Promise<boolean> {
-    return this.db.transaction(() => {
+    return this.writes.run(() => {
       const row = this.stmt('DELETE FROM messages WHERE user_id = ? AND agent_id = ? AND id = ? RETURNING seq, session_key').get(
         scope.userId,
         scope.agentId,
@@ -283,12 +312,13 @@ export class SqliteStore implements Store {
       if (!row) return false;
       this.messageIndex.afterDelete(row.seq, { ...scope, sessionKey: row.session_key });
       return true;
-    })();
+    });
   }
 
   async deleteSession(scope: Scope, sessionKey: string): Promise<number> {
-    return this.stmt('DELETE FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ?').run(scope.userId, scope.agentId, sessionKey)
-      .changes;
+    return this.writes.run(
+      () => this.stmt('DELETE FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ?').run(scope.userId, scope.agentId, sessionKey).changes,
+    );
   }
 
   async searchMessagesByKeyword(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]> {
@@ -338,10 +368,10 @@ export class SqliteStore implements Store {
   async createMemory(scope: Scope, input: NewMemory): Promise<Memory> {
     const now = new Date().toISOString();
     const id = input.id ?? newId('mem');
-    this.db.transaction(() => {
+    await this.writes.run(() => {
       if (!this.insertMemory(scope, { ...input, id }, 'manual', 1, now)) throw new CairnError('conflict', `memory ${id} already exists`);
       this.audit(scope, id, 'create', API_ACTOR, now, { newVersion: 1, newContent: input.content });
-    })();
+    });
     const [memory] = await this.getMemories(scope, [id]);
     return memory!;
   }
@@ -361,9 +391,12 @@ export class SqliteStore implements Store {
   }
 
   async updateMemory(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory> {
-    const [current] = await this.getMemories(scope, [id]);
-    if (!current) throw new CairnError('not_found', `memory ${id} not found`);
-    const next = {
+    // Read and write under the one lock, so the audit's old version is the one this update replaced.
+    await this.writes.run(() => {
+      const found = this.stmt('SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as MemoryRow | undefined;
+      if (!found) throw new CairnError('not_found', `memory ${id} not found`);
+      const current = toMemory(found);
+      const next = {
       content: patch.content ?? current.content,
       type: patch.type ?? current.type,
       priority: patch.priority ?? current.priority,
@@ -372,7 +405,6 @@ export class SqliteStore implements Store {
       activityEnd: patch.activityEnd === undefined ? current.activityEnd : patch.activityEnd,
       sourceMessageIds: patch.sourceMessageIds ?? current.sourceMessageIds,
     };
-    this.db.transaction(() => {
       const row = this.stmt(
         `UPDATE memories SET content = ?, type = ?, priority = ?, scene_name = ?, activity_start = ?, activity_end = ?,
            source_message_ids = ?, version = version + 1, updated_at = ?
@@ -403,13 +435,13 @@ export class SqliteStore implements Store {
         // The old vector no longer describes the text; the embedding queue will make a new one.
         this.stmt('DELETE FROM memory_vectors WHERE memory_seq = ?').run(row.seq);
       }
-    })();
+    });
     const [updated] = await this.getMemories(scope, [id]);
     return updated!;
   }
 
   async deleteMemory(scope: Scope, id: string): Promise<boolean> {
-    return this.db.transaction(() => {
+    return this.writes.run(() => {
       const old = this.stmt('DELETE FROM memories WHERE user_id = ? AND agent_id = ? AND id = ? RETURNING version, content').get(
         scope.userId,
         scope.agentId,
@@ -417,7 +449,7 @@ export class SqliteStore implements Store {
       ) as { version: number; content: string } | undefined;
       if (old) this.audit(scope, id, 'delete', API_ACTOR, new Date().toISOString(), { oldVersion: old.version, oldContent: old.content });
       return old !== undefined;
-    })();
+    });
   }
 
   async searchMemoriesByKeyword(scope: Scope, terms: readonly string[], filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
@@ -471,7 +503,7 @@ export class SqliteStore implements Store {
           );
     const knn = target === 'message' ? this.messageKnn : null;
     const dimensions = items.find((i) => i.vector !== null)?.vector?.length;
-    this.db.transaction(() => {
+    await this.writes.run(() => {
       if (target === 'message') {
         this.stmt(
           `INSERT INTO meta (key, value) VALUES ('message_vector_saves', '1')
@@ -486,7 +518,7 @@ export class SqliteStore implements Store {
         const saved = save.run(embedderId, blob, item.key, item.text).changes > 0;
         if (indexed && saved) knn.put(item.key, item.vector?.length === dimensions ? blob : null);
       }
-    })();
+    });
   }
 
   async countPendingEmbeddings(target: EmbeddingTarget, embedderId: string): Promise<number> {
@@ -501,9 +533,11 @@ export class SqliteStore implements Store {
 
   async createApiKey(input: NewApiKey): Promise<ApiKey> {
     const createdAt = new Date().toISOString();
-    const info = this.stmt(
-      `INSERT INTO api_keys (id, secret_hash, user_id, agent_id, label, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-    ).run(input.id, input.secretHash, input.userId, input.agentId, input.label, createdAt);
+    const info = await this.writes.run(() =>
+      this.stmt(
+        `INSERT INTO api_keys (id, secret_hash, user_id, agent_id, label, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+      ).run(input.id, input.secretHash, input.userId, input.agentId, input.label, createdAt),
+    );
     if (info.changes === 0) throw new CairnError('conflict', `API key ${input.id} already exists`);
     return { id: input.id, userId: input.userId, agentId: input.agentId, label: input.label, createdAt, revokedAt: null };
   }
@@ -518,7 +552,7 @@ export class SqliteStore implements Store {
   }
 
   async revokeApiKey(id: string): Promise<boolean> {
-    return this.stmt('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(new Date().toISOString(), id).changes > 0;
+    return this.writes.run(() => this.stmt('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(new Date().toISOString(), id).changes > 0);
   }
 
   // ---- memory pipeline ---------------------------------------------------------------------
@@ -561,7 +595,7 @@ export class SqliteStore implements Store {
 
   async commitExtraction(commit: ExtractionCommit): Promise<void> {
     const { scope, sessionKey } = commit;
-    this.db.transaction(() => {
+    await this.writes.run(() => {
       const cursor = this.stmt('SELECT last_seq FROM pipeline_cursors WHERE user_id = ? AND agent_id = ? AND session_key = ?').get(
         scope.userId,
         scope.agentId,
@@ -603,15 +637,17 @@ export class SqliteStore implements Store {
          ON CONFLICT (user_id, agent_id, session_key) DO UPDATE SET
            last_seq = excluded.last_seq, batches = batches + 1, failures = 0, last_error = NULL, last_run_at = excluded.last_run_at`,
       ).run(scope.userId, scope.agentId, sessionKey, commit.toCursor, now);
-    })();
+    });
   }
 
   async recordPipelineFailure(scope: Scope, sessionKey: string, error: string): Promise<void> {
-    this.stmt(
-      `INSERT INTO pipeline_cursors (user_id, agent_id, session_key, failures, last_error, last_run_at) VALUES (?, ?, ?, 1, ?, ?)
-       ON CONFLICT (user_id, agent_id, session_key) DO UPDATE SET
-         failures = failures + 1, last_error = excluded.last_error, last_run_at = excluded.last_run_at`,
-    ).run(scope.userId, scope.agentId, sessionKey, error, new Date().toISOString());
+    await this.writes.run(() =>
+      this.stmt(
+        `INSERT INTO pipeline_cursors (user_id, agent_id, session_key, failures, last_error, last_run_at) VALUES (?, ?, ?, 1, ?, ?)
+         ON CONFLICT (user_id, agent_id, session_key) DO UPDATE SET
+           failures = failures + 1, last_error = excluded.last_error, last_run_at = excluded.last_run_at`,
+      ).run(scope.userId, scope.agentId, sessionKey, error, new Date().toISOString()),
+    );
   }
 
   async topMemories(scope: Scope, types: readonly MemoryType[], limit: number): Promise<Memory[]> {
@@ -623,7 +659,7 @@ export class SqliteStore implements Store {
   }
 
   async restoreSuperseded(scope: Scope, id: string, actor: string): Promise<Memory[]> {
-    const restored = this.db.transaction(() => {
+    const restored = await this.writes.run(() => {
       const target = this.stmt('SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as
         | MemoryRow
         | undefined;
@@ -664,7 +700,7 @@ export class SqliteStore implements Store {
         });
       }
       return back.map((row) => row.id);
-    })();
+    });
     return this.getMemories(scope, restored);
   }
 
