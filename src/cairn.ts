@@ -28,7 +28,7 @@ import { ExtractionScheduler, type PipelineSessionStatus } from './memory/schedu
 import type { MemoryAuditEntry } from './store/store.js';
 import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
-import type { AddMessagesResult, ApiKey, ListMemoriesQuery, ListMessagesQuery, Store } from './store/store.js';
+import type { AddMessagesResult, ApiKey, DataSnapshot, DumpRecord, ListMemoriesQuery, ListMessagesQuery, Store } from './store/store.js';
 import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMemory, type NewMessage, type Scope } from './types.js';
 
 /** Options for {@link createCairn} beyond the config file. */
@@ -75,6 +75,9 @@ export type Diagnosis = {
   wordVectors: WordVectorAvailability;
 };
 
+/** The database schema version this build writes (an export from a newer one is refused). */
+export const STORE_SCHEMA_VERSION = SCHEMA_VERSION;
+
 /** This build's version, from package.json (reported by `/health`, MCP and the CLI). */
 export const CAIRN_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -99,7 +102,7 @@ export type PipelineStatus = {
 };
 
 export type { ExtractionRun } from './memory/extract-session.js';
-export type { MemoryAuditEntry } from './store/store.js';
+export type { DataSnapshot, DumpRecord, MemoryAuditEntry } from './store/store.js';
 export type { PipelineSessionStatus } from './memory/scheduler.js';
 export type { RecallResult } from './memory/recall.js';
 
@@ -442,6 +445,23 @@ export class Cairn {
   async drainEmbeddings(timeoutMs?: number): Promise<boolean> {
     if (!this.queue) return true;
     return this.queue.drain(timeoutMs);
+  }
+
+  // ---- export, restore and backup (DESIGN.md, "Export, restore and backup") ------------------
+
+  /** A consistent snapshot of every stored row, for `cairn export`; close it when done. */
+  async exportSnapshot(): Promise<DataSnapshot> {
+    return this.store.exportSnapshot();
+  }
+
+  /** Restores exported records into this (empty) store; throws `conflict` and changes nothing when it holds rows. */
+  async restoreRecords(records: AsyncIterable<DumpRecord>, onProgress?: (done: number) => void): Promise<Record<string, number>> {
+    return this.store.restoreRecords(records, onProgress);
+  }
+
+  /** Copies the live database to `path` (SQLite's online backup; writers go on); `path` must not exist. */
+  async backup(path: string, onProgress?: (done: number, total: number) => void): Promise<void> {
+    return this.store.backup(path, onProgress);
   }
 
   /** Stops background work and closes the store. */

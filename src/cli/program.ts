@@ -13,6 +13,7 @@ import type { ToolMatch } from '../catalog/hybrid-search.js';
 import { offlineToolSearch } from '../catalog/offline-search.js';
 import type { Admission } from '../catalog/tool-index.js';
 import { openEmbedder } from '../embed/create-embedder.js';
+import { addDataCommands, isExportFile, restoreData } from './data-commands.js';
 import { readJsonl, type JsonlError } from './jsonl.js';
 import { ProgressBar } from './progress.js';
 
@@ -65,9 +66,10 @@ export function buildProgram(): Command {
 
   program
     .command('import')
-    .description('import conversation messages from a JSON Lines file (one message per line)')
+    .description('import conversation messages from a JSON Lines file (one message per line), or a `cairn export` file (as `restore`)')
     .argument('<file>', 'JSONL file: {"id","session_key","role","content","name"?,"timestamp"?,"user_id"?,"agent_id"?}')
     .action(async (file: string, _opts: unknown, cmd: Command) => {
+      if (await isExportFile(file)) return restoreData(configOf(cmd), file);
       await withCairn(cmd, (cairn) => importFile(cairn, file));
     });
 
@@ -164,6 +166,7 @@ export function buildProgram(): Command {
   addHistoryCommands(program);
   addToolCommands(program);
   addKnowledgeCommands(program);
+  addDataCommands(program);
 
   return program;
 }
