@@ -32,7 +32,18 @@ const KINDS = [
   { type: 'knowledge_resource', table: 'knowledge_resources' },
   { type: 'knowledge_file', table: 'knowledge_files' },
   { type: 'sequence', table: 'sqlite_sequence' },
+  { type: 'fts_totals', table: 'fts_totals' },
 ] as const;
+
+/**
+ * The contentless FTS5 indexes ranked by bm25(). FTS5 keeps counting the rows deleted from such an index
+ * in the document and token totals bm25() reads (its "averages" record), so an index rebuilt from the
+ * live rows alone would score differently. The export carries each index's totals (`fts_totals`), and
+ * restore brings the rebuilt index's totals to them by adding and deleting placeholder rows.
+ */
+const RANKED_FTS = ['memories_fts', 'error_records_fts'] as const;
+/** The term placeholder rows hold; they are deleted at once, so no query can match it. */
+const PLACEHOLDER_TERM = 'cairnrestoreplaceholder';
 
 type Kind = (typeof KINDS)[number];
 type Row = Record<string, unknown>;
@@ -53,13 +64,19 @@ export function openSnapshot(path: string, db: Database.Database): DataSnapshot 
   const reader = own ?? db;
   reader.exec('BEGIN');
   const counts: Record<string, number> = {};
-  for (const kind of KINDS) counts[kind.type] = (reader.prepare(`SELECT count(*) AS n FROM ${kind.table}`).get() as { n: number }).n;
+  for (const kind of KINDS) {
+    counts[kind.type] = kind.type === 'fts_totals' ? RANKED_FTS.length : (reader.prepare(`SELECT count(*) AS n FROM ${kind.table}`).get() as { n: number }).n;
+  }
   let closed = false;
   return {
     schemaVersion: reader.pragma('user_version', { simple: true }) as number,
     counts,
     async *records(): AsyncIterable<DumpRecord> {
       for (const kind of KINDS) {
+        if (kind.type === 'fts_totals') {
+          for (const table of RANKED_FTS) yield { type: kind.type, row: { table, ...ftsTotals(reader, table) } };
+          continue;
+        }
         const order = kind.table === 'sqlite_sequence' ? 'name' : 'rowid';
         for (const row of reader.prepare(`SELECT * FROM ${kind.table} ORDER BY ${order}`).iterate() as Iterable<Row>) {
           if ('blob' in kind) row[kind.blob] = row[kind.blob] instanceof Buffer ? (row[kind.blob] as Buffer).toString('base64') : null;
@@ -80,7 +97,7 @@ export function openSnapshot(path: string, db: Database.Database): DataSnapshot 
 export function storedRows(db: Database.Database): number {
   let total = 0;
   for (const kind of KINDS) {
-    if (kind.type === 'sequence') continue;
+    if (kind.type === 'sequence' || kind.type === 'fts_totals') continue;
     total += (db.prepare(`SELECT count(*) AS n FROM ${kind.table}`).get() as { n: number }).n;
   }
   return total;
@@ -101,6 +118,8 @@ export async function restoreRecords(
   const columns = new Map<string, Set<string>>(
     KINDS.map((k) => [k.type, new Set((db.pragma(`table_info(${k.table})`) as { name: string }[]).map((c) => c.name))]),
   );
+  columns.set('fts_totals', new Set(['table', 'rows', 'tokens']));
+  const totals = new Map<string, { rows: number; tokens: number }>();
   const inserts = new Map<string, Database.Statement>();
   const counts: Record<string, number> = Object.fromEntries(KINDS.map((k) => [k.type, 0]));
   let done = 0;
@@ -120,6 +139,15 @@ export async function restoreRecords(
         if ('blob' in kind && n === kind.blob) return typeof value === 'string' ? Buffer.from(value, 'base64') : null;
         return value;
       });
+      if (kind.type === 'fts_totals') {
+        const { table, rows, tokens } = record.row;
+        if (!RANKED_FTS.includes(table as (typeof RANKED_FTS)[number]) || !Number.isInteger(rows) || !Number.isInteger(tokens)) {
+          throw new CairnError('invalid_input', `line ${line} (fts_totals): expected {table: ${RANKED_FTS.join('|')}, rows, tokens} as integers`);
+        }
+        totals.set(table as string, { rows: rows as number, tokens: tokens as number });
+        counts[kind.type]!++;
+        continue;
+      }
       const signature = `${kind.type}\u0000${names.join('\u0000')}`;
       let insert = inserts.get(signature);
       if (!insert) {
@@ -143,7 +171,8 @@ export async function restoreRecords(
       counts[kind.type]!++;
       if (++done % PROGRESS_EVERY === 0) onProgress(done);
     }
-    rebuildDerivedIndexes(db);
+    const rebuilt = rebuildDerivedIndexes(db);
+    for (const [table, target] of totals) matchFtsTotals(db, table, rebuilt.get(table) ?? { rows: 0, tokens: 0 }, target);
     db.exec('COMMIT');
   } catch (err) {
     if (db.inTransaction) db.exec('ROLLBACK');
@@ -153,8 +182,17 @@ export async function restoreRecords(
   return counts;
 }
 
-/** Builds the keyword indexes from the restored rows, as the writes that stored them would have. */
-function rebuildDerivedIndexes(db: Database.Database): void {
+/**
+ * Builds the keyword indexes from the restored rows, as the writes that stored them would have. Returns
+ * the rows and tokens written to each ranked FTS5 index (FTS5 writes its own totals only at commit).
+ */
+function rebuildDerivedIndexes(db: Database.Database): Map<string, { rows: number; tokens: number }> {
+  const written = new Map<string, { rows: number; tokens: number }>(RANKED_FTS.map((t) => [t, { rows: 0, tokens: 0 }]));
+  const count = (table: string, terms: string) => {
+    const totals = written.get(table)!;
+    totals.rows++;
+    totals.tokens += terms === '' ? 0 : terms.split(' ').length;
+  };
   const index = new MessageIndex(db);
   let previousSession = '';
   let previousTerms = '';
@@ -169,7 +207,11 @@ function rebuildDerivedIndexes(db: Database.Database): void {
   }
   index.flush();
   const memoryFts = db.prepare('INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)');
-  for (const row of db.prepare('SELECT seq, content FROM memories').all() as { seq: number; content: string }[]) memoryFts.run(row.seq, analyzeForIndex(row.content));
+  for (const row of db.prepare('SELECT seq, content FROM memories').all() as { seq: number; content: string }[]) {
+    const terms = analyzeForIndex(row.content);
+    memoryFts.run(row.seq, terms);
+    count('memories_fts', terms);
+  }
   const errorFts = db.prepare('INSERT INTO error_records_fts (rowid, terms) VALUES (?, ?)');
   const errors = db.prepare('SELECT seq, tool_name, keywords, symptom, cause, action FROM error_records').all() as {
     seq: number;
@@ -181,7 +223,46 @@ function rebuildDerivedIndexes(db: Database.Database): void {
   }[];
   for (const r of errors) {
     const text = errorRecordText({ toolName: r.tool_name, keywords: JSON.parse(r.keywords) as string[], symptom: r.symptom, cause: r.cause, action: r.action });
-    errorFts.run(r.seq, analyzeForIndex(text));
+    const terms = analyzeForIndex(text);
+    errorFts.run(r.seq, terms);
+    count('error_records_fts', terms);
+  }
+  return written;
+}
+
+/** The document and token totals bm25() uses, from the index's averages record (id 1 of `<table>_data`). */
+function ftsTotals(db: Database.Database, table: string): { rows: number; tokens: number } {
+  const row = db.prepare(`SELECT block FROM ${table}_data WHERE id = 1`).get() as { block: Buffer } | undefined;
+  if (!row) return { rows: 0, tokens: 0 };
+  const [rows, next] = readVarint(row.block, 0);
+  const [tokens] = readVarint(row.block, next);
+  return { rows, tokens };
+}
+
+/** SQLite's varint: big-endian groups of 7 bits, the high bit set on all but the last (the ninth byte holds 8). */
+function readVarint(buffer: Buffer, start: number): [number, number] {
+  let value = 0n;
+  for (let i = 0; i < 9; i++) {
+    const byte = buffer[start + i] ?? 0;
+    if (i === 8) return [Number((value << 8n) | BigInt(byte)), start + 9];
+    value = (value << 7n) | BigInt(byte & 0x7f);
+    if ((byte & 0x80) === 0) return [Number(value), start + i + 1];
+  }
+  return [Number(value), start + 9];
+}
+
+/** Adds the deleted rows the source index still counted: placeholder rows inserted and deleted again. */
+function matchFtsTotals(db: Database.Database, table: string, current: { rows: number; tokens: number }, target: { rows: number; tokens: number }): void {
+  const rows = target.rows - current.rows;
+  const tokens = target.tokens - current.tokens;
+  if (rows <= 0 || tokens < 0) return;
+  const insert = db.prepare(`INSERT INTO ${table} (rowid, terms) VALUES (?, ?)`);
+  const remove = db.prepare(`DELETE FROM ${table} WHERE rowid = ?`);
+  for (let i = 0; i < rows; i++) {
+    // Negative rowids: no stored row has one. The first placeholder carries every missing token.
+    const rowid = -1 - i;
+    insert.run(rowid, i === 0 ? Array<string>(tokens).fill(PLACEHOLDER_TERM).join(' ') : '');
+    remove.run(rowid);
   }
 }
 
