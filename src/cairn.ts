@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { loadConfig, type CairnConfig } from './config.js';
@@ -11,6 +11,8 @@ import { ToolHub } from './catalog/tool-hub.js';
 import type { ToolCallRecorder } from './catalog/recorder.js';
 import { CairnError, describeError } from './errors.js';
 import { History } from './history/history.js';
+import { createLogger, type Logger } from './logger.js';
+import { CairnMetrics } from './metrics.js';
 import type { RelevanceJudge } from './history/relevance.js';
 import { KnowledgeRegistry } from './knowledge/registry.js';
 import { budgetSpentText, TurnBudget, type BudgetCharge, type TurnRef } from './memory/budget.js';
@@ -33,7 +35,9 @@ import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMem
 
 /** Options for {@link createCairn} beyond the config file. */
 export type CairnOptions = {
-  /** Where warnings go. Default: stderr (never stdout, which MCP stdio owns). */
+  /** Where operational lines go. Default: a logger on stderr from `config.log` (never stdout, which MCP stdio owns). */
+  logger?: Logger;
+  /** Where warnings go. Default: the logger's `warn`. */
   warn?: (message: string) => void;
   /** Start the background embedding queue. Default true. */
   backgroundEmbedding?: boolean;
@@ -73,6 +77,15 @@ export type Diagnosis = {
   store: Store['capabilities'] & { schemaVersion: number };
   embedding: EmbeddingStatus;
   wordVectors: WordVectorAvailability;
+};
+
+/** What `/ready` reports: ready when every check is ok. */
+export type Readiness = {
+  ready: boolean;
+  checks: {
+    store: { ok: boolean; backend: string; schema_version: number };
+    embedder: { ok: boolean; provider: string; detail: string };
+  };
 };
 
 /** The database schema version this build writes (an export from a newer one is refused). */
@@ -136,15 +149,20 @@ export class Cairn {
   private readonly extractor: Extractor;
   private readonly scheduler: ExtractionScheduler;
   private readonly backgroundPipeline: boolean;
+  /** Operational log lines (stderr), in the configured format and level. */
+  readonly log: Logger;
+  /** Prometheus metrics served at `/metrics`. */
+  readonly metrics: CairnMetrics;
 
   constructor(config: CairnConfig, store: Store, options: CairnOptions = {}) {
     this.config = config;
     this.store = store;
+    this.log = options.logger ?? createLogger(config.log);
     const model = createChatModel(config.llm);
     if (config.pipeline.extractor === 'llm' && !model) {
       throw new CairnError('config_invalid', 'invalid config at pipeline.extractor: llm needs llm.provider openai_compatible');
     }
-    const warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
+    const warn = options.warn ?? ((message: string) => this.log.warn(message));
     const embedding = openEmbedder(config.embedding, { dataDir: config.data_dir, onProgress: options.onProgress });
     if (embedding.unavailable) warn(embedding.unavailable);
     this.embedder = embedding.embedder;
@@ -157,6 +175,14 @@ export class Cairn {
           })
         : null;
     if (this.queue && options.backgroundEmbedding !== false) this.queue.start();
+    this.metrics = new CairnMetrics({
+      embedQueueDepth: async () => (this.queue ? this.queue.depth() : 0),
+      pipelineBacklog: async () => {
+        const backlog = await store.pipelineBacklog();
+        return { sessions: backlog.filter((s) => s.pendingMessages > 0).length, messages: backlog.reduce((n, s) => n + s.pendingMessages, 0) };
+      },
+      storeBytes: () => storeFileBytes(store.capabilities.location),
+    });
     this.searchContext = {
       store,
       embedder: this.embedder,
@@ -253,14 +279,14 @@ export class Cairn {
 
   /** conversation_search over L0 messages in `scope`. */
   async searchConversations(scope: Scope, params: unknown): Promise<ConversationSearchResult> {
-    return conversationSearch(this.searchContext, checkScope(scope), validate(conversationSearchParams, params, 'conversation_search'));
+    return this.countedConversationSearch(checkScope(scope), validate(conversationSearchParams, params, 'conversation_search'));
   }
 
   // ---- L1 memories -------------------------------------------------------------------------
 
   /** memory_search over L1 memories in `scope`. */
   async searchMemories(scope: Scope, params: unknown): Promise<MemorySearchResult> {
-    return memorySearch(this.searchContext, checkScope(scope), validate(memorySearchParams, params, 'memory_search'));
+    return this.countedMemorySearch(checkScope(scope), validate(memorySearchParams, params, 'memory_search'));
   }
 
   /** Stores one L1 memory written explicitly. */
@@ -297,20 +323,32 @@ export class Cairn {
   async searchMemoriesInTurn(turn: TurnRef, params: unknown): Promise<TurnSearchResult<MemorySearchResult>> {
     const valid = validate(memorySearchParams, params, 'memory_search');
     const scope = checkScope(turn.scope);
-    if (valid.query.trim() === '') return { ...(await memorySearch(this.searchContext, scope, valid)), budget: uncharged(this.budget.limit) };
+    if (valid.query.trim() === '') return { ...(await this.countedMemorySearch(scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget), budget };
-    return { ...(await memorySearch(this.searchContext, scope, valid)), budget };
+    return { ...(await this.countedMemorySearch(scope, valid)), budget };
   }
 
   /** conversation_search as a tool call: charged to the turn; past the budget it returns a refusal text instead. */
   async searchConversationsInTurn(turn: TurnRef, params: unknown): Promise<TurnSearchResult<ConversationSearchResult>> {
     const valid = validate(conversationSearchParams, params, 'conversation_search');
     const scope = checkScope(turn.scope);
-    if (valid.query.trim() === '') return { ...(await conversationSearch(this.searchContext, scope, valid)), budget: uncharged(this.budget.limit) };
+    if (valid.query.trim() === '') return { ...(await this.countedConversationSearch(scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget), budget };
-    return { ...(await conversationSearch(this.searchContext, scope, valid)), budget };
+    return { ...(await this.countedConversationSearch(scope, valid)), budget };
+  }
+
+  private async countedMemorySearch(scope: Scope, params: z.infer<typeof memorySearchParams>): Promise<MemorySearchResult> {
+    const result = await memorySearch(this.searchContext, scope, params);
+    this.metrics.observeSearch('memories', result.strategy);
+    return result;
+  }
+
+  private async countedConversationSearch(scope: Scope, params: z.infer<typeof conversationSearchParams>): Promise<ConversationSearchResult> {
+    const result = await conversationSearch(this.searchContext, scope, params);
+    this.metrics.observeSearch('conversations', result.strategy);
+    return result;
   }
 
   /** Search calls allowed per agent turn (memory_search and conversation_search combined). */
@@ -418,6 +456,21 @@ export class Cairn {
     };
   }
 
+  /**
+   * Whether this instance can serve fully (`/ready`): the store is open with every migration applied (the
+   * constructor cannot run otherwise) and the embedder, if any, has finished preparing.
+   */
+  readiness(): Readiness {
+    const embedderReady = this.embeddingReady;
+    return {
+      ready: embedderReady,
+      checks: {
+        store: { ok: true, backend: this.store.capabilities.backend, schema_version: SCHEMA_VERSION },
+        embedder: { ok: embedderReady, provider: this.config.embedding.provider, detail: this.describeEmbedding() },
+      },
+    };
+  }
+
   /** False while the embedder prepares (see {@link EmbeddingStatus.ready}). */
   get embeddingReady(): boolean {
     return this.embedder?.ready !== false;
@@ -476,13 +529,29 @@ export class Cairn {
 
 /** Opens Cairn on the configured data directory (embedded SQLite). */
 export async function createCairn(config: CairnConfig = loadConfig(), options: CairnOptions = {}): Promise<Cairn> {
-  const store = SqliteStore.open({ path: join(config.data_dir, 'cairn.db'), readWorkers: options.readWorkers, warn: options.warn });
+  const logger = options.logger ?? createLogger(config.log);
+  const warn = options.warn ?? ((message: string) => logger.warn(message));
+  const store = SqliteStore.open({ path: join(config.data_dir, 'cairn.db'), readWorkers: options.readWorkers, warn });
   try {
-    return new Cairn(config, store, options);
+    return new Cairn(config, store, { ...options, logger, warn });
   } catch (err) {
     await store.close();
     throw err;
   }
+}
+
+/** Bytes of the database file and its WAL; null for an in-memory database. */
+function storeFileBytes(location: string): number | null {
+  if (location === ':memory:') return null;
+  let bytes = 0;
+  for (const file of [location, `${location}-wal`]) {
+    try {
+      bytes += statSync(file).size;
+    } catch {
+      // No WAL yet (or the file was just checkpointed away).
+    }
+  }
+  return bytes;
 }
 
 /** The scope for a caller that gave none. */

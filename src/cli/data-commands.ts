@@ -146,7 +146,7 @@ export async function restoreData(config: CairnConfig, file: string): Promise<vo
 async function reindexKnowledge(cairn: Cairn): Promise<void> {
   for (const resource of await cairn.knowledge.list()) {
     if (!existsSync(resource.root)) {
-      process.stderr.write(`cairn: knowledge ${resource.id}: folder ${resource.root} not found here; it keeps the exported index\n`);
+      cairn.log.warn(`knowledge ${resource.id}: folder ${resource.root} not found here; it keeps the exported index`);
       continue;
     }
     await cairn.knowledge.sync(resource.id);

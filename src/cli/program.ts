@@ -4,6 +4,7 @@ import { Argument, Command, InvalidArgumentError, Option } from 'commander';
 import { z } from 'zod';
 import { createCairn, type Cairn } from '../cairn.js';
 import { loadConfig, type CairnConfig } from '../config.js';
+import { createLogger, type Logger } from '../logger.js';
 import { CairnError, describeError, isCairnError } from '../errors.js';
 import { toKnowledgeWire } from '../http/knowledge-routes.js';
 import { isLoopbackHost, startServer, type RunningServer } from '../http/server.js';
@@ -236,7 +237,8 @@ function addServerCommands(program: Command): void {
     .option('--insecure', 'allow a non-loopback host without auth.mode: keys')
     .action(async (opts: { host?: string; port?: number; insecure?: boolean }, cmd: Command) => {
       const config = configOf(cmd, { server: { host: opts.host, port: opts.port } });
-      const cairn = await createCairn(config, { watchKnowledge: true, onProgress: progressLines(), readWorkers: config.server.read_workers });
+      const log = createLogger(config.log);
+      const cairn = await createCairn(config, { logger: log, watchKnowledge: true, onProgress: progressLines(log), readWorkers: config.server.read_workers });
       warmUp(cairn);
       let running: RunningServer;
       try {
@@ -246,12 +248,12 @@ function addServerCommands(program: Command): void {
         throw err;
       }
       if (opts.insecure && !isLoopbackHost(config.server.host) && config.auth.mode !== 'keys') {
-        process.stderr.write(`cairn: WARNING: serving ${config.server.host} without API keys; anyone who can reach it can read and change all data\n`);
+        log.warn(`serving ${config.server.host} without API keys; anyone who can reach it can read and change all data`);
       }
-      process.stderr.write(`cairn: listening on ${running.url} (REST; MCP at ${running.url}/mcp; auth ${config.auth.mode})\n`);
+      log.info(`listening on ${running.url} (REST; MCP at ${running.url}/mcp; auth ${config.auth.mode})`, { event: 'listening', url: running.url });
       await nextSignal();
-      process.stderr.write('cairn: shutting down\n');
-      if (!(await running.shutdown())) process.stderr.write('cairn: shutdown timed out; open connections were closed\n');
+      log.info('shutting down');
+      if (!(await running.shutdown())) log.warn('shutdown timed out; open connections were closed');
     });
 
   scopeOptions(
@@ -260,7 +262,9 @@ function addServerCommands(program: Command): void {
       .description('serve MCP over stdio for one scope (stdout carries protocol only)')
       .option('--session <key>', 'conversation session the tool calls belong to (default: a generated one, printed on stderr)'),
   ).action(async (opts: ScopeOptions & { session?: string }, cmd: Command) => {
-    const cairn = await createCairn(configOf(cmd), { onProgress: progressLines() });
+    const config = configOf(cmd);
+    const log = createLogger(config.log);
+    const cairn = await createCairn(config, { logger: log, onProgress: progressLines(log) });
     warmUp(cairn);
     try {
       const session = await serveStdio(cairn, { scope: scopeOf(opts), sessionKey: opts.session });
@@ -283,7 +287,7 @@ function addServerCommands(program: Command): void {
       await withCairn(cmd, async (cairn) => {
         const { key, token } = await cairn.createApiKey({ userId: opts.user, agentId: opts.agent, label: opts.label });
         print(token);
-        process.stderr.write(`cairn: created key ${key.id} for user ${key.userId}${key.agentId ? `, agent ${key.agentId}` : ''}; it is not shown again\n`);
+        cairn.log.info(`created key ${key.id} for user ${key.userId}${key.agentId ? `, agent ${key.agentId}` : ''}; it is not shown again`);
       });
     });
   keys
@@ -383,13 +387,13 @@ function progressBars(): (task: string, done: number, total: number) => void {
  * Progress of long one-off work as plain stderr lines (servers run without a terminal): one line per
  * quarter of each task.
  */
-function progressLines(): (task: string, done: number, total: number) => void {
+function progressLines(log: Logger): (task: string, done: number, total: number) => void {
   const reported = new Map<string, number>();
   return (task, done, total) => {
     const quarter = total > 0 ? Math.floor((4 * done) / total) : 4;
     if ((reported.get(task) ?? -1) >= quarter) return;
     reported.set(task, quarter);
-    process.stderr.write(`cairn: ${task}: ${done}/${total} (${quarter * 25}%)\n`);
+    log.info(`${task}: ${done}/${total} (${quarter * 25}%)`);
   };
 }
 
@@ -401,10 +405,10 @@ function warmUp(cairn: Cairn): void {
     return;
   }
   const started = performance.now();
-  process.stderr.write('cairn: preparing the embedder; searches use keywords until it is ready\n');
+  cairn.log.info('preparing the embedder; searches use keywords until it is ready');
   cairn.prepareEmbedder().then(
-    () => process.stderr.write(`cairn: embedder ready after ${((performance.now() - started) / 1000).toFixed(1)} s\n`),
-    (err: unknown) => process.stderr.write(`cairn: embedder not ready: ${describeError(err)} (searches use keywords; it is retried)\n`),
+    () => cairn.log.info(`embedder ready after ${((performance.now() - started) / 1000).toFixed(1)} s`),
+    (err: unknown) => cairn.log.warn(`embedder not ready: ${describeError(err)} (searches use keywords; it is retried)`),
   );
 }
 
@@ -437,7 +441,9 @@ function addDoctorCommand(program: Command): void {
     .option('--json', 'print JSON')
     .option('--prepare', 'prepare the configured embedder first (build the word-vector cache), so no later start or search waits for it')
     .action(async (opts: { json?: boolean; prepare?: boolean }, cmd: Command) => {
-      const cairn = await createCairn(configOf(cmd), { backgroundEmbedding: false, onProgress: opts.prepare ? progressLines() : undefined });
+      const config = configOf(cmd);
+      const log = createLogger(config.log);
+      const cairn = await createCairn(config, { logger: log, backgroundEmbedding: false, onProgress: opts.prepare ? progressLines(log) : undefined });
       try {
         if (opts.prepare) await cairn.prepareEmbedder();
         const d = await cairn.diagnose();
@@ -503,7 +509,7 @@ async function waitForEmbeddings(cairn: Cairn): Promise<void> {
   const after = await cairn.embeddingStatus();
   bar.update(status.pending - after.pending);
   if (!done || after.pending > 0) {
-    process.stderr.write(`cairn: ${after.pending} message(s) still without vectors (${after.lastError ?? 'timed out'}); they are embedded the next time Cairn runs\n`);
+    cairn.log.warn(`${after.pending} message(s) still without vectors (${after.lastError ?? 'timed out'}); they are embedded the next time Cairn runs`);
   }
 }
 
@@ -573,7 +579,7 @@ function addToolCommands(program: Command): void {
         throw new CairnError('invalid_input', `cannot read catalog ${opts.catalog}: ${describeError(err)}`);
       }
       const embedder = config.tools.hybrid ? openEmbedder(config.embedding, { dataDir: config.data_dir }).embedder : null;
-      const searcher = offlineToolSearch(entries, { config: config.tools, embedder, vectorWeight: config.embedding.fusion_weight, admission: opts.admission, warn: (m) => process.stderr.write(`cairn: ${m}\n`) });
+      const searcher = offlineToolSearch(entries, { config: config.tools, embedder, vectorWeight: config.embedding.fusion_weight, admission: opts.admission, warn: (m) => createLogger(config.log).warn(m) });
       const answer = (matches: ToolMatch[]) => ({ names: matches.map((m) => m.tool.name), matched_by: Object.fromEntries(matches.map((m) => [m.tool.name, m.match])) });
       if (opts.batch) {
         const { values, errors } = await readJsonl(opts.batch, toolQueryLine);

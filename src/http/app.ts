@@ -1,4 +1,5 @@
-import { Hono, type MiddlewareHandler } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { matchedRoutes } from 'hono/route';
 import { bodyLimit } from 'hono/body-limit';
 import { CAIRN_VERSION, type Cairn } from '../cairn.js';
 import { CairnError } from '../errors.js';
@@ -23,12 +24,15 @@ export type AppOptions = {
    * server through DNS rebinding. Default: on in `local` mode.
    */
   loopbackOnly?: boolean;
-  /** Where unexpected errors are logged. Default: stderr. */
+  /** Where unexpected errors are logged. Default: the façade's logger (`cairn.log.error`). */
   log?: (message: string) => void;
 };
 
-/** Paths that need neither key nor scope. */
-const OPEN_PATHS = new Set(['/health', '/openapi.json']);
+/**
+ * Paths that need neither key nor scope. `/metrics` is not among them: in `keys` mode a scrape needs a
+ * valid key (any active one), and in `local` mode the server is loopback-only anyway.
+ */
+const OPEN_PATHS = new Set(['/health', '/ready', '/openapi.json']);
 
 /**
  * The Hono app: REST gateway (seed endpoints and `/v1`), `/health`, `/openapi.json` and MCP at `/mcp`.
@@ -37,9 +41,28 @@ const OPEN_PATHS = new Set(['/health', '/openapi.json']);
 export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> {
   const mode = options.authMode ?? cairn.config.auth.mode;
   const limit = options.bodyLimitBytes ?? cairn.config.server.body_limit_bytes;
-  const log = options.log ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
+  const log = options.log ?? ((message: string) => cairn.log.error(message));
   const app = new Hono<AppEnv>();
 
+  // First, so refused and failed requests are counted and logged too.
+  app.use('*', async (c, next) => {
+    const started = performance.now();
+    await next();
+    const seconds = (performance.now() - started) / 1000;
+    const route = matchedRoute(c);
+    cairn.metrics.observeRequest(c.req.method, route, c.res.status, seconds);
+    const key = c.get('key');
+    // No query strings, bodies or headers: they may hold message text or secrets.
+    cairn.log.info(`${c.req.method} ${route} ${c.res.status}`, {
+      event: 'request',
+      method: c.req.method,
+      route,
+      status: c.res.status,
+      duration_ms: Math.round(seconds * 10_000) / 10,
+      user_id: key?.userId,
+      key_id: key?.id,
+    });
+  });
   app.onError((err, c) => {
     const { status, body } = toErrorResponse(err, log);
     return c.json(body, status);
@@ -80,6 +103,14 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
       queue_depth: embedding.pending,
     });
   });
+  app.get('/ready', async (c) => {
+    const ready = cairn.readiness();
+    return c.json({ status: ready.ready ? 'ready' : 'not_ready', version: CAIRN_VERSION, checks: ready.checks }, ready.ready ? 200 : 503);
+  });
+  app.get('/metrics', async (c) => {
+    const { contentType, text } = await cairn.metrics.scrape();
+    return c.body(text, 200, { 'content-type': contentType });
+  });
   const openApi = openApiDocument(CAIRN_VERSION);
   app.get('/openapi.json', (c) => c.json(openApi));
 
@@ -90,6 +121,16 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   addHistoryRoutes(app, cairn, mode);
   addMcpRoute(app, cairn, mode, log, limit);
   return app;
+}
+
+/** The route pattern that answered (`/v1/memories/:id`), or `unmatched`: never the raw path, whose ids would make every request a new series. */
+function matchedRoute(c: Context<AppEnv>): string {
+  const routes = matchedRoutes(c);
+  for (let i = routes.length - 1; i >= 0; i--) {
+    const route = routes[i]!;
+    if (route.method !== 'ALL') return route.path;
+  }
+  return 'unmatched';
 }
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
