@@ -112,7 +112,6 @@ async function observe(data: string): Promise<unknown> {
   const memories = json('memories', 'list', '--include-superseded', '--json') as { id: string }[];
   const seen: Record<string, unknown> = {
     memories,
-    why: memories.map((m) => json('memories', 'why', m.id, '--json')),
     keys: json('keys', 'list', '--json'),
     knowledge: (json('knowledge', 'list', '--json') as Record<string, unknown>[]).map(({ synced_at: _, ...r }) => r),
   };
@@ -124,6 +123,8 @@ async function observe(data: string): Promise<unknown> {
   try {
     const session = (s: string) => ({ 'x-cairn-session-key': s });
     seen.conversations = await rest(server.url, 'GET', '/v1/conversations?limit=100');
+    // Provenance and the audit trail of every memory, superseded ones included.
+    seen.sources = await Promise.all(memories.map((m) => rest(server.url, 'GET', `/v1/memories/${m.id}/sources`)));
     seen.runs = await rest(server.url, 'GET', '/v1/runs?mode=list', undefined, session('run-session'));
     seen.runSearch = await rest(server.url, 'GET', '/v1/runs?mode=search&keyword=Porto', undefined, session('run-session'));
     seen.errors = await rest(server.url, 'GET', '/v1/errors?keyword=timetable%20date');
