@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { z } from 'zod';
 import { loadConfig, parseConfig, type CairnConfig, type CairnConfigInput } from './config.js';
@@ -11,6 +11,8 @@ import { ToolHub } from './catalog/tool-hub.js';
 import type { ToolCallRecorder } from './catalog/recorder.js';
 import { CairnError, describeError } from './errors.js';
 import { History } from './history/history.js';
+import { createLogger, type Logger } from './logger.js';
+import { CairnMetrics } from './metrics.js';
 import type { RelevanceJudge } from './history/relevance.js';
 import { KnowledgeRegistry } from './knowledge/registry.js';
 import { budgetSpentText, TurnBudget, type BudgetCharge, type TurnRef } from './memory/budget.js';
@@ -29,13 +31,15 @@ import type { MemoryAuditEntry } from './store/store.js';
 import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
 import { toStoreError, withStoreErrors } from './store/sqlite/sqlite-errors.js';
 import { SqliteStore } from './store/sqlite/sqlite-store.js';
-import type { AddMessagesResult, ApiKey, Store } from './store/store.js';
+import type { AddMessagesResult, ApiKey, DataSnapshot, DumpRecord, Store } from './store/store.js';
 import { checkQueryLength } from './text/query-bounds.js';
 import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMemory, type NewMessage, type Scope } from './types.js';
 
 /** Options for {@link createCairn} beyond the config file. */
 export type CairnOptions = {
-  /** Where warnings go. Default: stderr (never stdout, which MCP stdio owns). */
+  /** Where operational lines go. Default: a logger on stderr from `config.log` (never stdout, which MCP stdio owns). */
+  logger?: Logger;
+  /** Where warnings go. Default: the logger's `warn`. */
   warn?: (message: string) => void;
   /** Start the background embedding queue. Default true. */
   backgroundEmbedding?: boolean;
@@ -77,6 +81,18 @@ export type Diagnosis = {
   wordVectors: WordVectorAvailability;
 };
 
+/** What `/ready` reports: ready when every check is ok. */
+export type Readiness = {
+  ready: boolean;
+  checks: {
+    store: { ok: boolean; backend: string; schema_version: number };
+    embedder: { ok: boolean; provider: string; detail: string };
+  };
+};
+
+/** The database schema version this build writes (an export from a newer one is refused). */
+export const STORE_SCHEMA_VERSION = SCHEMA_VERSION;
+
 /** This build's version, from package.json (reported by `/health`, MCP and the CLI). */
 export const CAIRN_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -101,7 +117,7 @@ export type PipelineStatus = {
 };
 
 export type { ExtractionRun } from './memory/extract-session.js';
-export type { MemoryAuditEntry } from './store/store.js';
+export type { DataSnapshot, DumpRecord, MemoryAuditEntry } from './store/store.js';
 export type { PipelineSessionStatus } from './memory/scheduler.js';
 export type { RecallResult } from './memory/recall.js';
 
@@ -142,15 +158,20 @@ export class Cairn {
   private readonly extractor: Extractor;
   private readonly scheduler: ExtractionScheduler;
   private readonly backgroundPipeline: boolean;
+  /** Operational log lines (stderr), in the configured format and level. */
+  readonly log: Logger;
+  /** Prometheus metrics served at `/metrics`. */
+  readonly metrics: CairnMetrics;
 
   constructor(config: CairnConfig, store: Store, options: CairnOptions = {}) {
     this.config = config;
     this.store = store;
+    this.log = options.logger ?? createLogger(config.log);
     const model = createChatModel(config.llm);
     if (config.pipeline.extractor === 'llm' && !model) {
       throw new CairnError('config_invalid', 'invalid config at pipeline.extractor: llm needs llm.provider openai_compatible');
     }
-    const warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
+    const warn = options.warn ?? ((message: string) => this.log.warn(message));
     const embedding = openEmbedder(config.embedding, { dataDir: config.data_dir, onProgress: options.onProgress });
     if (embedding.unavailable) warn(embedding.unavailable);
     this.embedder = embedding.embedder;
@@ -163,6 +184,14 @@ export class Cairn {
           })
         : null;
     if (this.queue && options.backgroundEmbedding !== false) this.queue.start();
+    this.metrics = new CairnMetrics({
+      embedQueueDepth: async () => (this.queue ? this.queue.depth() : 0),
+      pipelineBacklog: async () => {
+        const backlog = await store.pipelineBacklog();
+        return { sessions: backlog.filter((s) => s.pendingMessages > 0).length, messages: backlog.reduce((n, s) => n + s.pendingMessages, 0) };
+      },
+      storeBytes: () => storeFileBytes(store.capabilities.location),
+    });
     this.searchContext = {
       store,
       embedder: this.embedder,
@@ -263,14 +292,14 @@ export class Cairn {
 
   /** conversation_search over L0 messages in `scope`. */
   async searchConversations(scope: Scope, params: ConversationSearchInput): Promise<ConversationSearchResult> {
-    return conversationSearch(this.searchContext, checkScope(scope), validate(conversationSearchParams, params, 'conversation_search'));
+    return this.countedConversationSearch(checkScope(scope), validate(conversationSearchParams, params, 'conversation_search'));
   }
 
   // ---- L1 memories -------------------------------------------------------------------------
 
   /** memory_search over L1 memories in `scope`. */
   async searchMemories(scope: Scope, params: MemorySearchInput): Promise<MemorySearchResult> {
-    return memorySearch(this.searchContext, checkScope(scope), validate(memorySearchParams, params, 'memory_search'));
+    return this.countedMemorySearch(checkScope(scope), validate(memorySearchParams, params, 'memory_search'));
   }
 
   /** Stores one L1 memory written explicitly. */
@@ -309,10 +338,10 @@ export class Cairn {
     const valid = validate(memorySearchParams, params, 'memory_search');
     const scope = checkScope(turn.scope);
     checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
-    if (valid.query.trim() === '') return { ...(await memorySearch(this.searchContext, scope, valid)), budget: uncharged(this.budget.limit) };
+    if (valid.query.trim() === '') return { ...(await this.countedMemorySearch(scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget), budget };
-    return { ...(await memorySearch(this.searchContext, scope, valid)), budget };
+    return { ...(await this.countedMemorySearch(scope, valid)), budget };
   }
 
   /** conversation_search as a tool call: charged to the turn; past the budget it returns a refusal text instead. */
@@ -320,10 +349,22 @@ export class Cairn {
     const valid = validate(conversationSearchParams, params, 'conversation_search');
     const scope = checkScope(turn.scope);
     checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
-    if (valid.query.trim() === '') return { ...(await conversationSearch(this.searchContext, scope, valid)), budget: uncharged(this.budget.limit) };
+    if (valid.query.trim() === '') return { ...(await this.countedConversationSearch(scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget), budget };
-    return { ...(await conversationSearch(this.searchContext, scope, valid)), budget };
+    return { ...(await this.countedConversationSearch(scope, valid)), budget };
+  }
+
+  private async countedMemorySearch(scope: Scope, params: z.infer<typeof memorySearchParams>): Promise<MemorySearchResult> {
+    const result = await memorySearch(this.searchContext, scope, params);
+    this.metrics.observeSearch('memories', result.strategy);
+    return result;
+  }
+
+  private async countedConversationSearch(scope: Scope, params: z.infer<typeof conversationSearchParams>): Promise<ConversationSearchResult> {
+    const result = await conversationSearch(this.searchContext, scope, params);
+    this.metrics.observeSearch('conversations', result.strategy);
+    return result;
   }
 
   /** Search calls allowed per agent turn (memory_search and conversation_search combined). */
@@ -431,6 +472,21 @@ export class Cairn {
     };
   }
 
+  /**
+   * Whether this instance can serve fully (`/ready`): the store is open with every migration applied (the
+   * constructor cannot run otherwise) and the embedder, if any, has finished preparing.
+   */
+  readiness(): Readiness {
+    const embedderReady = this.embeddingReady;
+    return {
+      ready: embedderReady,
+      checks: {
+        store: { ok: true, backend: this.store.capabilities.backend, schema_version: SCHEMA_VERSION },
+        embedder: { ok: embedderReady, provider: this.config.embedding.provider, detail: this.describeEmbedding() },
+      },
+    };
+  }
+
   /** False while the embedder prepares (see {@link EmbeddingStatus.ready}). */
   get embeddingReady(): boolean {
     return this.embedder?.ready !== false;
@@ -460,6 +516,23 @@ export class Cairn {
     return this.queue.drain(timeoutMs);
   }
 
+  // ---- export, restore and backup (DESIGN.md, "Export, restore and backup") ------------------
+
+  /** A consistent snapshot of every stored row, for `cairn export`; close it when done. */
+  async exportSnapshot(): Promise<DataSnapshot> {
+    return this.store.exportSnapshot();
+  }
+
+  /** Restores exported records into this (empty) store; throws `conflict` and changes nothing when it holds rows. */
+  async restoreRecords(records: AsyncIterable<DumpRecord>, onProgress?: (done: number) => void): Promise<Record<string, number>> {
+    return this.store.restoreRecords(records, onProgress);
+  }
+
+  /** Copies the live database to `path` (SQLite's online backup; writers go on); `path` must not exist. */
+  async backup(path: string, onProgress?: (done: number, total: number) => void): Promise<void> {
+    return this.store.backup(path, onProgress);
+  }
+
   /** Stops background work and closes the store. */
   async close(): Promise<void> {
     await this.tools.stop();
@@ -478,20 +551,36 @@ export class Cairn {
  */
 export async function createCairn(config: CairnConfigInput = loadConfig(), options: CairnOptions = {}): Promise<Cairn> {
   const valid = parseConfig(config);
+  const logger = options.logger ?? createLogger(valid.log);
+  const warn = options.warn ?? ((message: string) => logger.warn(message));
   const path = join(valid.data_dir, 'cairn.db');
   let opened: Store;
   try {
-    opened = SqliteStore.open({ path, readWorkers: options.readWorkers, warn: options.warn, busyTimeoutMs: valid.store.busy_timeout_ms });
+    opened = SqliteStore.open({ path, readWorkers: options.readWorkers, warn, busyTimeoutMs: valid.store.busy_timeout_ms });
   } catch (err) {
     throw toStoreError(err, path);
   }
   const store = withStoreErrors(opened, path);
   try {
-    return new Cairn(valid, store, options);
+    return new Cairn(valid, store, { ...options, logger, warn });
   } catch (err) {
     await store.close();
     throw err;
   }
+}
+
+/** Bytes of the database file and its WAL; null for an in-memory database. */
+function storeFileBytes(location: string): number | null {
+  if (location === ':memory:') return null;
+  let bytes = 0;
+  for (const file of [location, `${location}-wal`]) {
+    try {
+      bytes += statSync(file).size;
+    } catch {
+      // No WAL yet (or the file was just checkpointed away).
+    }
+  }
+  return bytes;
 }
 
 /** The scope for a caller that gave none. */

@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { extname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { LOG_LEVELS } from './logger.js';
 import { CairnError, describeError } from './errors.js';
 
 const flag = z.preprocess((v) => (v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : v), z.boolean());
@@ -328,6 +329,16 @@ const storeSchema = z
   })
   .strict();
 
+/** Operational logs on stderr (DESIGN.md, "Operations"). */
+const logSchema = z
+  .object({
+    /** `text` (`cairn: …` lines) or `json` (one object per line: time, level, msg, fields). */
+    format: z.enum(['text', 'json']).default('text'),
+    /** Lines below this level are dropped; the access log (one line per HTTP request) is `info`. */
+    level: z.enum(LOG_LEVELS).default('info'),
+  })
+  .strict();
+
 /** The one configuration schema: file values, then `CAIRN_*` environment variables, then command-line flags. */
 export const configSchema = z
   .object({
@@ -345,6 +356,7 @@ export const configSchema = z
     tools: toolsSchema.default(() => toolsSchema.parse({})),
     knowledge: knowledgeSchema.default(() => knowledgeSchema.parse({})),
     store: storeSchema.default(() => storeSchema.parse({})),
+    log: logSchema.default(() => logSchema.parse({})),
   })
   .strict();
 

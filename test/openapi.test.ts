@@ -122,6 +122,8 @@ const group = (_name: string, run: () => Promise<void>) => groups.push(run);
 describe('every route answers what the document says', () => {
   group('memories, messages and the seed endpoints', async () => {
     expect((await check({ method: 'GET', path: '/health' })).status).toBe(200);
+    expect((await check({ method: 'GET', path: '/ready' })).status).toBe(200);
+    expect((await check({ method: 'GET', path: '/metrics' })).status).toBe(200);
     expect((await check({ method: 'GET', path: '/openapi.json' })).status).toBe(200);
     expect((await check({ method: 'POST', path: '/capture', body: { session_key: 's1', user_content: 'I love green tea', assistant_content: 'Noted' } })).status).toBe(200);
     expect((await check({ method: 'POST', path: '/capture', body: { session_key: 's1' } })).status).toBe(400);
@@ -248,6 +250,7 @@ describe('every route answers what the document says', () => {
     expect((await check({ method: 'GET', path: '/v1/memories', headers: bearer }, keysApp)).status).toBe(422);
     expect((await check({ method: 'GET', path: '/v1/memories', headers: { ...bearer, 'x-cairn-user-id': 'bob', 'x-cairn-agent-id': 'a' } }, keysApp)).status).toBe(403);
     expect((await check({ method: 'GET', path: '/health' }, keysApp)).status).toBe(200);
+    expect((await check({ method: 'GET', path: '/metrics' }, keysApp)).status).toBe(401);
   });
 
   it('with a success and an error answer for every documented operation', async () => {

@@ -7,5 +7,6 @@ import { parseConfig, type CairnConfig, type CairnConfigInput } from '../src/con
  * data directory and make rankings depend on how far the background embedding queue has got.
  */
 export function testConfig(input: CairnConfigInput = {}): CairnConfig {
-  return parseConfig({ ...input, embedding: { provider: 'none', ...input.embedding } });
+  // Access-log lines (info) of in-process apps would bury the test output; warnings still show.
+  return parseConfig({ ...input, embedding: { provider: 'none', ...input.embedding }, log: { level: 'warn', ...input.log } });
 }

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { createCairn, type Cairn, type CairnOptions } from '../cairn.js';
 import { explainConfig, type ConfigSource, type ExplainedConfig } from '../config.js';
 import { CairnError, describeError } from '../errors.js';
+import { createLogger, type Logger } from '../logger.js';
 import type { Scope } from '../types.js';
 import type { JsonlError } from './jsonl.js';
 import { pathError } from './exit.js';
@@ -49,7 +50,7 @@ export async function openExplained({ config, sources }: ExplainedConfig, option
     throw new CairnError('config_invalid', `data directory ${config.data_dir} (${setting}) does not exist; nothing was created (check the path)`);
   }
   try {
-    return await createCairn(config, cairnOptions);
+    return await createCairn(config, { ...cairnOptions, logger: cairnOptions.logger ?? createLogger(config.log) });
   } catch (err) {
     throw pathError(err, config.data_dir, setting) ?? err;
   }
@@ -97,13 +98,13 @@ export function progressBars(): (task: string, done: number, total: number) => v
  * Progress of long one-off work as plain stderr lines (servers run without a terminal): one line per
  * quarter of each task.
  */
-export function progressLines(): (task: string, done: number, total: number) => void {
+export function progressLines(log: Logger): (task: string, done: number, total: number) => void {
   const reported = new Map<string, number>();
   return (task, done, total) => {
     const quarter = total > 0 ? Math.floor((4 * done) / total) : 4;
     if ((reported.get(task) ?? -1) >= quarter) return;
     reported.set(task, quarter);
-    process.stderr.write(`cairn: ${task}: ${done}/${total} (${quarter * 25}%)\n`);
+    log.info(`${task}: ${done}/${total} (${quarter * 25}%)`);
   };
 }
 
@@ -115,11 +116,16 @@ export function warmUp(cairn: Cairn): void {
     return;
   }
   const started = performance.now();
-  process.stderr.write('cairn: preparing the embedder; searches use keywords until it is ready\n');
+  cairn.log.info('preparing the embedder; searches use keywords until it is ready');
   cairn.prepareEmbedder().then(
-    () => process.stderr.write(`cairn: embedder ready after ${((performance.now() - started) / 1000).toFixed(1)} s\n`),
-    (err: unknown) => process.stderr.write(`cairn: embedder not ready: ${describeError(err)} (searches use keywords; it is retried)\n`),
+    () => cairn.log.info(`embedder ready after ${((performance.now() - started) / 1000).toFixed(1)} s`),
+    (err: unknown) => cairn.log.warn(`embedder not ready: ${describeError(err)} (searches use keywords; it is retried)`),
   );
+}
+
+/** The operational logger a command's config asks for (`log.format`, `log.level`). */
+export function loggerOf(explained: ExplainedConfig): Logger {
+  return createLogger(explained.config.log);
 }
 
 /** Resolves on the first SIGINT or SIGTERM; a second one exits at once. */

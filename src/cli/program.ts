@@ -27,7 +27,7 @@ export function buildProgram(): Command {
 
   program
     .command('import')
-    .description('import conversation messages from a JSON Lines file (one message per line)')
+    .description('import conversation messages from a JSON Lines file (one message per line), or a `cairn export` file (as `restore`)')
     .argument('<file>', 'JSONL file: {"id","session_key","role","content","name"?,"timestamp"?,"user_id"?,"agent_id"?}')
     .action(lazy(() => import('./commands/import-command.js').then((m) => m.importCommand)));
 
@@ -143,6 +143,23 @@ export function buildProgram(): Command {
     .description('print the effective configuration, secrets redacted, and where each value came from')
     .option('--json', 'print JSON')
     .action(lazy(() => import('./commands/config-command.js').then((m) => m.configCommand)));
+
+  // Moving a data directory out, into an empty one, and copying it live (commands/data-commands.ts).
+  program
+    .command('export')
+    .description('write every stored row (messages, memories and their audit trail, keys as hashes, runs, error records, knowledge) to a JSON Lines file')
+    .requiredOption('--out <file>', 'file to write (must not exist); a name ending in .gz is gzip-compressed')
+    .action(lazy(() => import('./commands/data-commands.js').then((m) => m.exportCommand)));
+  program
+    .command('restore')
+    .description('load an export file into an empty data directory (refuses one that holds data)')
+    .argument('<file>', 'a file written by `cairn export` (gzip or plain)')
+    .action(lazy(() => import('./commands/data-commands.js').then((m) => m.restoreCommand)));
+  program
+    .command('backup')
+    .description('copy the live database to a file with SQLite online backup (a running server keeps serving and writing)')
+    .requiredOption('--out <file>', 'database file to write (must not exist)')
+    .action(lazy(() => import('./commands/data-commands.js').then((m) => m.backupCommand)));
 
   program
     .command('guide')

@@ -1,4 +1,5 @@
-import { Hono, type MiddlewareHandler } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { matchedRoutes } from 'hono/route';
 import { z } from 'zod';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
@@ -13,7 +14,7 @@ import { addPipelineRoutes } from './pipeline-routes.js';
 import { addSeedRoutes } from './seed-routes.js';
 import { addToolRoutes } from './tools-routes.js';
 import { addV1Routes } from './v1-routes.js';
-import { healthWire } from './wire.js';
+import { healthWire, readyWire } from './wire.js';
 
 /** Options of {@link createApp}; defaults come from the façade's config. */
 export type AppOptions = {
@@ -26,14 +27,17 @@ export type AppOptions = {
    * server through DNS rebinding. Default: on in `local` mode.
    */
   loopbackOnly?: boolean;
-  /** Where unexpected errors are logged. Default: stderr. */
+  /** Where unexpected errors are logged. Default: the façade's logger (`cairn.log.error`). */
   log?: (message: string) => void;
   /** Origins whose browser pages may call the server (CORS). Default `config.server.cors.origins` (none). */
   corsOrigins?: readonly string[];
 };
 
-/** Paths that need neither key nor scope. */
-const OPEN_PATHS = new Set(['/health', '/openapi.json']);
+/**
+ * Paths that need neither key nor scope. `/metrics` is not among them: in `keys` mode a scrape needs a
+ * valid key (any active one), and in `local` mode the server is loopback-only anyway.
+ */
+const OPEN_PATHS = new Set(['/health', '/ready', '/openapi.json']);
 
 /**
  * The Hono app: REST gateway (seed endpoints and `/v1`), `/health`, `/openapi.json` and MCP at `/mcp`.
@@ -42,10 +46,29 @@ const OPEN_PATHS = new Set(['/health', '/openapi.json']);
 export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> {
   const mode = options.authMode ?? cairn.config.auth.mode;
   const limit = options.bodyLimitBytes ?? cairn.config.server.body_limit_bytes;
-  const log = options.log ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
+  const log = options.log ?? ((message: string) => cairn.log.error(message));
   const origins = options.corsOrigins ?? cairn.config.server.cors.origins;
   const app = new Hono<AppEnv>();
 
+  // First, so refused and failed requests are counted and logged too.
+  app.use('*', async (c, next) => {
+    const started = performance.now();
+    await next();
+    const seconds = (performance.now() - started) / 1000;
+    const route = matchedRoute(c);
+    cairn.metrics.observeRequest(c.req.method, route, c.res.status, seconds);
+    const key = c.get('key');
+    // No query strings, bodies or headers: they may hold message text or secrets.
+    cairn.log.info(`${c.req.method} ${route} ${c.res.status}`, {
+      event: 'request',
+      method: c.req.method,
+      route,
+      status: c.res.status,
+      duration_ms: Math.round(seconds * 10_000) / 10,
+      user_id: key?.userId,
+      key_id: key?.id,
+    });
+  });
   app.onError((err, c) => {
     const { status, body, headers } = toErrorResponse(err, log);
     return c.json(body, status, headers);
@@ -92,6 +115,27 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
       queue_depth: embedding.pending,
     } satisfies z.infer<typeof healthWire>);
   });
+  app.get(
+    '/ready',
+    describe({
+      operationId: 'getReady',
+      summary: 'Readiness: store open, migrations applied, embedder ready',
+      open: true,
+      responses: { 200: readyWire, 503: readyWire },
+    }),
+    async (c) => {
+      const ready = cairn.readiness();
+      return c.json({ status: ready.ready ? 'ready' : 'not_ready', version: CAIRN_VERSION, checks: ready.checks } satisfies z.infer<typeof readyWire>, ready.ready ? 200 : 503);
+    },
+  );
+  app.get(
+    '/metrics',
+    describe({ operationId: 'getMetrics', summary: 'Prometheus metrics (text format); needs a key in keys mode', responses: { 200: { mediaType: 'text/plain; version=0.0.4' } } }),
+    async (c) => {
+      const { contentType, text } = await cairn.metrics.scrape();
+      return c.body(text, 200, { 'content-type': contentType });
+    },
+  );
   // Generated on first request, once every route is registered; only the base URL varies per request.
   let openApi: Promise<Record<string, unknown>> | null = null;
   app.get(
@@ -114,6 +158,16 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
 
 const CORS_METHODS = ['GET', 'POST', 'PATCH', 'DELETE'];
 const CORS_HEADERS = ['authorization', 'content-type', ...Object.values(CALLER_HEADERS), 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'];
+
+/** The route pattern that answered (`/v1/memories/:id`), or `unmatched`: never the raw path, whose ids would make every request a new series. */
+function matchedRoute(c: Context<AppEnv>): string {
+  const routes = matchedRoutes(c);
+  for (let i = routes.length - 1; i >= 0; i--) {
+    const route = routes[i]!;
+    if (route.method !== 'ALL') return route.path;
+  }
+  return 'unmatched';
+}
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 

@@ -139,6 +139,16 @@ export const healthWire = z.object({
   queue_depth: z.number().int(),
 });
 
+/** `GET /ready`: 200 when every check holds, else 503 with the same body. */
+export const readyWire = z.object({
+  status: z.enum(['ready', 'not_ready']),
+  version: z.string(),
+  checks: z.object({
+    store: z.object({ ok: z.boolean(), backend: z.string(), schema_version: z.number().int() }),
+    embedder: z.object({ ok: z.boolean(), provider: z.string(), detail: z.string() }),
+  }),
+});
+
 export function toMessageWire(m: Message): z.infer<typeof messageWire> {
   return {
     id: m.id,

@@ -8,6 +8,8 @@ import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
  */
 export class CairnMcpServer extends McpServer {
   private readonly names: string[] = [];
+  /** Told of every tool call's outcome and duration (metrics); set before tools are registered. */
+  onToolCall: ((tool: string, isError: boolean, seconds: number) => void) | null = null;
 
   override registerTool<OutputArgs extends ZodRawShapeCompat | AnySchema, InputArgs extends undefined | ZodRawShapeCompat | AnySchema = undefined>(
     name: string,
@@ -21,7 +23,21 @@ export class CairnMcpServer extends McpServer {
     },
     cb: ToolCallback<InputArgs>,
   ): RegisteredTool {
-    const registered = super.registerTool(name, config, cb);
+    const observe = this.onToolCall;
+    const observed = observe
+      ? (async (...args: Parameters<ToolCallback<InputArgs>>) => {
+          const started = performance.now();
+          let isError = true;
+          try {
+            const result = await (cb as (...a: typeof args) => Promise<{ isError?: boolean }>)(...args);
+            isError = result.isError === true;
+            return result;
+          } finally {
+            observe(name, isError, (performance.now() - started) / 1000);
+          }
+        })
+      : cb;
+    const registered = super.registerTool(name, config, observed as ToolCallback<InputArgs>);
     this.names.push(name);
     return registered;
   }

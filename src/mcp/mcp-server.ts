@@ -21,6 +21,7 @@ export function createMcpServer(ctx: ToolContext, registrations: readonly ToolRe
         `use conversation_search for exact wording. ${budgetSentence(ctx.cairn.callsPerTurn)}`,
     },
   );
+  server.onToolCall = (tool, isError, seconds) => ctx.cairn.metrics.observeToolCall(tool, isError, seconds);
   for (const register of registrations) register(server, ctx);
   return server;
 }

@@ -20,7 +20,8 @@ export type StdioSession = {
  * the tool descriptions and on stderr), so chat_history and hub recording work with no flags.
  */
 export async function serveStdio(cairn: Cairn, caller: ToolCaller): Promise<StdioSession> {
-  const log = (message: string) => process.stderr.write(`cairn: ${message}\n`);
+  // Logs go to stderr through the façade's logger; stdout carries protocol only.
+  const log = (message: string) => cairn.log.info(message);
   const sessionKey = caller.sessionKey ?? generatedSessionKey('stdio');
   const connected: ToolCaller = { scope: caller.scope, sessionKey, connection: caller.connection ?? `stdio:${sessionKey}:${process.pid}` };
   const ctx: ToolContext = { cairn, resolveCaller: () => connected, log, defaultSession: sessionKey };

@@ -19,7 +19,7 @@ export type ToolContext = {
   cairn: Cairn;
   /** The caller of one tool call (fixed per connection: stdio flags, or the HTTP request's key and headers). */
   resolveCaller: (extra: ToolExtra) => ToolCaller;
-  /** Where unexpected failures are logged (never stdout). Default: stderr. */
+  /** Where unexpected failures are logged (never stdout). Default: the façade's logger. */
   log?: (message: string) => void;
   /** The session calls use when they name none, when fixed for the server's lifetime: stated in tool descriptions. */
   defaultSession?: string | undefined;
@@ -53,7 +53,7 @@ export async function runTool(ctx: ToolContext, tool: string, body: () => Promis
     return await body();
   } catch (err) {
     if (isCairnError(err) && err.code !== 'internal') return errorResult(`${tool} failed: ${err.message}`);
-    (ctx.log ?? ((m: string) => process.stderr.write(`cairn: ${m}\n`)))(`${tool}: ${describeError(err)}`);
+    (ctx.log ?? ((m: string) => ctx.cairn.log.error(m)))(`${tool}: ${describeError(err)}`);
     return errorResult(`${tool} failed: internal error`);
   }
 }

@@ -5,7 +5,7 @@ import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, R
  * async so a networked backend fits. Every method takes a scope and filters by it inside the query.
  * Search methods return ranked ids only; hydration and fusion happen above the store (DESIGN.md).
  */
-export interface Store extends KeyStore, PipelineStore, KnowledgeStore {
+export interface Store extends KeyStore, PipelineStore, KnowledgeStore, TransferStore {
   readonly capabilities: StoreCapabilities;
   /** The action log and failure memory behind the history tools. */
   readonly history: HistoryStore;
@@ -393,4 +393,31 @@ export type KnowledgeSyncChange = {
   /** Paths whose records are removed. */
   deletes: readonly string[];
   patch: KnowledgeResourcePatch;
+};
+
+/**
+ * Moving a whole database out and in (DESIGN.md, "Export, restore and backup"): a snapshot of every
+ * stored row for `cairn export`, a restore into an empty store, and an online copy of the live file.
+ */
+export interface TransferStore {
+  /** A consistent snapshot of every stored row (derived indexes left out); close it when done. */
+  exportSnapshot(): Promise<DataSnapshot>;
+  /**
+   * Writes exported records into this store, which must hold no rows (`conflict` otherwise, nothing
+   * changed), all in one transaction, then rebuilds the derived indexes. Returns rows written per type.
+   */
+  restoreRecords(records: AsyncIterable<DumpRecord>, onProgress?: (done: number) => void): Promise<Record<string, number>>;
+  /** Copies the live database to `path` (which must not exist) without stopping writers. */
+  backup(path: string, onProgress?: (done: number, total: number) => void): Promise<void>;
+}
+
+/** One stored row of an export: its record type and its columns (vectors as base64 float32). */
+export type DumpRecord = { type: string; row: Record<string, unknown> };
+
+/** What an export reads: the schema version, rows per record type, and the rows themselves. */
+export type DataSnapshot = {
+  schemaVersion: number;
+  counts: Record<string, number>;
+  records(): AsyncIterable<DumpRecord>;
+  close(): void;
 };

@@ -1,9 +1,11 @@
 import type { Command } from 'commander';
-import { openCairn, print, progressLines } from '../context.js';
+import { explainOf, loggerOf, openExplained, print, progressLines } from '../context.js';
 
 /** `cairn doctor`: where the data lives and what search can use, without changing anything; `--prepare` builds the embedder's cache (and so may create the data directory). */
 export async function doctorCommand(opts: { json?: boolean; prepare?: boolean }, cmd: Command): Promise<void> {
-  const cairn = await openCairn(cmd, { backgroundEmbedding: false, onProgress: opts.prepare ? progressLines() : undefined, readOnly: !opts.prepare });
+  const explained = explainOf(cmd);
+  const log = loggerOf(explained);
+  const cairn = await openExplained(explained, { logger: log, backgroundEmbedding: false, onProgress: opts.prepare ? progressLines(log) : undefined, readOnly: !opts.prepare });
   try {
     if (opts.prepare) await cairn.prepareEmbedder();
     const d = await cairn.diagnose();

@@ -3,7 +3,8 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import type { Cairn } from '../../cairn.js';
 import { MESSAGE_ROLES, type NewMessage } from '../../types.js';
-import { badLines, print, withCairn } from '../context.js';
+import { badLines, explainOf, print, withCairn } from '../context.js';
+import { isExportFile, restoreData } from './data-commands.js';
 import { readJsonl } from '../jsonl.js';
 import { ProgressBar } from '../progress.js';
 
@@ -23,6 +24,7 @@ const importLine = z
 
 /** `cairn import FILE`: every line is validated first; one bad line imports nothing. */
 export async function importCommand(file: string, _opts: unknown, cmd: Command): Promise<void> {
+  if (await isExportFile(file)) return restoreData(explainOf(cmd).config, file);
   await withCairn(cmd, (cairn) => importFile(cairn, file));
 }
 
@@ -68,7 +70,7 @@ async function waitForEmbeddings(cairn: Cairn): Promise<void> {
   const after = await cairn.embeddingStatus();
   bar.update(status.pending - after.pending);
   if (!done || after.pending > 0) {
-    process.stderr.write(`cairn: ${after.pending} message(s) still without vectors (${after.lastError ?? 'timed out'}); they are embedded the next time Cairn runs\n`);
+    cairn.log.warn(`${after.pending} message(s) still without vectors (${after.lastError ?? 'timed out'}); they are embedded the next time Cairn runs`);
   }
 }
 

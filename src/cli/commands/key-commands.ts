@@ -6,7 +6,7 @@ export async function createKeyCommand(opts: { user: string; agent?: string; lab
   await withCairn(cmd, async (cairn) => {
     const { key, token } = await cairn.createApiKey({ userId: opts.user, agentId: opts.agent, label: opts.label });
     print(token);
-    process.stderr.write(`cairn: created key ${key.id} for user ${key.userId}${key.agentId ? `, agent ${key.agentId}` : ''}; it is not shown again\n`);
+    cairn.log.info(`created key ${key.id} for user ${key.userId}${key.agentId ? `, agent ${key.agentId}` : ''}; it is not shown again`);
   });
 }
 

@@ -1,13 +1,14 @@
 import type { Command } from 'commander';
 import { isLoopbackHost, startServer, type RunningServer } from '../../http/server.js';
 import { serveStdio } from '../../mcp/stdio.js';
-import { explainOf, nextSignal, openCairn, openExplained, progressLines, scopeOf, warmUp, type ScopeOptions } from '../context.js';
+import { explainOf, loggerOf, nextSignal, openExplained, progressLines, scopeOf, warmUp, type ScopeOptions } from '../context.js';
 
 /** `cairn serve`: REST and MCP over streamable HTTP until SIGINT or SIGTERM. */
 export async function serveCommand(opts: { host?: string; port?: number; insecure?: boolean }, cmd: Command): Promise<void> {
   const explained = explainOf(cmd, { server: { host: opts.host, port: opts.port } });
   const config = explained.config;
-  const cairn = await openExplained(explained, { watchKnowledge: true, onProgress: progressLines(), readWorkers: config.server.read_workers });
+  const log = loggerOf(explained);
+  const cairn = await openExplained(explained, { logger: log, watchKnowledge: true, onProgress: progressLines(log), readWorkers: config.server.read_workers });
   warmUp(cairn);
   let running: RunningServer;
   try {
@@ -17,17 +18,19 @@ export async function serveCommand(opts: { host?: string; port?: number; insecur
     throw err;
   }
   if (opts.insecure && !isLoopbackHost(config.server.host) && config.auth.mode !== 'keys') {
-    process.stderr.write(`cairn: WARNING: serving ${config.server.host} without API keys; anyone who can reach it can read and change all data\n`);
+    log.warn(`serving ${config.server.host} without API keys; anyone who can reach it can read and change all data`);
   }
-  process.stderr.write(`cairn: listening on ${running.url} (REST; MCP at ${running.url}/mcp; auth ${config.auth.mode})\n`);
+  log.info(`listening on ${running.url} (REST; MCP at ${running.url}/mcp; auth ${config.auth.mode})`, { event: 'listening', url: running.url });
   await nextSignal();
-  process.stderr.write('cairn: shutting down\n');
-  if (!(await running.shutdown())) process.stderr.write('cairn: shutdown timed out; open connections were closed\n');
+  log.info('shutting down');
+  if (!(await running.shutdown())) log.warn('shutdown timed out; open connections were closed');
 }
 
 /** `cairn mcp`: MCP over stdio for one scope. */
 export async function mcpCommand(opts: ScopeOptions & { session?: string }, cmd: Command): Promise<void> {
-  const cairn = await openCairn(cmd, { onProgress: progressLines() });
+  const explained = explainOf(cmd);
+  const log = loggerOf(explained);
+  const cairn = await openExplained(explained, { logger: log, onProgress: progressLines(log) });
   warmUp(cairn);
   try {
     const session = await serveStdio(cairn, { scope: scopeOf(opts), sessionKey: opts.session });

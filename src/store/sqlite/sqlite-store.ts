@@ -36,7 +36,10 @@ import type {
   KnowledgeResourceRecord,
   KnowledgeSyncChange,
   NewKnowledgeResource,
+  DataSnapshot,
+  DumpRecord,
 } from '../store.js';
+import { backupDatabase, openSnapshot, restoreRecords } from './data-transfer.js';
 import { HistoryTables } from './history-tables.js';
 import { KnowledgeTables } from './knowledge-tables.js';
 import { type IndexedTerms, MessageIndex } from './message-index.js';
@@ -823,6 +826,21 @@ export class SqliteStore implements Store {
 
   applyKnowledgeSync(resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
     return this.knowledge.applyKnowledgeSync(resourceId, change);
+  }
+
+  // ---- export, restore, backup (data-transfer.ts) ------------------------------------------
+
+  async exportSnapshot(): Promise<DataSnapshot> {
+    return openSnapshot(this.capabilities.location, this.db);
+  }
+
+  async restoreRecords(records: AsyncIterable<DumpRecord>, onProgress?: (done: number) => void): Promise<Record<string, number>> {
+    return restoreRecords(this.db, records, onProgress);
+  }
+
+  async backup(path: string, onProgress?: (done: number, total: number) => void): Promise<void> {
+    if (this.capabilities.location === ':memory:') throw new CairnError('invalid_input', 'an in-memory database has no file to back up');
+    return backupDatabase(this.db, path, onProgress);
   }
 
   async close(): Promise<void> {
