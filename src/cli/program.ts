@@ -594,37 +594,39 @@ function addToolCommands(program: Command): void {
     });
 }
 
-/** `cairn knowledge add|list|sync|remove`: wiki folders and code graphs behind the per-resource tools. */
+/**
+ * `cairn knowledge add|list|sync|remove`: wiki folders and code graphs behind the per-resource tools. The
+ * CLI is the operator: it registers any folder it can read, for the scope given by `--user`/`--agent`.
+ */
 function addKnowledgeCommands(program: Command): void {
   const knowledge = program.command('knowledge').description('knowledge resources: wiki folders and code graphs that agents query with per-resource tools');
-  knowledge
-    .command('add')
-    .description('register a folder and index it (Markdown wiki, or TypeScript/JavaScript code graph)')
-    .addArgument(new Argument('<type>', 'resource type').choices(['wiki', 'code']))
-    .argument('<dir>', 'the folder to index')
-    .option('--name <name>', 'display name (default: the folder name)')
-    .option('--json', 'print JSON')
-    .action(async (type: 'wiki' | 'code', dir: string, opts: { name?: string; json?: boolean }, cmd: Command) => {
-      await withCairn(cmd, async (cairn) => {
-        const added = await cairn.knowledge.add({ type, path: dir, name: opts.name });
-        const { resource, lastSync } = await cairn.knowledge.whenIdle(added.id, indexingBar());
-        if (resource.status === 'error') {
-          // The first index failed: nothing usable was registered, so nothing stays registered.
-          await cairn.knowledge.remove(added.id);
-          throw new CairnError('invalid_input', `cannot index ${resource.root}: ${resource.error ?? 'unknown error'}`);
-        }
-        if (opts.json) return print(JSON.stringify(toKnowledgeWire(resource), null, 2));
-        print(`${resource.id}  ${resource.type}  ${resource.name}  ${resource.status} (${lastSync?.reindexed.length ?? 0} file(s) in ${lastSync?.durationMs ?? 0} ms)`);
-        print(`  ${resource.summary}`);
-      });
+  scopeOptions(
+    knowledge
+      .command('add')
+      .description('register a folder for a scope and index it (Markdown wiki, or TypeScript/JavaScript code graph)')
+      .addArgument(new Argument('<type>', 'resource type').choices(['wiki', 'code']))
+      .argument('<dir>', 'the folder to index')
+      .option('--name <name>', 'display name (default: the folder name)')
+      .option('--json', 'print JSON'),
+  ).action(async (type: 'wiki' | 'code', dir: string, opts: ScopeOptions & { name?: string; json?: boolean }, cmd: Command) => {
+    await withCairn(cmd, async (cairn) => {
+      const scope = scopeOf(opts);
+      const added = await cairn.knowledge.add(scope, { type, path: dir, name: opts.name }, 'operator');
+      const { resource, lastSync } = await cairn.knowledge.whenIdle(scope, added.id, indexingBar());
+      if (resource.status === 'error') {
+        // The first index failed: nothing usable was registered, so nothing stays registered.
+        await cairn.knowledge.remove(scope, added.id);
+        throw new CairnError('invalid_input', `cannot index ${resource.root}: ${resource.error ?? 'unknown error'}`);
+      }
+      if (opts.json) return print(JSON.stringify(toKnowledgeWire(resource), null, 2));
+      print(`${resource.id}  ${resource.type}  ${resource.name}  ${resource.status} (${lastSync?.reindexed.length ?? 0} file(s) in ${lastSync?.durationMs ?? 0} ms)`);
+      print(`  ${resource.summary}`);
     });
-  knowledge
-    .command('list')
-    .description('list knowledge resources')
-    .option('--json', 'print JSON')
-    .action(async (opts: { json?: boolean }, cmd: Command) => {
+  });
+  scopeOptions(knowledge.command('list').description("list a scope's knowledge resources").option('--json', 'print JSON')).action(
+    async (opts: ScopeOptions & { json?: boolean }, cmd: Command) => {
       await withCairn(cmd, async (cairn) => {
-        const resources = await cairn.knowledge.list();
+        const resources = await cairn.knowledge.list(scopeOf(opts));
         if (opts.json) return print(JSON.stringify(resources.map(toKnowledgeWire), null, 2));
         if (resources.length === 0) return print('No knowledge resources (add one with: cairn knowledge add wiki|code DIR).');
         for (const r of resources) {
@@ -632,30 +634,31 @@ function addKnowledgeCommands(program: Command): void {
           if (r.summary) print(`  ${r.summary}`);
         }
       });
+    },
+  );
+  scopeOptions(
+    knowledge.command('sync').description('re-index the files of a resource whose content changed').argument('<id>', 'resource id (wiki-… or cg-…)'),
+  ).action(async (id: string, opts: ScopeOptions, cmd: Command) => {
+    await withCairn(cmd, async (cairn) => {
+      const scope = scopeOf(opts);
+      await cairn.knowledge.sync(scope, id);
+      const { resource, lastSync } = await cairn.knowledge.whenIdle(scope, id, indexingBar());
+      if (resource.status === 'error') throw new CairnError('unavailable', `sync of ${id} failed: ${resource.error ?? 'unknown error'}`);
+      const r = lastSync!;
+      print(`${id}: ${r.reindexed.length} re-indexed, ${r.removed.length} removed, ${r.unchanged} unchanged${r.skipped.length ? `, ${r.skipped.length} too large` : ''} (${r.durationMs} ms)`);
     });
-  knowledge
-    .command('sync')
-    .description('re-index the files of a resource whose content changed')
-    .argument('<id>', 'resource id (wiki-… or cg-…)')
-    .action(async (id: string, _opts: unknown, cmd: Command) => {
-      await withCairn(cmd, async (cairn) => {
-        await cairn.knowledge.sync(id);
-        const { resource, lastSync } = await cairn.knowledge.whenIdle(id, indexingBar());
-        if (resource.status === 'error') throw new CairnError('unavailable', `sync of ${id} failed: ${resource.error ?? 'unknown error'}`);
-        const r = lastSync!;
-        print(`${id}: ${r.reindexed.length} re-indexed, ${r.removed.length} removed, ${r.unchanged} unchanged${r.skipped.length ? `, ${r.skipped.length} too large` : ''} (${r.durationMs} ms)`);
-      });
+  });
+  scopeOptions(
+    knowledge
+      .command('remove')
+      .description('unregister a resource and drop its index (the folder is not touched)')
+      .argument('<id>', 'resource id (wiki-… or cg-…)'),
+  ).action(async (id: string, opts: ScopeOptions, cmd: Command) => {
+    await withCairn(cmd, async (cairn) => {
+      await cairn.knowledge.remove(scopeOf(opts), id);
+      print(`removed ${id}`);
     });
-  knowledge
-    .command('remove')
-    .description('unregister a resource and drop its index (the folder is not touched)')
-    .argument('<id>', 'resource id (wiki-… or cg-…)')
-    .action(async (id: string, _opts: unknown, cmd: Command) => {
-      await withCairn(cmd, async (cairn) => {
-        await cairn.knowledge.remove(id);
-        print(`removed ${id}`);
-      });
-    });
+  });
 }
 
 /** Progress of an index job on stderr: one bar per pass (a code graph may re-resolve a few files after the first). */

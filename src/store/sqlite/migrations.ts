@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { buildMessageTerms, rebuildMessageIndex } from './message-index.js';
 
@@ -254,7 +255,32 @@ const MIGRATIONS: readonly Migration[] = [
   widenMessageRoles,
   // The message keyword index moves from FTS5 to `message_terms` (DESIGN.md, "Keyword engine").
   buildMessageTerms,
+  // Knowledge resources belong to a scope; those registered before belong to the default one.
+  ownKnowledgeResources,
 ];
+
+/**
+ * Adds the owner scope to knowledge resources (existing rows: `default/default`, the local scope) and
+ * stores each root as its real path, which is what reads are confined to from now on (DESIGN.md,
+ * "Knowledge resources"). A root that cannot be resolved now keeps its path; reads under it are refused
+ * until it resolves to itself again.
+ */
+function ownKnowledgeResources(db: Database.Database): void {
+  db.exec(`
+    ALTER TABLE knowledge_resources ADD COLUMN user_id TEXT NOT NULL DEFAULT 'default';
+    ALTER TABLE knowledge_resources ADD COLUMN agent_id TEXT NOT NULL DEFAULT 'default';
+    CREATE INDEX knowledge_resources_by_scope ON knowledge_resources (user_id, agent_id, created_at);
+  `);
+  const update = db.prepare('UPDATE knowledge_resources SET root = ? WHERE id = ?');
+  for (const row of db.prepare('SELECT id, root FROM knowledge_resources').all() as { id: string; root: string }[]) {
+    try {
+      const real = realpathSync(row.root);
+      if (real !== row.root) update.run(real, row.id);
+    } catch {
+      // Gone or unreadable now: left as it is.
+    }
+  }
+}
 
 /**
  * SQLite cannot change a CHECK constraint, so the messages table is rebuilt with the same rows and seq
