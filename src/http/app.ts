@@ -1,4 +1,4 @@
-import { Hono, type MiddlewareHandler } from 'hono';
+import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { CAIRN_VERSION, type Cairn } from '../cairn.js';
 import { CairnError } from '../errors.js';
@@ -6,6 +6,7 @@ import { authenticate, type AppEnv, type AuthMode } from './caller.js';
 import { toErrorResponse } from './error-response.js';
 import { addHistoryRoutes } from './history-routes.js';
 import { addMcpRoute } from './mcp-route.js';
+import { originGuard } from './origin-guard.js';
 import { openApiDocument } from './openapi.js';
 import { addPipelineRoutes } from './pipeline-routes.js';
 import { addSeedRoutes } from './seed-routes.js';
@@ -23,6 +24,8 @@ export type AppOptions = {
    * server through DNS rebinding. Default: on in `local` mode.
    */
   loopbackOnly?: boolean;
+  /** Browser origins accepted (besides loopback ones when `loopbackOnly`). Default `config.server.allowed_origins`. */
+  allowedOrigins?: readonly string[];
   /** Where unexpected errors are logged. Default: stderr. */
   log?: (message: string) => void;
 };
@@ -46,7 +49,7 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   });
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
 
-  if (options.loopbackOnly ?? mode === 'local') app.use('*', loopbackOnly);
+  app.use('*', originGuard({ loopbackOnly: options.loopbackOnly ?? mode === 'local', allowedOrigins: options.allowedOrigins ?? cairn.config.server.allowed_origins }));
   app.use('*', async (c, next) => {
     c.set('key', OPEN_PATHS.has(c.req.path) ? null : await authenticate(cairn, mode, c.req.header('authorization')));
     await next();
@@ -90,28 +93,4 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   addHistoryRoutes(app, cairn, mode);
   addMcpRoute(app, cairn, mode, log, limit);
   return app;
-}
-
-const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
-
-const loopbackOnly: MiddlewareHandler = async (c, next) => {
-  const host = c.req.header('host') ?? new URL(c.req.url).host;
-  const origin = c.req.header('origin');
-  if (!isLoopbackHostHeader(host) || (origin !== undefined && origin !== 'null' && !isLoopbackOrigin(origin))) {
-    throw new CairnError('forbidden', 'this server only accepts requests addressed to localhost (set auth.mode: keys to serve other hosts)');
-  }
-  await next();
-};
-
-function isLoopbackHostHeader(host: string): boolean {
-  const name = host.replace(/:\d+$/, '').toLowerCase();
-  return LOOPBACK_NAMES.has(name) || /^127\.\d+\.\d+\.\d+$/.test(name);
-}
-
-function isLoopbackOrigin(origin: string): boolean {
-  try {
-    return isLoopbackHostHeader(new URL(origin).host);
-  } catch {
-    return false;
-  }
 }
