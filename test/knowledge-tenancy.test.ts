@@ -1,9 +1,12 @@
 import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Cairn } from '../src/cairn.js';
 import type { CairnConfigInput } from '../src/config.js';
 import { createApp } from '../src/http/app.js';
+import { migrate } from '../src/store/sqlite/migrations.js';
+import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { call, KnowledgeHarness, type Answer } from './fixtures/knowledge/harness.js';
 import { json, mcpClientFor, textOf } from './http-fixtures.js';
 
@@ -191,5 +194,27 @@ describe('symlinks swapped in after indexing', () => {
     });
     const explored = await call(cairn, id, 'explore', { query: 'format' });
     expect(JSON.stringify(explored)).not.toContain('outside secret');
+  });
+});
+
+describe('migration', () => {
+  it('gives resources registered before owners the default scope and stores their roots as real paths', async () => {
+    const dir = harness.tempDir('cairn-migrate-');
+    const real = join(dir, 'wiki');
+    mkdirSync(real);
+    symlinkSync(real, join(dir, 'link'));
+    const path = join(dir, 'cairn.db');
+    const raw = new Database(path);
+    migrate(raw, 9); // the schema before knowledge resources had owners (released steps never move)
+    expect(raw.prepare(`SELECT name FROM pragma_table_info('knowledge_resources')`).all()).not.toContainEqual({ name: 'user_id' });
+    raw.prepare(`INSERT INTO knowledge_resources (id, type, name, root, status, created_at) VALUES ('wiki-0000000b', 'wiki', 'w', ?, 'ready', 'then')`).run(join(dir, 'link'));
+    raw.close();
+    const store = SqliteStore.open({ path });
+    expect(await store.getKnowledgeResource({ userId: 'default', agentId: 'default' }, 'wiki-0000000b')).toMatchObject({
+      scope: { userId: 'default', agentId: 'default' },
+      root: real,
+    });
+    expect(await store.getKnowledgeResource({ userId: 'alice', agentId: 'agent' }, 'wiki-0000000b')).toBeNull();
+    await store.close();
   });
 });
