@@ -33,7 +33,8 @@ describe('cairn knowledge', () => {
 
     expect(runCli(['--data', data, 'knowledge', 'remove', id]).stdout).toBe(`removed ${id}\n`);
     expect(runCli(['--data', data, 'knowledge', 'list']).stdout).toMatch(/^No knowledge resources/);
-  });
+    // Six CLI processes, two loading the TypeScript compiler: over 30 s on a loaded machine.
+  }, 90_000);
 
   it('refuses a missing folder (exit 2) and an unknown id (exit 1) and registers nothing', () => {
     const data = harness.tempDir();
