@@ -16,6 +16,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { prng } from './corpus.mjs';
 import { median, quantile, round } from './metrics.mjs';
 
+/** Knowledge resources belong to a scope; the bench registers and queries its folders in the local one. */
+const SCOPE = { userId: 'default', agentId: 'default' };
+
 const HERE = fileURLToPath(import.meta.url);
 const REPO = resolve(dirname(HERE), '..');
 
@@ -126,16 +129,16 @@ async function runCase(kind, options) {
     const folder = kind === 'code' ? copySource(work) : generateWiki(join(work, 'wiki'), options);
     const cairn = await lib.createCairn(parseConfig({ data_dir: join(work, 'data') }), { backgroundPipeline: false, backgroundEmbedding: false, warn: () => {} });
     const start = performance.now();
-    const { id } = await cairn.knowledge.add({ type: kind, path: folder });
-    const { resource } = await cairn.knowledge.whenIdle(id);
+    const { id } = await cairn.knowledge.add(SCOPE, { type: kind, path: folder });
+    const { resource } = await cairn.knowledge.whenIdle(SCOPE, id);
     const indexSeconds = (performance.now() - start) / 1000;
     if (resource.status !== 'ready') throw new Error(`${id}: ${resource.error}`);
 
     // Edit one file and re-sync: only that file is parsed again.
     appendFileSync(join(folder, kind === 'code' ? 'cairn.ts' : 'topic-0/page-0000.md'), '\n// edited\n');
     const resyncStart = performance.now();
-    await cairn.knowledge.sync(id);
-    const { lastSync } = await cairn.knowledge.whenIdle(id);
+    await cairn.knowledge.sync(SCOPE, id);
+    const { lastSync } = await cairn.knowledge.whenIdle(SCOPE, id);
     const resyncSeconds = (performance.now() - resyncStart) / 1000;
 
     const result = {
@@ -165,11 +168,11 @@ async function runCase(kind, options) {
 async function latencies(cairn, id, kind, options) {
   const random = prng(options.seed);
   const timed = async (calls) => {
-    for (const [tool, params] of calls.slice(0, options.warmup)) await cairn.knowledge.callTool(id, tool, params);
+    for (const [tool, params] of calls.slice(0, options.warmup)) await cairn.knowledge.callTool(SCOPE, id, tool, params);
     const ms = [];
     for (const [tool, params] of calls) {
       const start = performance.now();
-      await cairn.knowledge.callTool(id, tool, params);
+      await cairn.knowledge.callTool(SCOPE, id, tool, params);
       ms.push(performance.now() - start);
     }
     return { p50: round(quantile(ms, 0.5), 3), p95: round(quantile(ms, 0.95), 3), n: ms.length };
@@ -188,14 +191,14 @@ async function latencies(cairn, id, kind, options) {
 
 /** Ids of every non-file symbol, through the `files` and `node` tools (the graph has no bulk export). */
 async function allSymbols(cairn, id) {
-  const files = (await cairn.knowledge.callTool(id, 'files', { format: 'flat' })).files;
+  const files = (await cairn.knowledge.callTool(SCOPE, id, 'files', { format: 'flat' })).files;
   const ids = [];
   for (const f of files) {
-    const node = await cairn.knowledge.callTool(id, 'node', { symbol: f.path });
+    const node = await cairn.knowledge.callTool(SCOPE, id, 'node', { symbol: f.path });
     for (const m of node.members) {
       ids.push(m.id);
       if (m.kind === 'class' || m.kind === 'interface') {
-        const inner = await cairn.knowledge.callTool(id, 'node', { symbol: m.id });
+        const inner = await cairn.knowledge.callTool(SCOPE, id, 'node', { symbol: m.id });
         for (const x of inner.members) ids.push(x.id);
       }
     }

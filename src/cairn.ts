@@ -214,6 +214,7 @@ export class Cairn {
       debounceMs: config.knowledge.watch_debounce_ms,
       maxFileBytes: config.knowledge.max_file_bytes,
       maxFiles: config.knowledge.max_files,
+      roots: config.knowledge.roots,
     });
     this.tools.addProvider(this.knowledge);
     if (options.watchKnowledge) this.knowledge.watch();

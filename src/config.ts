@@ -1,10 +1,15 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { extname, join, resolve } from 'node:path';
+import { extname, isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { LOG_LEVELS } from './logger.js';
 import { CairnError, describeError } from './errors.js';
+
+/** A list, also given as one comma-separated string (an environment variable). */
+function commaList<T extends z.ZodType>(item: T) {
+  return z.preprocess((v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter((s) => s !== '') : v), z.array(item));
+}
 
 const flag = z.preprocess((v) => (v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : v), z.boolean());
 const positiveInt = z.coerce.number().int().positive();
@@ -96,6 +101,19 @@ const serverSchema = z
      */
     read_workers: z.coerce.number().int().min(0).max(64).default(2),
     cors: corsSchema.default(() => ({ origins: [] })),
+    /**
+     * Origins (`scheme://host[:port]`) whose browser requests are accepted in keys mode; a request with any
+     * other `Origin` is 403, one without (CLI, agents) is unaffected. Local mode accepts loopback origins only.
+     */
+    allowed_origins: commaList(z.string().regex(/^https?:\/\/[^/\s]+$/, 'must be an origin like https://app.example.com (scheme, host, optional port)')).default([]),
+    /** Milliseconds a client may take to send the request headers (the connection is closed after). */
+    headers_timeout_ms: positiveInt.max(600_000).default(10_000),
+    /** Milliseconds a client may take to send a whole request, body included (408 and the connection closed after). */
+    request_timeout_ms: positiveInt.max(3_600_000).default(30_000),
+    /** Milliseconds an idle keep-alive connection stays open. */
+    keep_alive_timeout_ms: positiveInt.max(600_000).default(5_000),
+    /** Open connections accepted at once; further ones are closed at once. */
+    max_connections: positiveInt.max(1_000_000).default(1_024),
   })
   .strict();
 
@@ -315,6 +333,11 @@ const knowledgeSchema = z
     max_file_bytes: positiveInt.default(2_000_000),
     /** Folders with more indexable files than this are refused. */
     max_files: positiveInt.default(50_000),
+    /**
+     * Absolute folders under which knowledge folders may be registered over HTTP. In keys mode none (the
+     * default) means only the operator's CLI registers folders; in local mode, when set, it confines REST too.
+     */
+    roots: commaList(z.string().refine((p) => isAbsolute(p), 'must be an absolute path')).default([]),
   })
   .strict();
 

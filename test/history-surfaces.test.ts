@@ -121,6 +121,20 @@ describe('REST /v1/errors, /v1/guides, /v1/results', () => {
     expect(broken.status).toBe(400);
     expect(broken.body.error.message).toMatch(/inline <script>/);
   });
+
+  it('results: an unknown field is 400 naming it, on REST, MCP and the façade, and nothing is written', async () => {
+    const { cairn, call, app, outputDir } = await setup();
+    const rest = await call('/v1/results', json('POST', { content: '# x', fileName: 'typo' }));
+    expect(rest).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', message: expect.stringContaining("unknown field 'fileName'") } } });
+    const client = await mcpClientFor(app, { 'x-cairn-session-key': 's1' });
+    const viaMcp = await client.callTool({ name: 'write_result', arguments: { content: '# x', overwrite: true } });
+    expect(viaMcp.isError).toBe(true);
+    expect(textOf(viaMcp)).toMatch(/overwrite/);
+    expect(() => cairn.history.writeResult({ content: '# x', path: '/tmp/x.md' })).toThrow(
+      "invalid write_result: unknown field 'path' (it takes content, format, filename)",
+    );
+    expect(existsSync(outputDir) ? readdirSync(outputDir) : []).toEqual([]);
+  });
 });
 
 describe('MCP history tools', () => {

@@ -3,6 +3,7 @@ import type { Cairn } from '../src/cairn.js';
 import { createApp } from '../src/http/app.js';
 import { FIXTURES, KnowledgeHarness, type Answer } from './fixtures/knowledge/harness.js';
 import { json, mcpClientFor, textOf } from './http-fixtures.js';
+import { DEFAULT_SCOPE as LOCAL } from '../src/types.js';
 
 // Discover-then-invoke over HTTP (`app.request()`) and the knowledge tools in the MCP catalog.
 const harness = new KnowledgeHarness();
@@ -128,13 +129,13 @@ describe('POST /v3/tools/call', () => {
   });
 
   it('a resource that is not ready answers with its status, not an error', async () => {
-    const added = await cairn.knowledge.add({ type: 'wiki', path: harness.copy('wiki') });
+    const added = await cairn.knowledge.add(LOCAL, { type: 'wiki', path: harness.copy('wiki') });
     const { status, body } = await post('/v3/tools/call', { knowledge_id: added.id, tool_name: 'search', params: { query: 'deploy' } });
     expect(status).toBe(200);
     expect(body.data).toMatchObject({ knowledge_id: added.id, status: 'indexing', message: expect.stringMatching(/still indexing/) });
-    await cairn.knowledge.whenIdle(added.id);
+    await cairn.knowledge.whenIdle(LOCAL, added.id);
     expect((await post('/v3/tools/call', { tool_id: `${added.id}__search`, params: { query: 'deploy' } })).body.data.results[0].id).toBe('guides/deploy');
-    await cairn.knowledge.remove(added.id);
+    await cairn.knowledge.remove(LOCAL, added.id);
   });
 });
 
@@ -143,13 +144,13 @@ describe('/v1/knowledge', () => {
     const created = await post('/v1/knowledge', { type: 'code', path: harness.copy('code'), name: 'copy' });
     expect(created).toMatchObject({ status: 201, body: { type: 'code', name: 'copy', status: 'indexing', syncing: true, synced_at: null } });
     const id = created.body.id as string;
-    await cairn.knowledge.whenIdle(id);
+    await cairn.knowledge.whenIdle(LOCAL, id);
     const one = await app.request(`/v1/knowledge/${id}`);
     expect(await one.json()).toMatchObject({ id, status: 'ready', stats: { files: 10 }, syncing: false });
     const list = (await (await app.request('/v1/knowledge')).json()) as Answer;
     expect(list.resources.map((r: Answer) => r.id)).toEqual([wiki, code, id]);
     expect(await post(`/v1/knowledge/${id}/sync`, {})).toMatchObject({ status: 202, body: { id, syncing: true } });
-    await cairn.knowledge.whenIdle(id);
+    await cairn.knowledge.whenIdle(LOCAL, id);
     const removed = await app.request(`/v1/knowledge/${id}`, { method: 'DELETE' });
     expect(await removed.json()).toEqual({ deleted: id });
     expect((await app.request(`/v1/knowledge/${id}`)).status).toBe(404);

@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SCHEMA_VERSION } from '../src/store/sqlite/migrations.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { analyze } from '../src/text/analyze.js';
 import type { NewMessage } from '../src/types.js';
@@ -115,9 +114,11 @@ describe('message keyword search across connections', () => {
     const store = SqliteStore.open({ path });
     await store.addMessages([message(alice, 'm1', 'we adopted a greyhound'), message(alice, 'm2', 'the greyhound sleeps all day')]);
     await store.close();
-    // Put the file back in its previous shape: FTS5 index, old trigger, no message_terms.
+    // Put the file back in its previous shape: FTS5 index, old trigger, no message_terms (and, as later
+    // steps found it, knowledge resources without owners).
     const raw = new Database(path);
     raw.exec(`
+      DROP INDEX knowledge_resources_by_scope; ALTER TABLE knowledge_resources DROP COLUMN user_id; ALTER TABLE knowledge_resources DROP COLUMN agent_id;
       DROP TABLE message_terms; DROP TABLE message_terms_state; DROP TABLE message_vocabulary; DROP TABLE message_totals; DROP TABLE message_postings;
       CREATE VIRTUAL TABLE messages_fts USING fts5 (terms, context, content = '', contentless_delete = 1, tokenize = 'unicode61 remove_diacritics 0');
       DROP TRIGGER messages_after_delete;
@@ -126,7 +127,8 @@ describe('message keyword search across connections', () => {
         DELETE FROM message_vectors WHERE message_seq = old.seq;
       END;
     `);
-    raw.pragma(`user_version = ${SCHEMA_VERSION - 2}`);
+    // The move to message_terms is step 9 (released steps never move): the file claims the version before it.
+    raw.pragma('user_version = 8');
     raw.close();
     const migrated = SqliteStore.open({ path });
     expect((await search(migrated, alice, 'greyhound')).sort()).toEqual(['m1', 'm2']);

@@ -3,6 +3,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Cairn } from '../src/cairn.js';
+import { DEFAULT_SCOPE } from '../src/types.js';
 import { createApp } from '../src/http/app.js';
 import { FIXTURES } from './fixtures/knowledge/harness.js';
 import { Fixtures, json, mcpClientFor, type JsonBody } from './http-fixtures.js';
@@ -205,14 +206,14 @@ describe('every route answers what the document says', () => {
     const added = await check({ method: 'POST', path: '/v1/knowledge', body: { type: 'wiki', path: FIXTURES.wiki } });
     expect(added.status).toBe(201);
     const id = added.body.id as string;
-    await cairn.knowledge.whenIdle(id);
+    await cairn.knowledge.whenIdle(DEFAULT_SCOPE, id);
     expect((await check({ method: 'POST', path: '/v1/knowledge', body: { type: 'slides', path: FIXTURES.wiki } })).status).toBe(400);
     expect((await check({ method: 'GET', path: '/v1/knowledge' })).body.resources).toHaveLength(1);
     expect((await check({ method: 'GET', path: `/v1/knowledge/${id}` })).body.status).toBe('ready');
     expect((await check({ method: 'GET', path: '/v1/knowledge/wiki-00000000' })).status).toBe(404);
     expect((await check({ method: 'POST', path: `/v1/knowledge/${id}/sync` })).status).toBe(202);
     expect((await check({ method: 'POST', path: '/v1/knowledge/wiki-00000000/sync' })).status).toBe(404);
-    await cairn.knowledge.whenIdle(id);
+    await cairn.knowledge.whenIdle(DEFAULT_SCOPE, id);
 
     const tools = await check({ method: 'POST', path: '/v3/tools/list', body: { type: 'wiki' } });
     expect(tools.body.length).toBeGreaterThan(0);

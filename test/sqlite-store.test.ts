@@ -101,8 +101,8 @@ describe('SqliteStore specifics', () => {
   it('widens message roles in place: rows, seq values, the id counter and the delete triggers survive', async () => {
     const path = tempDb();
     const raw = new Database(path);
-    // The widening is the third-to-last step (the move to message_terms and the vector save order follow it).
-    migrate(raw, SCHEMA_VERSION - 3);
+    // The widening is step 8 (released steps never move; the keyword index's move to message_terms follows it).
+    migrate(raw, 7);
     const insert = raw.prepare(
       `INSERT INTO messages (id, user_id, agent_id, session_key, role, content, recorded_at) VALUES (?, 'u', 'a', 's', ?, ?, '2026-01-01T00:00:00Z')`,
     );

@@ -25,6 +25,7 @@ import type { ToolCaller, ToolCallRecorder } from './recorder.js';
 import { isRecord, type JsonObject } from './schema.js';
 import type { ToolTextOptions } from './tool-index.js';
 import { checkQueryLength } from '../text/query-bounds.js';
+import type { Scope } from '../types.js';
 
 export type ToolHubOptions = {
   /** Cairn's version, sent to downstream servers as the MCP client version. */
@@ -50,8 +51,8 @@ export type InvokeOutcome =
   | { kind: 'invalid'; tool: CatalogTool; failure: ArgumentFailure }
   | { kind: 'failed'; tool: CatalogTool; code: 'unavailable' | 'downstream_failed'; message: string; hint: string | null };
 
-/** A tool a provider adds to the catalog, named `<source>__<toolName>` there. */
-export type ProvidedTool = { source: string; toolName: string; description: string; inputSchema: JsonObject };
+/** A tool a provider adds to the catalog, named `<source>__<toolName>` there; with an `owner`, only that scope's catalog has it. */
+export type ProvidedTool = { source: string; toolName: string; description: string; inputSchema: JsonObject; owner?: Scope };
 
 /**
  * Local tools that join the deferred catalog beside the downstream servers (e.g. knowledge resources):
@@ -61,8 +62,8 @@ export interface ToolProvider {
   catalogTools(): readonly ProvidedTool[];
   /** Calls `listener` when the provider's tools change; returns the unsubscribe function. */
   onCatalogChange(listener: () => void): () => void;
-  /** Runs one tool with arguments the hub has validated; failures of the tool come back as error results. */
-  callCatalogTool(source: string, toolName: string, args: JsonObject): Promise<CallToolResult>;
+  /** Runs one tool for `scope` with arguments the hub has validated; failures of the tool come back as error results. */
+  callCatalogTool(source: string, toolName: string, args: JsonObject, scope: Scope): Promise<CallToolResult>;
 }
 
 /** Filter of {@link ToolHub.list}. */
@@ -87,6 +88,8 @@ export class ToolHub {
   /** Which provider runs each provided catalog tool (rebuilt with the snapshot). */
   private providedBy = new Map<string, ToolProvider>();
   private snapshot: Catalog | null = null;
+  /** Catalogs of scopes that own provided tools (a scope owning none shares the snapshot). */
+  private scoped = new Map<string, Catalog>();
   private started: Promise<void> | null = null;
   private stopped = false;
   private lastStates = new Map<string, string>();
@@ -152,8 +155,12 @@ export class ToolHub {
     return () => this.listeners.delete(listener);
   }
 
-  /** The current catalog snapshot (without waiting for connections). */
-  catalog(): Catalog {
+  /**
+   * The current catalog snapshot (without waiting for connections) as `scope` sees it: the downstream
+   * servers' tools and the provided tools without an owner, plus those `scope` owns. Without a scope,
+   * no owned tool.
+   */
+  catalog(scope?: Scope): Catalog {
     if (!this.snapshot) {
       const tools: CatalogTool[] = [];
       for (const s of this.servers) {
@@ -170,28 +177,39 @@ export class ToolHub {
       }));
       const taken = new Set(tools.map((t) => t.name));
       const providedBy = new Map<string, ToolProvider>();
+      const owned = new Map<string, ProvidedTool[]>();
       for (const { provider } of this.providers) {
         for (const t of provider.catalogTools()) {
           const name = catalogName(t.source, t.toolName);
           if (taken.has(name)) continue;
           taken.add(name);
           providedBy.set(name, provider);
-          tools.push({ name, source: t.source, toolName: t.toolName, description: t.description, inputSchema: t.inputSchema });
-          const source = sources.find((s) => s.name === t.source);
-          if (source) source.toolCount = source.lastToolCount = (source.lastToolCount ?? 0) + 1;
-          else sources.push({ name: t.source, state: 'connected', toolCount: 1, lastToolCount: 1, reason: null });
+          if (t.owner) {
+            const key = scopeKey(t.owner);
+            owned.set(key, [...(owned.get(key) ?? []), t]);
+          } else {
+            addProvided(tools, sources, t);
+          }
         }
       }
       this.providedBy = providedBy;
       this.snapshot = new Catalog(tools, sources, this.textOptions);
+      this.scoped = new Map(
+        [...owned].map(([key, list]) => {
+          const scopedTools = [...tools];
+          const scopedSources = sources.map((s) => ({ ...s }));
+          for (const t of list) addProvided(scopedTools, scopedSources, t);
+          return [key, new Catalog(scopedTools, scopedSources, this.textOptions)];
+        }),
+      );
     }
-    return this.snapshot;
+    return (scope && this.scoped.get(scopeKey(scope))) || this.snapshot;
   }
 
-  /** Starts connections if needed, then returns the catalog. */
-  async ready(): Promise<Catalog> {
+  /** Starts connections if needed, then returns the catalog `scope` sees. */
+  async ready(scope?: Scope): Promise<Catalog> {
     await this.start();
-    return this.catalog();
+    return this.catalog(scope);
   }
 
   /** Names of tools the MCP surface lists directly (Cairn's own); the bridge refers callers to them. */
@@ -208,36 +226,36 @@ export class ToolHub {
     return { defaultLimit: this.config.search_default_limit, maxLimit: this.config.max_search_limit };
   }
 
-  /** The disclosure tier and listing for the current catalog and a client's context length (default `context_length`). */
-  disclosure(contextLength: number = this.config.context_length): Disclosure {
+  /** The disclosure tier and listing for `scope`'s catalog and a client's context length (default `context_length`). */
+  disclosure(contextLength: number = this.config.context_length, scope?: Scope): Disclosure {
     const settings: DisclosureSettings = {
       enabled: this.config.enabled,
       listing: this.config.listing,
       thresholdPct: this.config.threshold_pct,
       listingMaxTokens: this.config.listing_max_tokens,
     };
-    return this.catalog().disclosure(settings, contextLength);
+    return this.catalog(scope).disclosure(settings, contextLength);
   }
 
-  /** The bridge tool definitions for the current catalog (tool_search carries the listing). */
-  bridgeTools(contextLength?: number): ToolDefinition[] {
-    return bridgeToolDefinitions(this.disclosure(contextLength), this.limits, { semantic: this.searcher.semantic });
+  /** The bridge tool definitions for `scope`'s catalog (tool_search carries the listing). */
+  bridgeTools(contextLength?: number, scope?: Scope): ToolDefinition[] {
+    return bridgeToolDefinitions(this.disclosure(contextLength, scope), this.limits, { semantic: this.searcher.semantic });
   }
 
-  /** tool_search. */
-  async search(args: unknown): Promise<ToolSearchAnswer | BridgeError> {
-    const catalog = await this.ready();
+  /** tool_search over `scope`'s catalog. */
+  async search(args: unknown, scope?: Scope): Promise<ToolSearchAnswer | BridgeError> {
+    const catalog = await this.ready(scope);
     return toolSearch(catalog, args, this.limits, (query, limit) => this.find(catalog, query, limit));
   }
 
-  /** tool_describe. */
-  async describe(args: unknown): Promise<ToolDescribeAnswer | BridgeError> {
-    return toolDescribe(await this.ready(), args, (name) => this.isCore(name));
+  /** tool_describe over `scope`'s catalog. */
+  async describe(args: unknown, scope?: Scope): Promise<ToolDescribeAnswer | BridgeError> {
+    return toolDescribe(await this.ready(scope), args, (name) => this.isCore(name));
   }
 
   /** tool_call: normalise, resolve to one tool, validate, dispatch, record. Returns an MCP tool result. */
   async call(args: unknown, caller: ToolCaller): Promise<CallToolResult> {
-    const catalog = await this.ready();
+    const catalog = await this.ready(caller.scope);
     const started = Date.now();
     const normalized = normalizeCalls(args);
     const resolved = 'error' in normalized ? normalized : resolveCall(catalog, normalized.entries, (name) => this.isCore(name));
@@ -251,7 +269,7 @@ export class ToolHub {
 
   /** Calls one catalog tool by name with `args` (validated and recorded like tool_call): `POST /v3/tools/call`. */
   async invoke(name: string, args: JsonObject, caller: ToolCaller): Promise<InvokeOutcome> {
-    const catalog = await this.ready();
+    const catalog = await this.ready(caller.scope);
     const tool = catalog.get(name);
     if (!tool) {
       const message = unknownToolError(catalog, name, (n) => this.isCore(n));
@@ -266,10 +284,10 @@ export class ToolHub {
     return toCallResult(await this.invoke(name, args, caller));
   }
 
-  /** Catalog tools, optionally of one source and, with `query`, ranked by the same retrieval as tool_search. */
-  async list(filter: ToolListFilter = {}): Promise<CatalogTool[]> {
+  /** Catalog tools `scope` sees, optionally of one source and, with `query`, ranked by the same retrieval as tool_search. */
+  async list(filter: ToolListFilter = {}, scope?: Scope): Promise<CatalogTool[]> {
     if (filter.query !== undefined) checkQueryLength(filter.query);
-    const catalog = await this.ready();
+    const catalog = await this.ready(scope);
     if (filter.source !== undefined && !catalog.sources.some((s) => s.name === filter.source) && !catalog.tools.some((t) => t.source === filter.source)) {
       throw new CairnError('not_found', `unknown tool source '${filter.source}'; sources: ${catalog.sourceSummary().map((s) => s.name).join(', ') || 'none'}`);
     }
@@ -301,7 +319,7 @@ export class ToolHub {
     try {
       if (!provider && !server) throw new CairnError('unavailable', `server '${tool.source}' is not configured`);
       const result = provider
-        ? await provider.callCatalogTool(tool.source, tool.toolName, prepared.arguments)
+        ? await provider.callCatalogTool(tool.source, tool.toolName, prepared.arguments, caller.scope)
         : await server!.callTool(tool.toolName, prepared.arguments);
       const note = await this.record(caller, tool.name, prepared.arguments, result, result.isError === true, started);
       return { kind: 'result', tool, result, hint: result.isError ? note : null };
@@ -327,6 +345,7 @@ export class ToolHub {
 
   private changed(): void {
     this.snapshot = null;
+    this.scoped = new Map();
     for (const s of this.servers) {
       const state = `${s.state}:${s.reason ?? ''}`;
       if (this.lastStates.get(s.name) !== state && s.state === 'unavailable') this.warn(`tool server ${s.name} unavailable: ${s.reason}`);
@@ -340,6 +359,18 @@ export class ToolHub {
       }
     }
   }
+}
+
+function scopeKey(scope: Scope): string {
+  return JSON.stringify([scope.userId, scope.agentId]);
+}
+
+/** Appends a provided tool to a catalog's tools, counting it under its source (added as connected when new). */
+function addProvided(tools: CatalogTool[], sources: SourceStatus[], t: ProvidedTool): void {
+  tools.push({ name: catalogName(t.source, t.toolName), source: t.source, toolName: t.toolName, description: t.description, inputSchema: t.inputSchema });
+  const source = sources.find((s) => s.name === t.source);
+  if (source) source.toolCount = source.lastToolCount = (source.lastToolCount ?? 0) + 1;
+  else sources.push({ name: t.source, state: 'connected', toolCount: 1, lastToolCount: 1, reason: null });
 }
 
 function toCallResult(outcome: InvokeOutcome): CallToolResult {

@@ -194,30 +194,22 @@ export function buildProgram(): Command {
     .option('--json', 'print JSON')
     .action(lazy(() => import('./commands/tool-commands.js').then((m) => m.searchToolsCommand)));
 
+  // The CLI is the operator: it registers any folder it can read, for the scope given by --user/--agent.
   const knowledge = program.command('knowledge').description('knowledge resources: wiki folders and code graphs that agents query with per-resource tools');
-  knowledge
-    .command('add')
-    .description('register a folder and index it (Markdown wiki, or TypeScript/JavaScript code graph)')
-    .addArgument(new Argument('<type>', 'resource type').choices(['wiki', 'code']))
-    .argument('<dir>', 'the folder to index')
-    .option('--name <name>', 'display name (default: the folder name)')
-    .option('--json', 'print JSON')
-    .action(lazy(() => import('./commands/knowledge-commands.js').then((m) => m.addKnowledgeCommand)));
-  knowledge
-    .command('list')
-    .description('list knowledge resources')
-    .option('--json', 'print JSON')
-    .action(lazy(() => import('./commands/knowledge-commands.js').then((m) => m.listKnowledgeCommand)));
-  knowledge
-    .command('sync')
-    .description('re-index the files of a resource whose content changed')
-    .argument('<id>', 'resource id (wiki-… or cg-…)')
-    .action(lazy(() => import('./commands/knowledge-commands.js').then((m) => m.syncKnowledgeCommand)));
-  knowledge
-    .command('remove')
-    .description('unregister a resource and drop its index (the folder is not touched)')
-    .argument('<id>', 'resource id (wiki-… or cg-…)')
-    .action(lazy(() => import('./commands/knowledge-commands.js').then((m) => m.removeKnowledgeCommand)));
+  scopeOptions(
+    knowledge
+      .command('add')
+      .description('register a folder for a scope and index it (Markdown wiki, or TypeScript/JavaScript code graph)')
+      .addArgument(new Argument('<type>', 'resource type').choices(['wiki', 'code']))
+      .argument('<dir>', 'the folder to index')
+      .option('--name <name>', 'display name (default: the folder name)')
+      .option('--json', 'print JSON'),
+  ).action(lazy(() => import('./commands/knowledge-commands.js').then((m) => m.addKnowledgeCommand)));
+  scopeOptions(knowledge.command('list').description("list a scope's knowledge resources").option('--json', 'print JSON')).action(lazy(() => import('./commands/knowledge-commands.js').then((m) => m.listKnowledgeCommand)));
+  scopeOptions(knowledge.command('sync').description('re-index the files of a resource whose content changed').argument('<id>', 'resource id (wiki-… or cg-…)')).action(lazy(() => import('./commands/knowledge-commands.js').then((m) => m.syncKnowledgeCommand)));
+  scopeOptions(
+    knowledge.command('remove').description('unregister a resource and drop its index (the folder is not touched)').argument('<id>', 'resource id (wiki-… or cg-…)'),
+  ).action(lazy(() => import('./commands/knowledge-commands.js').then((m) => m.removeKnowledgeCommand)));
 
   return program;
 }

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { ToolCaller, ToolCallNote, ToolCallRecord, ToolCallRecorder } from '../catalog/recorder.js';
 import type { CairnConfig } from '../config.js';
 import { vectorFusionWeight, vectorSimilarityFloor, type Embedder } from '../embed/embedder.js';
@@ -186,5 +186,9 @@ function parseInput<S extends z.ZodType>(schema: S, value: unknown, what: string
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const at = issue.path.length > 0 ? `.${issue.path.join('.')}` : '';
+  if (issue.code === 'unrecognized_keys') {
+    const known = schema instanceof z.ZodObject ? ` (it takes ${Object.keys(schema.shape).join(', ')})` : '';
+    throw new CairnError('invalid_input', `invalid ${what}${at}: unknown field ${issue.keys.map((k) => `'${k}'`).join(', ')}${known}`);
+  }
   throw new CairnError('invalid_input', `invalid ${what}${at}: ${issue.message}`);
 }

@@ -5,8 +5,8 @@ import { z } from 'zod';
 import { CairnError, describeError } from '../errors.js';
 import { checkHtml } from './html-check.js';
 
-/** Parameters of write_result. */
-export const writeResultParams = z.object({
+/** Parameters of write_result; unknown fields are refused (a misspelt `fileName` must not silently pick a default name). */
+export const writeResultParams = z.strictObject({
   content: z
     .string({ error: 'content is required' })
     .refine((s) => s.trim() !== '', 'content must not be empty')

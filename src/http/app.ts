@@ -1,4 +1,4 @@
-import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { Hono, type Context } from 'hono';
 import { matchedRoutes } from 'hono/route';
 import { z } from 'zod';
 import { bodyLimit } from 'hono/body-limit';
@@ -10,6 +10,7 @@ import { toErrorResponse } from './error-response.js';
 import { addHistoryRoutes } from './history-routes.js';
 import { addMcpRoute, mcpToolNames } from './mcp-route.js';
 import { describe, openApiDocument } from './openapi.js';
+import { originGuard } from './origin-guard.js';
 import { addPipelineRoutes } from './pipeline-routes.js';
 import { addSeedRoutes } from './seed-routes.js';
 import { addToolRoutes } from './tools-routes.js';
@@ -27,6 +28,8 @@ export type AppOptions = {
    * server through DNS rebinding. Default: on in `local` mode.
    */
   loopbackOnly?: boolean;
+  /** Browser origins accepted (besides loopback ones when `loopbackOnly`). Default `config.server.allowed_origins`. */
+  allowedOrigins?: readonly string[];
   /** Where unexpected errors are logged. Default: the façade's logger (`cairn.log.error`). */
   log?: (message: string) => void;
   /** Origins whose browser pages may call the server (CORS). Default `config.server.cors.origins` (none). */
@@ -75,7 +78,9 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   });
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
 
-  if (options.loopbackOnly ?? mode === 'local') app.use('*', loopbackOnly(new Set(origins)));
+  // Origins listed for CORS are accepted by the guard too: their pages are meant to call the server.
+  const allowedOrigins = [...(options.allowedOrigins ?? cairn.config.server.allowed_origins), ...origins];
+  app.use('*', originGuard({ loopbackOnly: options.loopbackOnly ?? mode === 'local', allowedOrigins }));
   if (origins.length > 0) {
     // A preflight from a listed origin is answered here (204 with the CORS headers), before any key is asked for.
     app.use('*', cors({ origin: [...origins], allowMethods: CORS_METHODS, allowHeaders: CORS_HEADERS, exposeHeaders: ['mcp-session-id'], maxAge: 600 }));
@@ -167,29 +172,4 @@ function matchedRoute(c: Context<AppEnv>): string {
     if (route.method !== 'ALL') return route.path;
   }
   return 'unmatched';
-}
-
-const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
-
-/** Refuses non-loopback Host headers, and Origins that are neither loopback nor listed for CORS. */
-const loopbackOnly = (corsOrigins: ReadonlySet<string>): MiddlewareHandler => async (c, next) => {
-  const host = c.req.header('host') ?? new URL(c.req.url).host;
-  const origin = c.req.header('origin');
-  if (!isLoopbackHostHeader(host) || (origin !== undefined && origin !== 'null' && !isLoopbackOrigin(origin) && !corsOrigins.has(origin))) {
-    throw new CairnError('forbidden', 'this server only accepts requests addressed to localhost (set auth.mode: keys to serve other hosts)');
-  }
-  await next();
-};
-
-function isLoopbackHostHeader(host: string): boolean {
-  const name = host.replace(/:\d+$/, '').toLowerCase();
-  return LOOPBACK_NAMES.has(name) || /^127\.\d+\.\d+\.\d+$/.test(name);
-}
-
-function isLoopbackOrigin(origin: string): boolean {
-  try {
-    return isLoopbackHostHeader(new URL(origin).host);
-  } catch {
-    return false;
-  }
 }

@@ -1,7 +1,8 @@
-import type { Server } from 'node:http';
+import type { Server, ServerOptions } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Cairn } from '../cairn.js';
+import type { CairnConfig } from '../config.js';
 import { CairnError, describeError } from '../errors.js';
 import { createApp, type AppOptions } from './app.js';
 
@@ -38,11 +39,14 @@ export async function startServer(cairn: Cairn, options: ServeOptions = {}): Pro
       `refusing to serve on ${host} without API keys: set auth.mode: keys (and create keys with \`cairn keys create\`), or pass --insecure`,
     );
   }
+  const limits = connectionLimits(cairn.config.server);
   // Downstream tool servers connect before the first request, so the first tools/list already has the bridge.
   await cairn.tools.start();
   const app = createApp(cairn, { ...options, authMode, loopbackOnly: options.loopbackOnly ?? (authMode === 'local' && loopback) });
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port }) as Server;
+    const s = serve({ fetch: app.fetch, hostname: host, port, serverOptions: limits }) as Server;
+    // Past the cap, Node closes each new connection as it is accepted.
+    s.maxConnections = cairn.config.server.max_connections;
     s.once('listening', () => resolve(s));
     s.once('error', (err) => reject(new CairnError('unavailable', `cannot listen on ${host}:${port}: ${describeError(err)}`, { cause: err })));
   });
@@ -65,6 +69,21 @@ export async function startServer(cairn: Cairn, options: ServeOptions = {}): Pro
       return finished && drained;
     })());
   return { url, shutdown };
+}
+
+/**
+ * Timeouts of Node's HTTP server from the config: a client that has not sent its headers within
+ * `headers_timeout_ms`, or its whole request (body included) within `request_timeout_ms`, is answered 408
+ * and disconnected, so slow or stalled bodies cannot hold connections. Node checks them every
+ * `connectionsCheckingInterval`, here a quarter of the shorter one (at most 1 s).
+ */
+function connectionLimits(config: CairnConfig['server']): ServerOptions {
+  const { headers_timeout_ms: headersTimeout, request_timeout_ms: requestTimeout, keep_alive_timeout_ms: keepAliveTimeout } = config;
+  if (headersTimeout > requestTimeout) {
+    throw new CairnError('config_invalid', `invalid config at server.headers_timeout_ms: must not exceed server.request_timeout_ms (${requestTimeout})`);
+  }
+  const connectionsCheckingInterval = Math.max(10, Math.min(1000, Math.floor(headersTimeout / 4)));
+  return { headersTimeout, requestTimeout, keepAliveTimeout, connectionsCheckingInterval };
 }
 
 /** Whether `host` is a loopback address or name. */

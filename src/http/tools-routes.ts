@@ -6,6 +6,7 @@ import { catalogName, NAME_SEPARATOR, type CatalogTool } from '../catalog/catalo
 import { isRecord } from '../catalog/schema.js';
 import { CairnError, type CairnErrorCode } from '../errors.js';
 import { KNOWLEDGE_ID_PATTERN } from '../knowledge/registry.js';
+import type { Scope } from '../types.js';
 import { requestScope, turnOf, type AppEnv, type AuthMode } from './caller.js';
 import { retryHeaders, STATUS_BY_CODE } from './error-response.js';
 import { addKnowledgeRoutes, knowledgeIdField } from './knowledge-routes.js';
@@ -68,12 +69,13 @@ export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
       responses: { 200: z.array(toolItem) },
       errors: [404],
     }), async (c) => {
+    const scope = requestScope(c, mode);
     const body = await readBody(c, listBody);
-    const resource = body.knowledge_id === undefined ? undefined : (await cairn.knowledge.get(body.knowledge_id)).id;
+    const resource = body.knowledge_id === undefined ? undefined : (await cairn.knowledge.get(scope, body.knowledge_id)).id;
     if (resource !== undefined && body.source !== undefined && body.source !== resource) {
       throw new CairnError('invalid_input', `source '${body.source}' and knowledge_id '${resource}' name different sources; send one`);
     }
-    const tools = await cairn.tools.list({ source: resource ?? body.source, query: body.query });
+    const tools = await cairn.tools.list({ source: resource ?? body.source, query: body.query }, scope);
     const name = body.name?.trim().toLowerCase() ?? '';
     const items = tools.map(toToolItem).filter((t) => (body.type === undefined || t.type === body.type) && t.name.toLowerCase().includes(name));
     return c.json(items);
@@ -89,7 +91,7 @@ export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
     }), async (c) => {
     const caller = turnOf(requestScope(c, mode), (h) => c.req.header(h));
     const body = await readBody(c, callBody);
-    const name = await requestedTool(cairn, body);
+    const name = await requestedTool(cairn, body, caller.scope);
     const params = body.params === undefined ? {} : body.params;
     if (!isRecord(params)) throw new CairnError('invalid_input', `params must be a JSON object of the tool's arguments, not ${kindOf(params)}`);
     const outcome = await cairn.tools.invoke(name, params, caller);
@@ -122,7 +124,7 @@ export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
  * `knowledge_id`, a bare tool name of that resource (`search`) is taken as `<knowledge_id>__search`;
  * without one, a bare name that only one source has is taken as that source's tool (several: 404 naming them).
  */
-async function requestedTool(cairn: Cairn, body: z.infer<typeof callBody>): Promise<string> {
+async function requestedTool(cairn: Cairn, body: z.infer<typeof callBody>, scope: Scope): Promise<string> {
   if (body.tool_id !== undefined && body.tool_name !== undefined && body.tool_id !== body.tool_name) {
     throw new CairnError('invalid_input', `tool_id '${body.tool_id}' and tool_name '${body.tool_name}' name different tools; send one`);
   }
@@ -130,11 +132,11 @@ async function requestedTool(cairn: Cairn, body: z.infer<typeof callBody>): Prom
   if (requested === undefined) throw new CairnError('invalid_input', `tool_name or tool_id is required. ${DISCOVER}`);
   if (body.knowledge_id === undefined) {
     // A bare name (`read_file`, as seed 002 calls `search`) is taken when exactly one source has it.
-    const catalog = await cairn.tools.ready();
+    const catalog = await cairn.tools.ready(scope);
     const matches = catalog.get(requested) ? [] : catalog.suffixMatches(requested);
     return matches.length === 1 ? matches[0]! : requested;
   }
-  const resource = (await cairn.knowledge.get(body.knowledge_id)).id;
+  const resource = (await cairn.knowledge.get(scope, body.knowledge_id)).id;
   return requested.startsWith(`${resource}${NAME_SEPARATOR}`) ? requested : catalogName(resource, requested);
 }
 

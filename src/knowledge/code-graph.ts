@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import { analyze, foldWord } from '../text/analyze.js';
+import { isCairnError } from '../errors.js';
 import { Bm25Index } from '../search/bm25-index.js';
 import { readFolderFile } from './scan-folder.js';
 import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
@@ -367,8 +368,9 @@ export class CodeGraph {
         const end = Math.min(resolved.endLine, resolved.line + NODE_CODE_LINES - 1);
         result.code = lines.slice(resolved.line - 1, end).join('\n');
         if (end < resolved.endLine) result.code_truncated = true;
-      } catch {
+      } catch (err) {
         result.code = null;
+        if (isCairnError(err, 'forbidden')) result.code_error = err.message;
       }
     }
     return result;
@@ -491,6 +493,8 @@ export type NodeResult = SymbolBrief & {
   imports?: { specifier: string; file: string | null }[];
   code?: string | null;
   code_truncated?: boolean;
+  /** Why the code was not read (the file became a symlink or left the folder). */
+  code_error?: string;
 };
 export type ExploredFile = {
   path: string;

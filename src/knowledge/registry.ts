@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { stat } from 'node:fs/promises';
-import { basename, resolve } from 'node:path';
+import { realpath, stat } from 'node:fs/promises';
+import { basename, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { CairnError, describeError, isCairnError } from '../errors.js';
 import type { KnowledgeResourceRecord, KnowledgeStore, KnowledgeType } from '../store/store.js';
+import type { Scope } from '../types.js';
 import { CodeGraph, isCodePath, type CodeFileData } from './code-graph.js';
 import { FolderWatcher } from './folder-watcher.js';
 import { IndexRunner } from './index-runner.js';
@@ -52,8 +53,18 @@ export type SyncReport = {
   error: string | null;
 };
 
-/** A knowledge tool as a deferred tool of the tool hub's catalog: `source` is the resource id, so its name is `<resource id>__<tool>`. */
-export type KnowledgeCatalogTool = { source: string; toolName: string; description: string; inputSchema: Record<string, unknown> };
+/**
+ * A knowledge tool as a deferred tool of the tool hub's catalog: `source` is the resource id, so its name
+ * is `<resource id>__<tool>`; only callers of `owner`, the resource's scope, see it.
+ */
+export type KnowledgeCatalogTool = { source: string; toolName: string; description: string; inputSchema: Record<string, unknown>; owner: Scope };
+
+/**
+ * Who registers a folder. `operator` (the CLI, a library caller) may register any folder it can read;
+ * `loopback` (REST in local mode, the user's own machine) too, unless `knowledge.roots` is set, which
+ * then confines it; `tenant` (REST in keys mode) only folders under `knowledge.roots` (none set: none).
+ */
+export type Registrar = 'operator' | 'loopback' | 'tenant';
 
 /** A tool result in MCP form (what the tool hub returns for a catalog tool). */
 export type KnowledgeToolResult = { content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };
@@ -66,6 +77,8 @@ export type KnowledgeRegistryOptions = {
   maxFileBytes: number;
   /** Folders with more indexable files than this are refused. */
   maxFiles: number;
+  /** Absolute folders under which callers other than the operator may register resources (`knowledge.roots`). */
+  roots?: readonly string[];
 };
 
 type Index = WikiIndex | CodeGraph;
@@ -100,57 +113,71 @@ export class KnowledgeRegistry {
     void this.refreshCatalog();
   }
 
-  /** Registers a folder and starts indexing it in the background; returns at once with status `indexing`. */
-  async add(input: NewKnowledge): Promise<KnowledgeResource> {
+  /**
+   * Registers a folder for `scope` and starts indexing it in the background; returns at once with status
+   * `indexing`. The folder is stored as its real path, and must lie under `knowledge.roots` unless the
+   * registrar is the operator (see {@link Registrar}); refused with `forbidden` otherwise.
+   */
+  async add(scope: Scope, input: NewKnowledge, registrar: Registrar = 'operator'): Promise<KnowledgeResource> {
     const valid = parse(newKnowledgeSchema, input, 'knowledge resource');
-    const root = resolve(valid.path);
-    let isDirectory = false;
+    const requested = resolve(valid.path);
+    const roots = registrar === 'operator' ? null : await this.allowedRoots(registrar);
+    // Lexical check first, so a caller confined to the roots learns nothing about folders outside them.
+    if (roots && !roots.some((r) => isUnder(requested, r.given) || isUnder(requested, r.real))) throw outsideRoots(requested, roots);
+    let root: string;
     try {
-      isDirectory = (await stat(root)).isDirectory();
+      root = await realpath(requested);
+      if (!(await stat(root)).isDirectory()) throw new CairnError('invalid_input', `${requested} is not a directory`);
     } catch (err) {
-      throw new CairnError('invalid_input', `cannot read ${root}: ${describeError(err)}`);
+      if (isCairnError(err)) throw err;
+      throw new CairnError('invalid_input', `cannot read ${requested}: ${describeError(err)}`);
     }
-    if (!isDirectory) throw new CairnError('invalid_input', `${root} is not a directory`);
-    const existing = (await this.store.listKnowledgeResources()).find((r) => r.type === valid.type && r.root === root);
+    if (roots && !roots.some((r) => isUnder(root, r.real))) throw outsideRoots(root, roots);
+    const existing = (await this.store.listKnowledgeResources(scope)).find((r) => r.type === valid.type && r.root === root);
     if (existing) throw new CairnError('conflict', `${root} is already registered as ${existing.id}`);
     const id = `${valid.type === 'wiki' ? 'wiki' : 'cg'}-${randomBytes(4).toString('hex')}`;
-    const record = await this.store.createKnowledgeResource({ id, type: valid.type, name: valid.name ?? basename(root), root });
-    void this.schedule(id);
+    const record = await this.store.createKnowledgeResource(scope, { id, type: valid.type, name: valid.name ?? basename(root), root });
+    void this.schedule(record);
     if (this.watching) this.watchResource(record);
     await this.refreshCatalog();
     return this.view(record);
   }
 
-  /** Every resource, oldest first. */
-  async list(): Promise<KnowledgeResource[]> {
-    return (await this.store.listKnowledgeResources()).map((r) => this.view(r));
+  /** Every scope's resources, oldest first: for the operator's own work (restore), never a caller's request. */
+  async listAll(): Promise<KnowledgeResource[]> {
+    return (await this.store.listAllKnowledgeResources()).map((r) => this.view(r));
   }
 
-  /** One resource; `invalid_input` for a malformed id, `not_found` for an unknown one. */
-  async get(id: unknown): Promise<KnowledgeResource> {
-    return this.view(await this.record(id));
+  /** The resources of `scope`, oldest first. */
+  async list(scope: Scope): Promise<KnowledgeResource[]> {
+    return (await this.store.listKnowledgeResources(scope)).map((r) => this.view(r));
   }
 
-  /** Unregisters a resource and drops its index (the folder is not touched). */
-  async remove(id: unknown): Promise<void> {
-    const record = await this.record(id);
+  /** One resource of `scope`; `invalid_input` for a malformed id, `not_found` for an unknown one or another scope's. */
+  async get(scope: Scope, id: unknown): Promise<KnowledgeResource> {
+    return this.view(await this.record(scope, id));
+  }
+
+  /** Unregisters a resource of `scope` and drops its index (the folder is not touched). */
+  async remove(scope: Scope, id: unknown): Promise<void> {
+    const record = await this.record(scope, id);
     this.unwatch(record.id);
-    await this.store.deleteKnowledgeResource(record.id);
+    if (!(await this.store.deleteKnowledgeResource(scope, record.id))) throw new CairnError('not_found', `knowledge resource ${record.id} not found`);
     this.loaded.delete(record.id);
     this.reports.delete(record.id);
     await this.refreshCatalog();
   }
 
-  /** Starts a re-sync (or queues one behind a running sync); returns at once. */
-  async sync(id: unknown): Promise<KnowledgeResource> {
-    const record = await this.record(id);
-    void this.schedule(record.id);
+  /** Starts a re-sync of a resource of `scope` (or queues one behind a running sync); returns at once. */
+  async sync(scope: Scope, id: unknown): Promise<KnowledgeResource> {
+    const record = await this.record(scope, id);
+    void this.schedule(record);
     return this.view(record);
   }
 
   /** Waits until no sync of the resource is running or queued; `onProgress` sees each file indexed meanwhile. */
-  async whenIdle(id: unknown, onProgress?: (progress: IndexProgress) => void): Promise<{ resource: KnowledgeResource; lastSync: SyncReport | null }> {
-    const record = await this.record(id);
+  async whenIdle(scope: Scope, id: unknown, onProgress?: (progress: IndexProgress) => void): Promise<{ resource: KnowledgeResource; lastSync: SyncReport | null }> {
+    const record = await this.record(scope, id);
     const listeners = this.listeners.get(record.id) ?? new Set();
     this.listeners.set(record.id, listeners);
     if (onProgress) listeners.add(onProgress);
@@ -159,15 +186,15 @@ export class KnowledgeRegistry {
     } finally {
       if (onProgress) listeners.delete(onProgress);
     }
-    return { resource: await this.get(record.id), lastSync: this.reports.get(record.id) ?? null };
+    return { resource: await this.get(scope, record.id), lastSync: this.reports.get(record.id) ?? null };
   }
 
   /**
-   * Runs one tool of a resource. Bad input is `invalid_input` naming the parameter, an unknown resource or
-   * tool `not_found`; a resource that is not ready answers with its status instead of results.
+   * Runs one tool of a resource of `scope`. Bad input is `invalid_input` naming the parameter, an unknown
+   * resource (or another scope's) or tool `not_found`; a resource that is not ready answers with its status.
    */
-  async callTool(id: unknown, toolName: unknown, params: unknown): Promise<unknown> {
-    const record = await this.record(id);
+  async callTool(scope: Scope, id: unknown, toolName: unknown, params: unknown): Promise<unknown> {
+    const record = await this.record(scope, id);
     if (typeof toolName !== 'string' || toolName.trim() === '') throw new CairnError('invalid_input', 'tool_name is required');
     const tool = toolsOf(record.type).find((t) => t.name === toolName);
     if (!tool) {
@@ -189,7 +216,7 @@ export class KnowledgeRegistry {
 
   // ---- the tool hub's catalog provider -------------------------------------------------------
 
-  /** Every tool of every resource, as deferred catalog tools (`<resource id>__<tool>`) that `tool_search` finds. */
+  /** Every tool of every resource, as deferred catalog tools (`<resource id>__<tool>`), each visible to its owner only. */
   catalogTools(): readonly KnowledgeCatalogTool[] {
     return this.catalog;
   }
@@ -200,10 +227,10 @@ export class KnowledgeRegistry {
     return () => this.catalogListeners.delete(listener);
   }
 
-  /** Runs a catalog tool (the hub has validated the arguments against its schema); Cairn errors become error results. */
-  async callCatalogTool(source: string, toolName: string, args: Record<string, unknown>): Promise<KnowledgeToolResult> {
+  /** Runs a catalog tool for `scope` (the hub has validated the arguments against its schema); Cairn errors become error results. */
+  async callCatalogTool(source: string, toolName: string, args: Record<string, unknown>, scope: Scope): Promise<KnowledgeToolResult> {
     try {
-      const data = (await this.callTool(source, toolName, args)) as Record<string, unknown>;
+      const data = (await this.callTool(scope, source, toolName, args)) as Record<string, unknown>;
       return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };
     } catch (err) {
       // The code rides along so `/v3/tools/call` answers with the status it stands for (400, 404), not 502.
@@ -218,7 +245,7 @@ export class KnowledgeRegistry {
   private async refreshCatalog(): Promise<void> {
     let resources: KnowledgeResourceRecord[];
     try {
-      resources = await this.store.listKnowledgeResources();
+      resources = await this.store.listAllKnowledgeResources();
     } catch (err) {
       if (!this.closed) this.options.warn(`knowledge: cannot list resources: ${describeError(err)}`);
       return;
@@ -229,9 +256,11 @@ export class KnowledgeRegistry {
         toolName: t.name,
         description: `${t.description} Resource: ${r.type === 'wiki' ? 'wiki' : 'code graph'} '${r.name}' (${r.id})${r.summary ? `: ${clip(r.summary, 160)}` : ''}.`,
         inputSchema: paramsJsonSchema(t),
+        owner: r.scope,
       })),
     );
-    const key = (list: readonly KnowledgeCatalogTool[]) => list.map((t) => `${t.source}__${t.toolName}\u0000${t.description}`).join('\n');
+    const key = (list: readonly KnowledgeCatalogTool[]) =>
+      list.map((t) => `${t.source}__${t.toolName}\u0000${t.description}\u0000${t.owner.userId}\u0000${t.owner.agentId}`).join('\n');
     if (key(next) === key(this.catalog)) return;
     this.catalog = next;
     for (const listener of this.catalogListeners) {
@@ -252,12 +281,12 @@ export class KnowledgeRegistry {
   watch(): void {
     if (this.watching || this.closed) return;
     this.watching = true;
-    void this.store.listKnowledgeResources().then(
+    void this.store.listAllKnowledgeResources().then(
       (records) => {
         for (const record of records) {
           if (this.closed) return;
           this.watchResource(record);
-          void this.schedule(record.id);
+          void this.schedule(record);
         }
       },
       (err: unknown) => this.options.warn(`knowledge: cannot list resources to watch: ${describeError(err)}`),
@@ -267,14 +296,14 @@ export class KnowledgeRegistry {
 
   private async pollResources(): Promise<void> {
     if (this.closed) return;
-    const records = await this.store.listKnowledgeResources().catch(() => null);
+    const records = await this.store.listAllKnowledgeResources().catch(() => null);
     if (!records || this.closed) return;
     const ids = new Set(records.map((r) => r.id));
     for (const record of records) {
       // A folder that vanished and came back is watched again, and re-synced.
       const revived = this.watchers.has(record.id) && !this.watchers.get(record.id)!.alive;
       this.watchResource(record);
-      if (revived) void this.schedule(record.id);
+      if (revived) void this.schedule(record);
     }
     for (const id of this.watchers.keys()) if (!ids.has(id)) this.unwatch(id);
     await this.refreshCatalog();
@@ -292,26 +321,28 @@ export class KnowledgeRegistry {
 
   // ---- syncing -----------------------------------------------------------------------------
 
-  private schedule(id: string): Promise<void> {
+  /** Syncs a resource (the record names its owner, in whose scope every store call of the sync runs). */
+  private schedule(target: Pick<KnowledgeResourceRecord, 'id' | 'scope'>): Promise<void> {
+    const { id } = target;
     const running = this.jobs.get(id);
     if (running) {
       this.again.add(id);
       return running;
     }
     if (this.closed) return Promise.resolve();
-    const job = this.runSync(id).finally(() => {
+    const job = this.runSync(target).finally(() => {
       this.jobs.delete(id);
       this.progress.delete(id);
-      if (this.again.delete(id) && !this.closed) void this.schedule(id);
+      if (this.again.delete(id) && !this.closed) void this.schedule(target);
     });
     this.jobs.set(id, job);
     return job;
   }
 
   /** One sync: index what changed, store it, reload; for a code graph, re-resolve files whose references broke. */
-  private async runSync(id: string): Promise<void> {
+  private async runSync({ id, scope }: Pick<KnowledgeResourceRecord, 'id' | 'scope'>): Promise<void> {
     const started = performance.now();
-    const record = await this.store.getKnowledgeResource(id);
+    const record = await this.store.getKnowledgeResource(scope, id);
     if (!record) return;
     const report: SyncReport = { at: new Date().toISOString(), reindexed: [], removed: [], unchanged: 0, skipped: [], binary: [], ignored: [], otherFiles: 0, durationMs: 0, error: null };
     try {
@@ -331,12 +362,12 @@ export class KnowledgeRegistry {
           index = await this.load(applied);
         }
       }
-      await this.store.updateKnowledgeResource(id, { status: 'ready', error: null, stats: index.stats(), summary: index.summary(), syncedAt: new Date().toISOString() });
+      await this.store.updateKnowledgeResource(scope, id, { status: 'ready', error: null, stats: index.stats(), summary: index.summary(), syncedAt: new Date().toISOString() });
     } catch (err) {
       if (this.closed) return;
       report.error = describeError(err);
       this.options.warn(`knowledge ${id}: sync failed: ${report.error}`);
-      await this.store.updateKnowledgeResource(id, { status: 'error', error: report.error });
+      await this.store.updateKnowledgeResource(scope, id, { status: 'error', error: report.error });
     } finally {
       report.durationMs = Math.round(performance.now() - started);
       if (!this.closed) this.reports.set(id, report);
@@ -346,7 +377,7 @@ export class KnowledgeRegistry {
   }
 
   private async index(record: KnowledgeResourceRecord, force: readonly string[]): Promise<IndexJobResult> {
-    const known = Object.fromEntries((await this.store.listKnowledgeFiles(record.id, { withData: false })).map((f) => [f.path, f.hash]));
+    const known = Object.fromEntries((await this.store.listKnowledgeFiles(record.scope, record.id, { withData: false })).map((f) => [f.path, f.hash]));
     const onProgress = (p: IndexProgress) => {
       this.progress.set(record.id, p);
       for (const listener of this.listeners.get(record.id) ?? []) listener(p);
@@ -366,14 +397,14 @@ export class KnowledgeRegistry {
     report.binary = result.binary;
     report.ignored = result.ignored;
     report.otherFiles = result.otherFiles;
-    return this.store.applyKnowledgeSync(record.id, { upserts: result.upserts, deletes: result.deletes, patch: {} });
+    return this.store.applyKnowledgeSync(record.scope, record.id, { upserts: result.upserts, deletes: result.deletes, patch: {} });
   }
 
   /** The in-memory index of a resource at its stored version (loaded once per version, shared by concurrent calls). */
   private load(record: KnowledgeResourceRecord): Promise<Index> {
     const cached = this.loaded.get(record.id);
     if (cached && cached.version === record.version) return cached.index;
-    const index = this.store.listKnowledgeFiles(record.id).then((files) =>
+    const index = this.store.listKnowledgeFiles(record.scope, record.id).then((files) =>
       record.type === 'wiki'
         ? new WikiIndex(files.map((f) => ({ path: f.path, size: f.size, mtimeMs: f.mtimeMs, data: JSON.parse(f.data) as WikiFileData })))
         : new CodeGraph(files.map((f) => ({ path: f.path, size: f.size, mtimeMs: f.mtimeMs, data: JSON.parse(f.data) as CodeFileData }))),
@@ -397,7 +428,7 @@ export class KnowledgeRegistry {
         clearTimeout(this.timers.get(record.id));
         const timer = setTimeout(() => {
           this.timers.delete(record.id);
-          void this.schedule(record.id);
+          void this.schedule(record);
         }, this.options.debounceMs);
         this.timers.set(record.id, timer.unref());
       },
@@ -427,14 +458,27 @@ export class KnowledgeRegistry {
 
   // ---- helpers -----------------------------------------------------------------------------
 
-  private async record(id: unknown): Promise<KnowledgeResourceRecord> {
+  private async record(scope: Scope, id: unknown): Promise<KnowledgeResourceRecord> {
     if (id === undefined || id === null || id === '') throw new CairnError('invalid_input', 'knowledge_id is required');
     if (typeof id !== 'string' || !KNOWLEDGE_ID_PATTERN.test(id)) {
       throw new CairnError('invalid_input', `invalid knowledge_id format: ${JSON.stringify(id)} (expected wiki-xxxxxxxx or cg-xxxxxxxx)`);
     }
-    const record = await this.store.getKnowledgeResource(id);
+    const record = await this.store.getKnowledgeResource(scope, id);
     if (!record) throw new CairnError('not_found', `knowledge resource ${id} not found`);
     return record;
+  }
+
+  /** `knowledge.roots` with their real paths (a root that does not resolve keeps only its given path). */
+  private async allowedRoots(registrar: Exclude<Registrar, 'operator'>): Promise<AllowedRoot[] | null> {
+    const roots = this.options.roots ?? [];
+    if (roots.length === 0) {
+      if (registrar === 'loopback') return null;
+      throw new CairnError(
+        'forbidden',
+        'registering folders with an API key needs knowledge.roots in the server config (absolute folders tenants may index); none is set, so only the operator can register folders (cairn knowledge add)',
+      );
+    }
+    return Promise.all(roots.map(async (given) => ({ given: resolve(given), real: await realpath(given).catch(() => resolve(given)) })));
   }
 
   private view(record: KnowledgeResourceRecord): KnowledgeResource {
@@ -450,6 +494,16 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, what: string): z.
   if (issue.code === 'unrecognized_keys') throw new CairnError('invalid_input', `invalid ${what}: unknown parameter ${issue.keys.map((k) => `'${k}'`).join(', ')}`);
   const at = issue.path.length > 0 ? `.${issue.path.join('.')}` : '';
   throw new CairnError('invalid_input', `invalid ${what}${at}: ${issue.message}`);
+}
+
+type AllowedRoot = { given: string; real: string };
+
+function isUnder(path: string, root: string): boolean {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
+}
+
+function outsideRoots(path: string, roots: readonly AllowedRoot[]): CairnError {
+  return new CairnError('forbidden', `${path} is not under knowledge.roots (${roots.map((r) => r.given).join(', ')}); only folders there may be registered`);
 }
 
 function clip(text: string, max: number): string {

@@ -2,6 +2,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import { CairnError, describeError } from '../errors.js';
+import { readConfinedFile } from './confined-read.js';
 
 /** One file found under a resource's root; `path` is relative, with `/` separators. */
 export type FolderEntry = { path: string; size: number; mtimeMs: number };
@@ -120,9 +121,12 @@ function ignoredBy(rules: readonly Rules[], path: string): string | null {
   return by;
 }
 
-/** The bytes of an indexed file; `path` must come from the index (never straight from a caller). */
+/**
+ * The bytes of an indexed file; `path` must come from the index (never straight from a caller). Never
+ * follows a symlink out of the root (see {@link readConfinedFile}).
+ */
 export async function readFolderFile(root: string, path: string): Promise<Buffer> {
-  return readFile(join(root, ...path.split('/')));
+  return readConfinedFile(root, path);
 }
 
 /** True when `bytes` look like text: valid UTF-8 without NUL bytes. */

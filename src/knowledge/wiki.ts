@@ -3,6 +3,7 @@ import { Lexer, type Token } from 'marked';
 import { parse as parseYaml } from 'yaml';
 import { analyze, analyzeForIndex } from '../text/analyze.js';
 import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
+import { isCairnError } from '../errors.js';
 import { Bm25Index } from '../search/bm25-index.js';
 import { isText, readFolderFile } from './scan-folder.js';
 
@@ -381,9 +382,10 @@ export class WikiIndex {
   }
 
   /** Source files as they are on disk now; binary files are reported, not decoded. */
-  async readRaw(root: string, filenames: readonly string[], maxChars: number): Promise<{ files: WikiRawRead[]; missing: string[] }> {
+  async readRaw(root: string, filenames: readonly string[], maxChars: number): Promise<{ files: WikiRawRead[]; missing: string[]; refused?: WikiRawRefusal[] }> {
     const files: WikiRawRead[] = [];
     const missing: string[] = [];
+    const refused: WikiRawRefusal[] = [];
     for (const name of filenames) {
       const file = this.files.find((f) => f.path === name) ?? this.files.find((f) => f.path === this.findPage(name)?.path);
       if (!file) {
@@ -393,8 +395,9 @@ export class WikiIndex {
       let bytes: Buffer;
       try {
         bytes = await readFolderFile(root, file.path);
-      } catch {
-        missing.push(name);
+      } catch (err) {
+        if (isCairnError(err, 'forbidden')) refused.push({ path: file.path, error: err.message });
+        else missing.push(name);
         continue;
       }
       if (!isText(bytes)) {
@@ -404,7 +407,7 @@ export class WikiIndex {
       const text = bytes.toString('utf8');
       files.push({ path: file.path, bytes: bytes.length, binary: false, content: text.slice(0, maxChars), truncated: text.length > maxChars });
     }
-    return { files, missing };
+    return refused.length > 0 ? { files, missing, refused } : { files, missing };
   }
 
   /** A page by id, path (with or without extension) or name (file name or title, as a wikilink resolves). */
@@ -485,6 +488,8 @@ export type WikiGraph = {
   isolated: string[];
 };
 export type WikiRawRead = { path: string; bytes: number; binary: boolean; content: string | null; truncated: boolean };
+/** An indexed file read_raw would not open (it became a symlink or left the folder); nothing of it is returned. */
+export type WikiRawRefusal = { path: string; error: string };
 
 /** Case, width and `space _ -` differences do not matter in page names (`[[Getting Started]]` → `getting-started.md`). */
 function nameKey(name: string): string {

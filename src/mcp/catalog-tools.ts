@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ToolDefinition } from '../catalog/bridge.js';
 import { toolDefinition } from '../catalog/catalog.js';
 import type { ToolHub } from '../catalog/tool-hub.js';
+import type { Scope } from '../types.js';
 import type { CairnMcpServer } from './cairn-mcp-server.js';
 import { runTool, turnOf, type ToolContext, type ToolExtra } from './tool-context.js';
 
@@ -18,14 +19,16 @@ export function registerCatalogTools(server: CairnMcpServer, ctx: ToolContext): 
   const hub = ctx.cairn.tools;
   hub.setCoreTools([...server.registeredToolNames]);
   void hub.start();
+  // The connection's scope: its catalog holds the knowledge resources it owns, and no one else's.
+  const scope = ctx.resolveCaller().scope;
 
-  const [search, describe, call] = hub.bridgeTools();
+  const [search, describe, call] = hub.bridgeTools(undefined, scope);
   const bridge = {
-    tool_search: register(server, search!, { readOnlyHint: true, openWorldHint: false }, (args) =>
-      runTool(ctx, 'tool_search', async () => jsonResult(await hub.search(args))),
+    tool_search: register(server, search!, { readOnlyHint: true, openWorldHint: false }, (args, extra) =>
+      runTool(ctx, 'tool_search', async () => jsonResult(await hub.search(args, ctx.resolveCaller(extra).scope))),
     ),
-    tool_describe: register(server, describe!, { readOnlyHint: true, openWorldHint: false }, (args) =>
-      runTool(ctx, 'tool_describe', async () => jsonResult(await hub.describe(args))),
+    tool_describe: register(server, describe!, { readOnlyHint: true, openWorldHint: false }, (args, extra) =>
+      runTool(ctx, 'tool_describe', async () => jsonResult(await hub.describe(args, ctx.resolveCaller(extra).scope))),
     ),
     tool_call: register(server, call!, { openWorldHint: true }, (args, extra) =>
       runTool(ctx, 'tool_call', () => hub.call(args, turnOf(ctx, extra))),
@@ -34,8 +37,8 @@ export function registerCatalogTools(server: CairnMcpServer, ctx: ToolContext): 
   const direct = new Map<string, RegisteredTool>();
 
   const sync = () => {
-    const disclosure = hub.disclosure();
-    const [searchNow] = hub.bridgeTools();
+    const disclosure = hub.disclosure(undefined, scope);
+    const [searchNow] = hub.bridgeTools(undefined, scope);
     if (bridge.tool_search.description !== searchNow!.description) bridge.tool_search.update({ description: searchNow!.description });
     // While a server is configured the bridge stays, even with no tool connected: a call then answers
     // which server is down instead of the tool vanishing from the client.
@@ -44,7 +47,7 @@ export function registerCatalogTools(server: CairnMcpServer, ctx: ToolContext): 
       if (hidden && tool.enabled) tool.disable();
       if (!hidden && !tool.enabled) tool.enable();
     }
-    syncDirectTools(server, ctx, hub, direct);
+    syncDirectTools(server, ctx, hub, direct, scope);
   };
   sync();
   const unsubscribe = hub.onChange(sync);
@@ -56,8 +59,8 @@ export function registerCatalogTools(server: CairnMcpServer, ctx: ToolContext): 
 }
 
 /** With the bridge off, each downstream tool is registered under its catalog name, following the catalog. */
-function syncDirectTools(server: McpServer, ctx: ToolContext, hub: ToolHub, direct: Map<string, RegisteredTool>): void {
-  const wanted = hub.config.enabled === 'off' ? hub.catalog().tools : [];
+function syncDirectTools(server: McpServer, ctx: ToolContext, hub: ToolHub, direct: Map<string, RegisteredTool>, scope: Scope): void {
+  const wanted = hub.config.enabled === 'off' ? hub.catalog(scope).tools : [];
   const names = new Set(wanted.map((t) => t.name));
   for (const [name, registered] of direct) {
     if (!names.has(name)) {

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Cairn } from '../cairn.js';
+import { JsonRpcLines } from './json-rpc-lines.js';
 import { createMcpServer } from './mcp-server.js';
 import type { ToolCaller, ToolContext } from './tool-context.js';
 
@@ -27,14 +29,27 @@ export async function serveStdio(cairn: Cairn, caller: ToolCaller): Promise<Stdi
   const ctx: ToolContext = { cairn, resolveCaller: () => connected, log, defaultSession: sessionKey };
   await cairn.tools.start();
   const server = createMcpServer(ctx);
-  const transport = new StdioServerTransport();
+  // Lines are screened before the SDK's transport sees them: it drops bad ones silently, JSON-RPC wants a reply.
+  const input = new PassThrough();
+  const lines = new JsonRpcLines(
+    (line) => input.write(`${line}\n`),
+    (reply) => process.stdout.write(`${JSON.stringify(reply)}\n`),
+  );
+  const onData = (chunk: Buffer) => lines.push(chunk);
+  process.stdin.on('data', onData);
+  const transport = new StdioServerTransport(input, process.stdout);
   const closed = new Promise<void>((resolve) => {
     transport.onclose = () => resolve();
     process.stdin.once('end', () => resolve());
   });
   await server.connect(transport);
   if (caller.sessionKey === undefined) log(`MCP session ${sessionKey}`);
-  return { sessionKey, closed, close: () => server.close() };
+  const close = async () => {
+    process.stdin.off('data', onData);
+    process.stdin.pause();
+    await server.close();
+  };
+  return { sessionKey, closed, close };
 }
 
 /**

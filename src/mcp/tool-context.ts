@@ -17,8 +17,11 @@ export type ToolCaller = { scope: Scope; sessionKey?: string | undefined; connec
 /** Everything a tool registration may use. Tools reach data only through the façade. */
 export type ToolContext = {
   cairn: Cairn;
-  /** The caller of one tool call (fixed per connection: stdio flags, or the HTTP request's key and headers). */
-  resolveCaller: (extra: ToolExtra) => ToolCaller;
+  /**
+   * The caller of one tool call (fixed per connection: stdio flags, or the HTTP request's key and headers);
+   * called without `extra` for the connection's scope when listing tools.
+   */
+  resolveCaller: (extra?: ToolExtra) => ToolCaller;
   /** Where unexpected failures are logged (never stdout). Default: the façade's logger. */
   log?: (message: string) => void;
   /** The session calls use when they name none, when fixed for the server's lifetime: stated in tool descriptions. */

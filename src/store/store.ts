@@ -344,22 +344,25 @@ export type ErrorRecordFilter = { toolName?: string | undefined };
  * re-sync replaces exactly the files whose content hash changed (DESIGN.md, "Knowledge resources").
  */
 export interface KnowledgeStore {
-  /** Throws `conflict` when the id is taken. */
-  createKnowledgeResource(input: NewKnowledgeResource): Promise<KnowledgeResourceRecord>;
-  getKnowledgeResource(id: string): Promise<KnowledgeResourceRecord | null>;
-  /** Every resource, oldest first. */
-  listKnowledgeResources(): Promise<KnowledgeResourceRecord[]>;
-  /** Applies a patch; null when there is no such resource. */
-  updateKnowledgeResource(id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null>;
-  /** Deletes the resource and all its file records. */
-  deleteKnowledgeResource(id: string): Promise<boolean>;
-  /** File records of a resource ordered by path; with `withData: false` each `data` is '' (a cheap listing for diffs). */
-  listKnowledgeFiles(resourceId: string, options?: { withData?: boolean }): Promise<KnowledgeFileRecord[]>;
+  /** Throws `conflict` when the id is taken. The resource belongs to `scope`. */
+  createKnowledgeResource(scope: Scope, input: NewKnowledgeResource): Promise<KnowledgeResourceRecord>;
+  /** The resource when it exists and belongs to `scope`, else null (another scope's resource is not told apart from none). */
+  getKnowledgeResource(scope: Scope, id: string): Promise<KnowledgeResourceRecord | null>;
+  /** The resources of `scope`, oldest first. */
+  listKnowledgeResources(scope: Scope): Promise<KnowledgeResourceRecord[]>;
+  /** Every scope's resources, oldest first: for the serving process's watcher and tool catalog only, never for a caller. */
+  listAllKnowledgeResources(): Promise<KnowledgeResourceRecord[]>;
+  /** Applies a patch; null when `scope` has no such resource. */
+  updateKnowledgeResource(scope: Scope, id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null>;
+  /** Deletes the resource of `scope` and all its file records; false when `scope` has no such resource. */
+  deleteKnowledgeResource(scope: Scope, id: string): Promise<boolean>;
+  /** File records of a resource of `scope` ordered by path; with `withData: false` each `data` is '' (a cheap listing for diffs). */
+  listKnowledgeFiles(scope: Scope, resourceId: string, options?: { withData?: boolean }): Promise<KnowledgeFileRecord[]>;
   /**
    * In one transaction: upserts and deletes file records, applies `patch` and bumps `version`. Returns the
-   * updated resource, or null and writes nothing when the resource no longer exists (removed mid-sync).
+   * updated resource, or null and writes nothing when `scope` has no such resource (removed mid-sync).
    */
-  applyKnowledgeSync(resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null>;
+  applyKnowledgeSync(scope: Scope, resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null>;
 }
 
 export type KnowledgeType = 'wiki' | 'code';
@@ -369,6 +372,8 @@ export type KnowledgeStatus = 'indexing' | 'ready' | 'error';
 export type KnowledgeResourceRecord = {
   /** `wiki-xxxxxxxx` or `cg-xxxxxxxx`. */
   id: string;
+  /** The scope that registered it: the only one that sees, syncs, queries or removes it. */
+  scope: Scope;
   type: KnowledgeType;
   name: string;
   /** Absolute path of the indexed folder. */

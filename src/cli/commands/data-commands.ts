@@ -135,13 +135,13 @@ export async function restoreData(config: CairnConfig, file: string): Promise<vo
 
 /** Knowledge resources whose folder exists here are synced (only changed files are parsed); the others keep their exported index. */
 async function reindexKnowledge(cairn: Cairn): Promise<void> {
-  for (const resource of await cairn.knowledge.list()) {
+  for (const resource of await cairn.knowledge.listAll()) {
     if (!existsSync(resource.root)) {
       cairn.log.warn(`knowledge ${resource.id}: folder ${resource.root} not found here; it keeps the exported index`);
       continue;
     }
-    await cairn.knowledge.sync(resource.id);
-    await cairn.knowledge.whenIdle(resource.id);
+    await cairn.knowledge.sync(resource.scope, resource.id);
+    await cairn.knowledge.whenIdle(resource.scope, resource.id);
   }
 }
 

@@ -2,22 +2,23 @@ import type { Command } from 'commander';
 import { CairnError } from '../../errors.js';
 import { toKnowledgeWire } from '../../http/knowledge-routes.js';
 import type { SyncReport } from '../../knowledge/registry.js';
-import { print, withCairn } from '../context.js';
+import { print, scopeOf, withCairn, type ScopeOptions } from '../context.js';
 import { ProgressBar } from '../progress.js';
 
 /** `cairn knowledge add wiki|code DIR`: registers and indexes a folder; a first index that fails registers nothing. */
-export async function addKnowledgeCommand(type: 'wiki' | 'code', dir: string, opts: { name?: string; json?: boolean }, cmd: Command): Promise<void> {
+export async function addKnowledgeCommand(type: 'wiki' | 'code', dir: string, opts: ScopeOptions & { name?: string; json?: boolean }, cmd: Command): Promise<void> {
   await withCairn(cmd, async (cairn) => {
-    const added = await cairn.knowledge.add({ type, path: dir, name: opts.name });
-    const { resource, lastSync } = await cairn.knowledge.whenIdle(added.id, indexingBar());
+    const scope = scopeOf(opts);
+    const added = await cairn.knowledge.add(scope, { type, path: dir, name: opts.name }, 'operator');
+    const { resource, lastSync } = await cairn.knowledge.whenIdle(scope, added.id, indexingBar());
     if (resource.status === 'error') {
       // The first index failed: nothing usable was registered, so nothing stays registered.
-      await cairn.knowledge.remove(added.id);
+      await cairn.knowledge.remove(scope, added.id);
       throw new CairnError('invalid_input', `cannot index ${resource.root}: ${resource.error ?? 'unknown error'}`);
     }
     if (lastSync && lastSync.reindexed.length + lastSync.unchanged === 0) {
       // An empty index is almost always a folder whose files the ignore rules hide: say which, keep nothing.
-      await cairn.knowledge.remove(added.id);
+      await cairn.knowledge.remove(scope, added.id);
       const kind = type === 'code' ? 'TypeScript or JavaScript files' : 'files';
       const hint = lastSync.ignored.length > 0 ? ' (a `!dir/` line in a .gitignore re-includes a folder the defaults ignore)' : '';
       throw new CairnError('invalid_input', `nothing to index in ${resource.root}: no ${kind}${leftOut(lastSync) ? `; left out: ${leftOut(lastSync)}` : ''}${hint}; nothing was registered`);
@@ -45,11 +46,11 @@ function leftOut(report: SyncReport): string {
 }
 
 /** `cairn knowledge list`. */
-export async function listKnowledgeCommand(opts: { json?: boolean }, cmd: Command): Promise<void> {
+export async function listKnowledgeCommand(opts: ScopeOptions & { json?: boolean }, cmd: Command): Promise<void> {
   await withCairn(
     cmd,
     async (cairn) => {
-      const resources = await cairn.knowledge.list();
+      const resources = await cairn.knowledge.list(scopeOf(opts));
       if (opts.json) return print(JSON.stringify(resources.map(toKnowledgeWire), null, 2));
       if (resources.length === 0) return print('No knowledge resources (add one with: cairn knowledge add wiki|code DIR).');
       for (const r of resources) {
@@ -62,10 +63,11 @@ export async function listKnowledgeCommand(opts: { json?: boolean }, cmd: Comman
 }
 
 /** `cairn knowledge sync ID`: re-indexes the files whose content changed. */
-export async function syncKnowledgeCommand(id: string, _opts: unknown, cmd: Command): Promise<void> {
+export async function syncKnowledgeCommand(id: string, opts: ScopeOptions, cmd: Command): Promise<void> {
   await withCairn(cmd, async (cairn) => {
-    await cairn.knowledge.sync(id);
-    const { resource, lastSync } = await cairn.knowledge.whenIdle(id, indexingBar());
+    const scope = scopeOf(opts);
+    await cairn.knowledge.sync(scope, id);
+    const { resource, lastSync } = await cairn.knowledge.whenIdle(scope, id, indexingBar());
     if (resource.status === 'error') throw new CairnError('unavailable', `sync of ${id} failed: ${resource.error ?? 'unknown error'}`);
     const r = lastSync!;
     print(`${id}: ${r.reindexed.length} re-indexed, ${r.removed.length} removed, ${r.unchanged} unchanged (${r.durationMs} ms)`);
@@ -74,9 +76,9 @@ export async function syncKnowledgeCommand(id: string, _opts: unknown, cmd: Comm
 }
 
 /** `cairn knowledge remove ID`: drops the index; the folder is not touched. */
-export async function removeKnowledgeCommand(id: string, _opts: unknown, cmd: Command): Promise<void> {
+export async function removeKnowledgeCommand(id: string, opts: ScopeOptions, cmd: Command): Promise<void> {
   await withCairn(cmd, async (cairn) => {
-    await cairn.knowledge.remove(id);
+    await cairn.knowledge.remove(scopeOf(opts), id);
     print(`removed ${id}`);
   });
 }

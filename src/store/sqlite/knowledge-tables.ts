@@ -11,9 +11,12 @@ import type {
   NewKnowledgeResource,
 } from '../store.js';
 import type { WriteLock } from './write-lock.js';
+import type { Scope } from '../../types.js';
 
 type ResourceRow = {
   id: string;
+  user_id: string;
+  agent_id: string;
   type: KnowledgeType;
   name: string;
   root: string;
@@ -31,71 +34,88 @@ type FileRow = { path: string; hash: string; size: number; mtime_ms: number; dat
 /** Patchable fields and their columns; fixed strings, never user input. */
 const PATCH_COLUMNS = { status: 'status', error: 'error', summary: 'summary', stats: 'stats', syncedAt: 'synced_at' } as const;
 
-/** The knowledge tables of the SQLite store (`knowledge_resources`, `knowledge_files`); the SqliteStore delegates to it. */
+/** Owner condition on `knowledge_resources`; every query a caller reaches carries it. */
+const OWNED = 'user_id = ? AND agent_id = ?';
+
+/**
+ * The knowledge tables of the SQLite store (`knowledge_resources`, `knowledge_files`); the SqliteStore
+ * delegates to it. A resource belongs to the scope that created it: every read and write is filtered by
+ * that scope in SQL, file records through their resource.
+ */
 export class KnowledgeTables implements KnowledgeStore {
   constructor(
     private readonly db: Database.Database,
     private readonly writes: WriteLock,
   ) {}
 
-  async createKnowledgeResource(input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {
+  async createKnowledgeResource(scope: Scope, input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {
     const info = await this.writes.run(() =>
       this.db
         .prepare(
-          `INSERT INTO knowledge_resources (id, type, name, root, status, created_at) VALUES (?, ?, ?, ?, 'indexing', ?) ON CONFLICT (id) DO NOTHING`,
+          `INSERT INTO knowledge_resources (id, user_id, agent_id, type, name, root, status, created_at) VALUES (?, ?, ?, ?, ?, ?, 'indexing', ?)
+           ON CONFLICT (id) DO NOTHING`,
         )
-        .run(input.id, input.type, input.name, input.root, new Date().toISOString()),
+        .run(input.id, scope.userId, scope.agentId, input.type, input.name, input.root, new Date().toISOString()),
     );
     if (info.changes === 0) throw new CairnError('conflict', `knowledge resource ${input.id} already exists`);
-    return (await this.getKnowledgeResource(input.id))!;
+    return (await this.getKnowledgeResource(scope, input.id))!;
   }
 
-  async getKnowledgeResource(id: string): Promise<KnowledgeResourceRecord | null> {
-    const row = this.db.prepare('SELECT * FROM knowledge_resources WHERE id = ?').get(id) as ResourceRow | undefined;
+  async getKnowledgeResource(scope: Scope, id: string): Promise<KnowledgeResourceRecord | null> {
+    const row = this.db.prepare(`SELECT * FROM knowledge_resources WHERE id = ? AND ${OWNED}`).get(id, scope.userId, scope.agentId) as ResourceRow | undefined;
     return row ? toResource(row) : null;
   }
 
-  async listKnowledgeResources(): Promise<KnowledgeResourceRecord[]> {
+  async listKnowledgeResources(scope: Scope): Promise<KnowledgeResourceRecord[]> {
+    const rows = this.db.prepare(`SELECT * FROM knowledge_resources WHERE ${OWNED} ORDER BY created_at, id`).all(scope.userId, scope.agentId) as ResourceRow[];
+    return rows.map(toResource);
+  }
+
+  async listAllKnowledgeResources(): Promise<KnowledgeResourceRecord[]> {
     return (this.db.prepare('SELECT * FROM knowledge_resources ORDER BY created_at, id').all() as ResourceRow[]).map(toResource);
   }
 
-  async updateKnowledgeResource(id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
-    if (!(await this.writes.run(() => this.patch(id, patch, false)))) return null;
-    return this.getKnowledgeResource(id);
+  async updateKnowledgeResource(scope: Scope, id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
+    if (!(await this.writes.run(() => this.patch(scope, id, patch, false)))) return null;
+    return this.getKnowledgeResource(scope, id);
   }
 
-  async deleteKnowledgeResource(id: string): Promise<boolean> {
+  async deleteKnowledgeResource(scope: Scope, id: string): Promise<boolean> {
     return this.writes.run(() => {
+      if (this.db.prepare(`DELETE FROM knowledge_resources WHERE id = ? AND ${OWNED}`).run(id, scope.userId, scope.agentId).changes === 0) return false;
       this.db.prepare('DELETE FROM knowledge_files WHERE resource_id = ?').run(id);
-      return this.db.prepare('DELETE FROM knowledge_resources WHERE id = ?').run(id).changes > 0;
+      return true;
     });
   }
 
-  async listKnowledgeFiles(resourceId: string, options: { withData?: boolean } = {}): Promise<KnowledgeFileRecord[]> {
-    const data = options.withData === false ? `'' AS data` : 'data';
+  async listKnowledgeFiles(scope: Scope, resourceId: string, options: { withData?: boolean } = {}): Promise<KnowledgeFileRecord[]> {
+    const data = options.withData === false ? `'' AS data` : 'f.data';
     const rows = this.db
-      .prepare(`SELECT path, hash, size, mtime_ms, ${data} FROM knowledge_files WHERE resource_id = ? ORDER BY path`)
-      .all(resourceId) as FileRow[];
+      .prepare(
+        `SELECT f.path, f.hash, f.size, f.mtime_ms, ${data} FROM knowledge_files f JOIN knowledge_resources r ON r.id = f.resource_id
+         WHERE f.resource_id = ? AND r.user_id = ? AND r.agent_id = ? ORDER BY f.path`,
+      )
+      .all(resourceId, scope.userId, scope.agentId) as FileRow[];
     return rows.map((r) => ({ path: r.path, hash: r.hash, size: r.size, mtimeMs: r.mtime_ms, data: r.data }));
   }
 
-  async applyKnowledgeSync(resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
+  async applyKnowledgeSync(scope: Scope, resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
     const upsert = this.db.prepare(
       `INSERT INTO knowledge_files (resource_id, path, hash, size, mtime_ms, data) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT (resource_id, path) DO UPDATE SET hash = excluded.hash, size = excluded.size, mtime_ms = excluded.mtime_ms, data = excluded.data`,
     );
     const remove = this.db.prepare('DELETE FROM knowledge_files WHERE resource_id = ? AND path = ?');
     const applied = await this.writes.run(() => {
-      // Patch first: when the resource was removed mid-sync nothing else may be written.
-      if (!this.patch(resourceId, change.patch, true)) return false;
+      // Patch first (it checks the owner): when the resource was removed mid-sync nothing else may be written.
+      if (!this.patch(scope, resourceId, change.patch, true)) return false;
       for (const path of change.deletes) remove.run(resourceId, path);
       for (const f of change.upserts) upsert.run(resourceId, f.path, f.hash, f.size, f.mtimeMs, f.data);
       return true;
     });
-    return applied ? this.getKnowledgeResource(resourceId) : null;
+    return applied ? this.getKnowledgeResource(scope, resourceId) : null;
   }
 
-  private patch(id: string, patch: KnowledgeResourcePatch, bumpVersion: boolean): boolean {
+  private patch(scope: Scope, id: string, patch: KnowledgeResourcePatch, bumpVersion: boolean): boolean {
     const sets: string[] = bumpVersion ? ['version = version + 1'] : [];
     const params: unknown[] = [];
     for (const [key, column] of Object.entries(PATCH_COLUMNS) as [keyof KnowledgeResourcePatch, string][]) {
@@ -104,14 +124,15 @@ export class KnowledgeTables implements KnowledgeStore {
       sets.push(`${column} = ?`);
       params.push(key === 'stats' ? JSON.stringify(value) : value);
     }
-    if (sets.length === 0) return this.db.prepare('SELECT 1 FROM knowledge_resources WHERE id = ?').get(id) !== undefined;
-    return this.db.prepare(`UPDATE knowledge_resources SET ${sets.join(', ')} WHERE id = ?`).run(...params, id).changes > 0;
+    if (sets.length === 0) return this.db.prepare(`SELECT 1 FROM knowledge_resources WHERE id = ? AND ${OWNED}`).get(id, scope.userId, scope.agentId) !== undefined;
+    return this.db.prepare(`UPDATE knowledge_resources SET ${sets.join(', ')} WHERE id = ? AND ${OWNED}`).run(...params, id, scope.userId, scope.agentId).changes > 0;
   }
 }
 
 function toResource(row: ResourceRow): KnowledgeResourceRecord {
   return {
     id: row.id,
+    scope: { userId: row.user_id, agentId: row.agent_id },
     type: row.type,
     name: row.name,
     root: row.root,

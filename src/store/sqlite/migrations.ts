@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { buildMessageTerms, rebuildMessageIndex } from './message-index.js';
 
@@ -257,6 +258,8 @@ const MIGRATIONS: readonly Migration[] = [
   // Message vectors record the write that saved them, so an in-memory vector index reads only what is new
   // (message-vector-index.ts); rows saved before have none and are read when a scope is first loaded.
   addVectorSaveOrder,
+  // Knowledge resources belong to a scope; those registered before belong to the default one.
+  ownKnowledgeResources,
 ];
 
 /** Adds `message_vectors.saved` and its index (a no-op on a file that has them, e.g. one put back a version by a test). */
@@ -264,6 +267,29 @@ function addVectorSaveOrder(db: Database.Database): void {
   const columns = db.prepare(`SELECT name FROM pragma_table_info('message_vectors')`).pluck().all();
   if (!columns.includes('saved')) db.exec('ALTER TABLE message_vectors ADD COLUMN saved INTEGER');
   db.exec('CREATE INDEX IF NOT EXISTS message_vectors_by_saved ON message_vectors (saved) WHERE saved IS NOT NULL');
+}
+
+/**
+ * Adds the owner scope to knowledge resources (existing rows: `default/default`, the local scope) and
+ * stores each root as its real path, which is what reads are confined to from now on (DESIGN.md,
+ * "Knowledge resources"). A root that cannot be resolved now keeps its path; reads under it are refused
+ * until it resolves to itself again.
+ */
+function ownKnowledgeResources(db: Database.Database): void {
+  db.exec(`
+    ALTER TABLE knowledge_resources ADD COLUMN user_id TEXT NOT NULL DEFAULT 'default';
+    ALTER TABLE knowledge_resources ADD COLUMN agent_id TEXT NOT NULL DEFAULT 'default';
+    CREATE INDEX knowledge_resources_by_scope ON knowledge_resources (user_id, agent_id, created_at);
+  `);
+  const update = db.prepare('UPDATE knowledge_resources SET root = ? WHERE id = ?');
+  for (const row of db.prepare('SELECT id, root FROM knowledge_resources').all() as { id: string; root: string }[]) {
+    try {
+      const real = realpathSync(row.root);
+      if (real !== row.root) update.run(real, row.id);
+    } catch {
+      // Gone or unreadable now: left as it is.
+    }
+  }
 }
 
 /**

@@ -800,32 +800,36 @@ export class SqliteStore implements Store {
 
   // ---- knowledge resources (knowledge-tables.ts) -------------------------------------------
 
-  createKnowledgeResource(input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {
-    return this.knowledge.createKnowledgeResource(input);
+  createKnowledgeResource(scope: Scope, input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {
+    return this.knowledge.createKnowledgeResource(scope, input);
   }
 
-  getKnowledgeResource(id: string): Promise<KnowledgeResourceRecord | null> {
-    return this.knowledge.getKnowledgeResource(id);
+  getKnowledgeResource(scope: Scope, id: string): Promise<KnowledgeResourceRecord | null> {
+    return this.knowledge.getKnowledgeResource(scope, id);
   }
 
-  listKnowledgeResources(): Promise<KnowledgeResourceRecord[]> {
-    return this.knowledge.listKnowledgeResources();
+  listKnowledgeResources(scope: Scope): Promise<KnowledgeResourceRecord[]> {
+    return this.knowledge.listKnowledgeResources(scope);
   }
 
-  updateKnowledgeResource(id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
-    return this.knowledge.updateKnowledgeResource(id, patch);
+  listAllKnowledgeResources(): Promise<KnowledgeResourceRecord[]> {
+    return this.knowledge.listAllKnowledgeResources();
   }
 
-  deleteKnowledgeResource(id: string): Promise<boolean> {
-    return this.knowledge.deleteKnowledgeResource(id);
+  updateKnowledgeResource(scope: Scope, id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
+    return this.knowledge.updateKnowledgeResource(scope, id, patch);
   }
 
-  listKnowledgeFiles(resourceId: string, options?: { withData?: boolean }): Promise<KnowledgeFileRecord[]> {
-    return this.knowledge.listKnowledgeFiles(resourceId, options);
+  deleteKnowledgeResource(scope: Scope, id: string): Promise<boolean> {
+    return this.knowledge.deleteKnowledgeResource(scope, id);
   }
 
-  applyKnowledgeSync(resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
-    return this.knowledge.applyKnowledgeSync(resourceId, change);
+  listKnowledgeFiles(scope: Scope, resourceId: string, options?: { withData?: boolean }): Promise<KnowledgeFileRecord[]> {
+    return this.knowledge.listKnowledgeFiles(scope, resourceId, options);
+  }
+
+  applyKnowledgeSync(scope: Scope, resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
+    return this.knowledge.applyKnowledgeSync(scope, resourceId, change);
   }
 
   // ---- export, restore, backup (data-transfer.ts) ------------------------------------------
