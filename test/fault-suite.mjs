@@ -457,6 +457,13 @@ export const CROSS_TENANT_OPERATIONS = [
   { name: 'errors: search', kind: 'read', run: (c, a, v) => c.as(a, 'GET', `/v1/errors?mode=search&keyword=${v.marker}`) },
   { name: 'errors: error_history over MCP', kind: 'read', run: (c, a, v) => c.tool(a, 'error_history', { hash: v.errorHash }) },
   { name: 'pipeline: state', kind: 'read', run: (c, a) => c.as(a, 'GET', '/v1/pipeline') },
+  // Knowledge resources belong to the scope that registered them: another scope's id answers 404.
+  { name: 'knowledge: get', kind: 'read', run: (c, a, v) => c.as(a, 'GET', `/v1/knowledge/${enc(v.knowledgeId)}`) },
+  { name: 'knowledge: list', kind: 'read', run: (c, a) => c.as(a, 'GET', '/v1/knowledge') },
+  { name: 'knowledge: tools of the resource', kind: 'read', run: (c, a, v) => c.as(a, 'POST', '/v3/tools/list', { knowledge_id: v.knowledgeId }) },
+  { name: 'knowledge: read_raw', kind: 'read', run: (c, a, v) => c.as(a, 'POST', '/v3/tools/call', { knowledge_id: v.knowledgeId, tool_name: 'read_raw', params: { filenames: ['page.md'] } }) },
+  { name: 'knowledge: sync', kind: 'write', run: (c, a, v) => c.as(a, 'POST', `/v1/knowledge/${enc(v.knowledgeId)}/sync`) },
+  { name: 'knowledge: remove', kind: 'write', run: (c, a, v) => c.as(a, 'DELETE', `/v1/knowledge/${enc(v.knowledgeId)}`) },
   { name: 'keys: claim the victim user', kind: 'claim', applies: (a, v) => a.user !== v.user, run: (c, a, v) => c.as(a, 'GET', '/v1/memories', undefined, { 'x-cairn-user-id': v.user }) },
   { name: 'keys: claim another agent', kind: 'claim', applies: (a) => a.boundAgent, run: (c, a, v) => c.as(a, 'GET', '/v1/memories', undefined, { 'x-cairn-agent-id': `${v.agent}-other` }) },
   { name: "keys: the victim's key id with another secret", kind: 'claim', run: (c, a, v) => c.raw('GET', '/v1/memories', undefined, { authorization: `Bearer cairn_${v.keyId}_${a.token.split('_')[2]}`, 'x-cairn-agent-id': v.agent }) },
@@ -485,7 +492,14 @@ export async function crossTenant({ operations = 500, seed = 17, log = () => {} 
   const revoked = await createKey(data, 'u1');
   const revoke = await cli(['--data', data, 'keys', 'revoke', keyId(revoked)]);
   if (revoke.code !== 0) throw new Error(`keys revoke failed: ${revoke.stderr}`);
-  const server = await serve(data, { mode: 'keys' });
+  // Each tenant registers a wiki folder named by its secret (under the allowed root), so a listing, a
+  // resource or a file read that reached another tenant would show that secret.
+  const wikis = join(data, 'wikis');
+  for (const t of tenants) {
+    mkdirSync(join(wikis, t.secret), { recursive: true });
+    writeFileSync(join(wikis, t.secret, 'page.md'), `# Page\n\nnotes ${t.secret}\n`);
+  }
+  const server = await serve(data, { mode: 'keys', extra: { CAIRN_KNOWLEDGE_ROOTS: wikis } });
   const tally = new Tally();
   let turn = 0;
   const headersOf = (t, extra) => ({ authorization: `Bearer ${t.token}`, 'x-cairn-agent-id': t.agent, 'x-cairn-turn-id': `turn-${turn++}`, ...extra });
@@ -507,7 +521,15 @@ export async function crossTenant({ operations = 500, seed = 17, log = () => {} 
       t.memoryId = (await ctx.as(t, 'POST', '/v1/memories', { content: `memory ${text}`, type: 'persona' })).json?.id;
       await ctx.as(t, 'POST', '/v1/runs', { task_id: 'task-shared', session_key: 'shared', objective: `run ${text}`, tool_calls: [{ name: 'lookup', arguments: { q: t.marker }, result: `found ${text}` }] });
       t.errorHash = (await ctx.as(t, 'POST', '/v1/errors', { tool_name: 'lookup', keywords: [t.marker, 'timeout'], symptom: `failed ${text}`, action: `retried ${text}`, outcome: 'resolved' })).json?.hash;
-      if (!t.memoryId || !t.errorHash) throw new Error(`seeding tenant ${t.user}/${t.agent} failed`);
+      t.knowledgeId = (await ctx.as(t, 'POST', '/v1/knowledge', { type: 'wiki', path: join(wikis, t.secret) })).json?.id;
+      if (!t.memoryId || !t.errorHash || !t.knowledgeId) throw new Error(`seeding tenant ${t.user}/${t.agent} failed`);
+    }
+    // The first index runs in the background: the owner controls of read_raw need it done.
+    for (const t of tenants) {
+      for (let i = 0; (await ctx.as(t, 'GET', `/v1/knowledge/${enc(t.knowledgeId)}`)).json?.status !== 'ready'; i++) {
+        if (i > 200) throw new Error(`knowledge resource of ${t.user}/${t.agent} never became ready`);
+        await sleep(50);
+      }
     }
     let attacks = 0;
     let controls = 0;
@@ -570,7 +592,9 @@ async function stillIntact(ctx, t) {
   const memory = await ctx.as(t, 'GET', `/v1/memories/${enc(t.memoryId)}`);
   const error = await ctx.as(t, 'GET', `/v1/errors/${enc(t.errorHash)}`);
   const run = await ctx.as(t, 'GET', '/v1/runs?session_key=shared&mode=read&task_id=task-shared&scope=full');
+  const knowledge = await ctx.as(t, 'GET', `/v1/knowledge/${enc(t.knowledgeId)}`);
   return (
+    knowledge.status === 200 &&
     own.json?.messages?.length === 1 &&
     shared.json?.messages?.length === 2 &&
     memory.json?.content === `memory ${t.marker} ${t.secret}` &&

@@ -55,14 +55,14 @@ describe('CORS on', () => {
     expect(((await missing.json()) as { error: { code: string } }).error.code).toBe('not_found');
   });
 
-  it('gives an unlisted origin no CORS headers (and a local server refuses it)', async () => {
+  it('gives an unlisted origin no CORS headers, and both modes refuse it (Origin guard)', async () => {
     const cairn = await fx.cairn({ server: { cors: { origins: [APP] } } });
     const local = createApp(cairn, { log: () => {} });
     expect((await local.request('/v1/memories', preflight('https://evil.example'))).status).toBe(403);
     expect((await local.request('/v1/memories', { headers: { origin: 'https://evil.example' } })).status).toBe(403);
     const keys = createApp(cairn, { authMode: 'keys', log: () => {} });
     const res = await keys.request('/v1/memories', preflight('https://evil.example'));
-    expect(res.status).toBe(204);
+    expect(res.status).toBe(403);
     expect(res.headers.get('access-control-allow-origin')).toBeNull();
     const listed = await keys.request('/v1/memories', preflight(APP));
     expect(listed.headers.get('access-control-allow-origin')).toBe(APP);
