@@ -8,7 +8,6 @@
  *
  *   FAULTS_QUERY_REPEATS=5 (default) repetitions per case; FAULTS_QUERY_MESSAGES=400 (default) messages stored.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,9 +15,9 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { median, round } from './metrics.mjs';
+import { startServe } from './serve-process.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const CLI = join(ROOT, 'dist', 'cli', 'main.js');
 const HOSTILE = join(ROOT, 'test', 'fixtures', 'hostile-tool-server.mjs');
 const REPEATS = Number(process.env.FAULTS_QUERY_REPEATS ?? 5);
 const MESSAGES = Number(process.env.FAULTS_QUERY_MESSAGES ?? 400);
@@ -156,22 +155,5 @@ async function startServer(dataDir, configFile) {
   for (const key of Object.keys(env)) if (key.startsWith('CAIRN_')) delete env[key];
   env.CAIRN_PIPELINE_ENABLED = 'false';
   env.CAIRN_EMBEDDING_PROVIDER = 'none';
-  const child = spawn(process.execPath, [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dataDir, '--config', configFile], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  let stderr = '';
-  const url = await new Promise((resolve, reject) => {
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk.toString();
-      const match = /listening on (http:\/\/\S+) /.exec(stderr);
-      if (match) resolve(match[1]);
-    });
-    exited.then((code) => reject(new Error(`cairn serve exited with ${code}: ${stderr}`)));
-  });
-  return {
-    url,
-    stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
+  return startServe({ args: ['--data', dataDir, '--config', configFile], env });
 }

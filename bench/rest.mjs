@@ -13,7 +13,6 @@
  * `run(options)` returns a JSON-able result. Knobs: BENCH_REST_MESSAGES (default 100000),
  * BENCH_REST_SECONDS (default 15), BENCH_REST_PROFILE=0 skips the profile. Needs `npm run build` first.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -24,9 +23,8 @@ import { createCairn, parseConfig } from '../dist/index.js';
 import { realisticMessages, realisticQueries } from './realistic-corpus.mjs';
 import { prebuildWordVectorCache } from './word-vector-cache.mjs';
 import { quantile, round } from './metrics.mjs';
+import { startServe } from './serve-process.mjs';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const CLI = join(ROOT, 'dist', 'cli', 'main.js');
 const CHUNK = 10_000;
 const SCOPE = { userId: 'u0', agentId: 'default' };
 
@@ -278,24 +276,7 @@ async function startServer(dataDir, config, cacheDir, nodeFlags = []) {
   env.CAIRN_EMBEDDING_PROVIDER = config.provider;
   env.CAIRN_SERVER_READ_WORKERS = String(config.readWorkers);
   if (cacheDir !== null) env.CAIRN_EMBEDDING_CACHE_DIR = cacheDir;
-  const child = spawn(process.execPath, [...nodeFlags, CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dataDir], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  let stderr = '';
-  const url = await new Promise((resolve, reject) => {
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk.toString();
-      const match = /listening on (http:\/\/\S+) /.exec(stderr);
-      if (match) resolve(match[1]);
-    });
-    exited.then((code) => reject(new Error(`cairn serve exited with ${code}: ${stderr}`)));
-  });
-  return {
-    url,
-    stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
+  return startServe({ args: ['--data', dataDir], env, nodeFlags });
 }
 
 function document({ messages, seconds, connections, corpus, results, profile }) {

@@ -4,7 +4,7 @@ import { CairnError, describeError } from '../../errors.js';
 import { analyzeForIndex } from '../../text/analyze.js';
 import type { DataSnapshot, DumpRecord } from '../store.js';
 import { errorRecordText } from './history-tables.js';
-import { MessageIndex } from './message-index.js';
+import { indexStoredMessages } from './message-index.js';
 
 /**
  * The stored tables an export holds, in the order restore writes them, each under its record type.
@@ -193,19 +193,7 @@ function rebuildDerivedIndexes(db: Database.Database): Map<string, { rows: numbe
     totals.rows++;
     totals.tokens += terms === '' ? 0 : terms.split(' ').length;
   };
-  const index = new MessageIndex(db);
-  let previousSession = '';
-  let previousTerms = '';
-  const messages = db.prepare('SELECT seq, user_id, agent_id, session_key, content FROM messages ORDER BY user_id, agent_id, session_key, seq');
-  // `all()`, not `iterate()`: indexing runs statements on this connection, which an open iterator would hold.
-  for (const row of messages.all() as { seq: number; user_id: string; agent_id: string; session_key: string; content: string }[]) {
-    const session = `${row.user_id}\u0000${row.agent_id}\u0000${row.session_key}`;
-    const terms = analyzeForIndex(row.content);
-    index.add(row.seq, { userId: row.user_id, agentId: row.agent_id, sessionKey: row.session_key }, terms, session === previousSession ? previousTerms : '');
-    previousSession = session;
-    previousTerms = terms;
-  }
-  index.flush();
+  indexStoredMessages(db);
   const memoryFts = db.prepare('INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)');
   for (const row of db.prepare('SELECT seq, content FROM memories').all() as { seq: number; content: string }[]) {
     const terms = analyzeForIndex(row.content);

@@ -194,16 +194,20 @@ export function rebuildMessageIndex(db: Database.Database): void {
 /** Creates `message_terms` from the stored messages and drops `messages_fts` (a migration step). */
 export function buildMessageTerms(db: Database.Database): void {
   db.exec(MESSAGE_TERMS_DDL);
+  indexStoredMessages(db);
+}
+
+/**
+ * Adds every stored message to `message_terms` and the database-wide statistics, each with its session's
+ * previous message as context, as the writes that stored them would have (a migration, a restore).
+ */
+export function indexStoredMessages(db: Database.Database): void {
   const index = new MessageIndex(db);
   let previousSession = '';
   let previousTerms = '';
-  for (const row of db.prepare('SELECT seq, user_id, agent_id, session_key, content FROM messages ORDER BY user_id, agent_id, session_key, seq').all() as {
-    seq: number;
-    user_id: string;
-    agent_id: string;
-    session_key: string;
-    content: string;
-  }[]) {
+  const messages = db.prepare('SELECT seq, user_id, agent_id, session_key, content FROM messages ORDER BY user_id, agent_id, session_key, seq');
+  // `all()`, not `iterate()`: indexing runs statements on this connection, which an open iterator would hold.
+  for (const row of messages.all() as { seq: number; user_id: string; agent_id: string; session_key: string; content: string }[]) {
     const session = `${row.user_id}\u0000${row.agent_id}\u0000${row.session_key}`;
     const terms = analyzeForIndex(row.content);
     index.add(row.seq, { userId: row.user_id, agentId: row.agent_id, sessionKey: row.session_key }, terms, session === previousSession ? previousTerms : '');
