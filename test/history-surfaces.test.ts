@@ -130,6 +130,7 @@ describe('REST /v1/errors, /v1/guides, /v1/results', () => {
     const viaMcp = await client.callTool({ name: 'write_result', arguments: { content: '# x', overwrite: true } });
     expect(viaMcp.isError).toBe(true);
     expect(textOf(viaMcp)).toMatch(/overwrite/);
+    // @ts-expect-error: path is not a write_result field, and the façade refuses it at run time too.
     expect(() => cairn.history.writeResult({ content: '# x', path: '/tmp/x.md' })).toThrow(
       "invalid write_result: unknown field 'path' (it takes content, format, filename)",
     );

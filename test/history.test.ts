@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Cairn } from '../src/cairn.js';
 import { isCairnError } from '../src/errors.js';
 import { errorRecordId } from '../src/history/error-history.js';
+import type { ChatHistoryInput, WriteErrorInput } from '../src/history/history.js';
 import { FakeEmbeddingServer } from './fixtures/fake-embedding-server.js';
 import { FakeLlmServer } from './fixtures/fake-llm-server.js';
 import { Fixtures } from './http-fixtures.js';
@@ -39,7 +40,8 @@ function run(cairn: Cairn, taskId: string, objective: string, calls: { name: str
   });
 }
 
-const chat = (cairn: Cairn, params: unknown, turnId?: string) => cairn.history.chatHistory({ scope, sessionKey: session, turnId }, params);
+// Some cases send what an agent might (bad values included): chat_history validates at run time.
+const chat = (cairn: Cairn, params: unknown, turnId?: string) => cairn.history.chatHistory({ scope, sessionKey: session, turnId }, params as ChatHistoryInput);
 
 describe('runs', () => {
   it('records a run, merges a second write into it and appends its tool calls', async () => {
@@ -337,7 +339,7 @@ describe('chat_history withheld note', () => {
 });
 
 describe('write_error and error_history', () => {
-  const fix = (n: number) => ({
+  const fix = (n: number): WriteErrorInput => ({
     tool_name: 'search_web',
     keywords: [' Search_Web ', 'QUOTA', 'quota'],
     symptom: `HTTP 429 too many requests from the search API (${n})`,
@@ -352,7 +354,7 @@ describe('write_error and error_history', () => {
     expect(written.recorded).toBe(true);
     expect(written.text).toMatch(/^recorded [0-9a-f]{8}$/);
     expect(written.record!.keywords).toEqual(['search_web', 'quota', 'error_type:rate_limit']);
-    const read = await cairn.history.errorHistory(scope, { hash: written.hash });
+    const read = await cairn.history.errorHistory(scope, { hash: written.hash! });
     expect(read.mode).toBe('read');
     expect(read.records[0]!.action).toBe('waited 60 seconds and retried with fewer results');
     expect(read.text).toContain(`${written.hash} · search_web`);
@@ -387,12 +389,12 @@ describe('write_error and error_history', () => {
     const a = await cairn.history.writeError(scope, fix(pair[0]));
     await cairn.history.writeError(scope, fix(pair[1]));
     await rejects(cairn.history.errorHistory(scope, { hash: a.hash!.slice(0, 4) }), 'invalid_input', /ambiguous: it starts 2 records/);
-    expect((await cairn.history.errorHistory(scope, { hash: a.hash })).records).toHaveLength(1);
+    expect((await cairn.history.errorHistory(scope, { hash: a.hash! })).records).toHaveLength(1);
   });
 
   it('accepts failed and abandoned outcomes but discards them, and says so', async () => {
     const cairn = await fx.cairn();
-    for (const outcome of ['failed', 'abandoned']) {
+    for (const outcome of ['failed', 'abandoned'] as const) {
       const result = await cairn.history.writeError(scope, { ...fix(1), outcome });
       expect(result).toMatchObject({ recorded: false, hash: null });
       expect(result.text).toMatch(new RegExp(`not recorded: outcome=${outcome} is discarded`));
@@ -402,11 +404,11 @@ describe('write_error and error_history', () => {
 
   it('validates write_error: required fields and the outcome enum', async () => {
     const cairn = await fx.cairn();
-    await rejects(cairn.history.writeError(scope, { ...fix(1), outcome: 'maybe' }), 'invalid_input', /outcome must be one of resolved, failed, abandoned/);
+    await rejects(cairn.history.writeError(scope, { ...fix(1), outcome: 'maybe' as never }), 'invalid_input', /outcome must be one of resolved, failed, abandoned/);
     await rejects(cairn.history.writeError(scope, { ...fix(1), keywords: [] }), 'invalid_input', /keywords needs at least one/);
     await rejects(cairn.history.writeError(scope, { ...fix(1), keywords: ['  '] }), 'invalid_input', /keywords/);
     const { symptom: _symptom, ...noSymptom } = fix(1);
-    await rejects(cairn.history.writeError(scope, noSymptom), 'invalid_input', /symptom is required/);
+    await rejects(cairn.history.writeError(scope, noSymptom as WriteErrorInput), 'invalid_input', /symptom is required/);
   });
 
   it('search: by keyword, 4 records by default, limit capped at 16, each with the fix that worked', async () => {
@@ -438,7 +440,7 @@ describe('write_error and error_history', () => {
     const cairn = await fx.cairn();
     const written = await cairn.history.writeError(scope, fix(1));
     const other = { userId: 'u2', agentId: 'a1' };
-    await rejects(cairn.history.errorHistory(other, { hash: written.hash }), 'not_found', /no error record/);
+    await rejects(cairn.history.errorHistory(other, { hash: written.hash! }), 'not_found', /no error record/);
   });
 });
 
@@ -473,6 +475,7 @@ describe('reasoning_guide', () => {
     const cairn = await fx.cairn();
     expect(() => cairn.history.reasoningGuide({ topics: ['nope', ' '] })).toThrow(/unknown topic "nope"; available: ask_user, figure, .*write_todo/);
     expect(() => cairn.history.reasoningGuide({ topics: [] })).toThrow(/at least one topic/);
+    // @ts-expect-error: topics is required, and a caller that leaves it out is told so at run time too.
     expect(() => cairn.history.reasoningGuide({})).toThrow(/topics is required/);
   });
 });

@@ -164,11 +164,11 @@ describe('knowledge registry', () => {
 
     const id = await harness.ready(cairn, 'wiki', FIXTURES.wiki);
     expect(await failure(cairn.knowledge.add(LOCAL, { type: 'wiki', path: FIXTURES.wiki }))).toMatchObject({ code: 'conflict', message: expect.stringContaining(id) });
-    expect(await failure(cairn.knowledge.callTool(LOCAL, undefined, 'search', {}))).toEqual({ code: 'invalid_input', message: 'knowledge_id is required' });
+    expect(await failure(cairn.knowledge.callTool(LOCAL, undefined as never, 'search', {}))).toEqual({ code: 'invalid_input', message: 'knowledge_id is required' });
     expect(await failure(cairn.knowledge.callTool(LOCAL, 'wiki-xyz', 'search', {}))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^invalid knowledge_id format/) });
     expect(await failure(cairn.knowledge.callTool(LOCAL, 'cg-00000000', 'search', {}))).toEqual({ code: 'not_found', message: 'knowledge resource cg-00000000 not found' });
     expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'impact', { symbol: 'x' }))).toMatchObject({ code: 'not_found', message: expect.stringContaining('/v3/tools/list') });
-    expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', []))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^params must be an object/) });
+    expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', [] as never))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^params must be an object/) });
     expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', {}))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^invalid params\.query/) });
     expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', { query: 'x', limit: 0 }))).toMatchObject({ message: expect.stringMatching(/^invalid params\.limit/) });
     expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', { query: 'x', top: 3 }))).toMatchObject({ message: "invalid params: unknown parameter 'top'" });

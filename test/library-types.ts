@@ -42,6 +42,29 @@ export async function libraryTypeChecks(cairn: Cairn, scope: Scope, error: Cairn
   // @ts-expect-error the wire name is not the library's
   await cairn.listMessages(scope, { session_key: 's1' });
 
+  // The services behind the façade: history, the tool hub and knowledge resources.
+  const caller = { scope, sessionKey: 's1' };
+  await cairn.history.chatHistory(caller, { mode: 'search', keyword: 'timeout' });
+  // @ts-expect-error misspelled parameter
+  await cairn.history.chatHistory(caller, { mode: 'search', keywrd: 'timeout' });
+  await cairn.history.errorHistory(scope, { keyword: 'quota' });
+  // @ts-expect-error no such mode
+  await cairn.history.errorHistory(scope, { mode: 'grep' });
+  await cairn.history.writeError(scope, { tool_name: 't', keywords: ['k'], symptom: 's', action: 'a', outcome: 'resolved' });
+  // @ts-expect-error no such outcome
+  await cairn.history.writeError(scope, { tool_name: 't', keywords: ['k'], symptom: 's', action: 'a', outcome: 'fixed' });
+  cairn.history.reasoningGuide({ topics: ['write_todo'] });
+  // @ts-expect-error misspelled field
+  cairn.history.writeResult({ content: '# x', fromat: 'md' });
+  await cairn.tools.search({ queries: ['github create issue'], limit: 5 });
+  // @ts-expect-error misspelled parameter
+  await cairn.tools.search({ query: 'github create issue' });
+  // @ts-expect-error tool_describe takes names
+  await cairn.tools.describe({ name: 'github__create_issue' });
+  await cairn.knowledge.callTool(scope, 'wiki-0123abcd', 'search', { query: 'x' });
+  // @ts-expect-error a resource id is a string
+  await cairn.knowledge.get(scope, 42);
+
   // @ts-expect-error no such error code
   if (error.code === 'no_such_code') return;
 

@@ -234,6 +234,16 @@ function stringList(value: unknown, what: string, max: number, dedupe: boolean, 
 /** A tool definition in MCP `tools/list` shape. */
 export type ToolDefinition = { name: string; description: string; inputSchema: JsonObject };
 
+/**
+ * The bridge tools' arguments as the library takes them (the definitions below). The hub normalises
+ * and validates at run time what agents send, looser shapes included (a single string for a list, the
+ * legacy `{name, arguments}`, arguments as JSON text); the MCP surface passes that through as these.
+ */
+export type ToolSearchArgs = { queries: string | readonly string[]; limit?: number };
+export type ToolDescribeArgs = { names: string | readonly string[] };
+export type ToolCallEntry = { name: string; arguments?: Record<string, unknown> | string };
+export type ToolCallArgs = { calls: readonly ToolCallEntry[] | ToolCallEntry | string } | ToolCallEntry;
+
 /** The three bridge tools for a disclosure; only tool_search's description changes with the listing. */
 /**
  * `semantic`: tool search is hybrid (an embedder is fused with BM25), so a query whose words no tool holds

@@ -13,9 +13,12 @@ import {
   unknownToolError,
   type BridgeError,
   type SearchLimits,
+  type ToolCallArgs,
   type ToolDefinition,
+  type ToolDescribeArgs,
   type ToolDescribeAnswer,
   type ToolSearchAnswer,
+  type ToolSearchArgs,
 } from './bridge.js';
 import { Catalog, catalogName, type CatalogTool, type Disclosure, type DisclosureSettings, type SourceStatus } from './catalog.js';
 import { DownstreamServer } from './downstream.js';
@@ -243,18 +246,18 @@ export class ToolHub {
   }
 
   /** tool_search over `scope`'s catalog. */
-  async search(args: unknown, scope?: Scope): Promise<ToolSearchAnswer | BridgeError> {
+  async search(args: ToolSearchArgs, scope?: Scope): Promise<ToolSearchAnswer | BridgeError> {
     const catalog = await this.ready(scope);
     return toolSearch(catalog, args, this.limits, (query, limit) => this.find(catalog, query, limit));
   }
 
   /** tool_describe over `scope`'s catalog. */
-  async describe(args: unknown, scope?: Scope): Promise<ToolDescribeAnswer | BridgeError> {
+  async describe(args: ToolDescribeArgs, scope?: Scope): Promise<ToolDescribeAnswer | BridgeError> {
     return toolDescribe(await this.ready(scope), args, (name) => this.isCore(name));
   }
 
   /** tool_call: normalise, resolve to one tool, validate, dispatch, record. Returns an MCP tool result. */
-  async call(args: unknown, caller: ToolCaller): Promise<CallToolResult> {
+  async call(args: ToolCallArgs, caller: ToolCaller): Promise<CallToolResult> {
     const catalog = await this.ready(caller.scope);
     const started = Date.now();
     const normalized = normalizeCalls(args);

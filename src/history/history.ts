@@ -14,6 +14,17 @@ import { EmbeddingJudge, LlmJudge, type RelevanceJudge } from './relevance.js';
 import { resultText, RunLog, runInput, toolCallInput, type RunInput } from './runs.js';
 import { ResultWriter, resolveOutputDir, writeResultParams, type WriteResultReceipt } from './write-result.js';
 
+/**
+ * The history tools' parameters as the library takes them: the input types of the schemas that validate
+ * them, so a misspelt key is a compile error. Every method still validates at run time: the REST and MCP
+ * surfaces hand over what a request carried, typed as these after the transport's own checks.
+ */
+export type ChatHistoryInput = z.input<typeof chatHistoryParams>;
+export type WriteErrorInput = z.input<typeof writeErrorParams>;
+export type ErrorHistoryInput = z.input<typeof errorHistoryParams>;
+export type ReasoningGuideInput = z.input<typeof reasoningGuideParams>;
+export type WriteResultInput = z.input<typeof writeResultParams>;
+
 /** Who is asking for a session's history: the scope, the session and, when known, the turn (its run's task id). */
 export type HistoryCaller = ToolCaller;
 
@@ -83,7 +94,7 @@ export class History implements ToolCallRecorder {
   }
 
   /** chat_history over the caller's session. */
-  async chatHistory(caller: HistoryCaller, params: unknown): Promise<ChatHistoryResult> {
+  async chatHistory(caller: HistoryCaller, params: ChatHistoryInput = {}): Promise<ChatHistoryResult> {
     const scope = checkScope(caller.scope);
     const sessionKey = requireSession(caller.sessionKey);
     await this.runs.pruneIfDue();
@@ -92,12 +103,12 @@ export class History implements ToolCallRecorder {
   }
 
   /** write_error: stores a resolved failure with its fix; other outcomes are discarded. */
-  async writeError(scope: Scope, params: unknown): Promise<WriteErrorResult> {
+  async writeError(scope: Scope, params: WriteErrorInput): Promise<WriteErrorResult> {
     return this.errors.write(checkScope(scope), parseInput(writeErrorParams, params, 'write_error'));
   }
 
   /** error_history: search by keyword or read by hash. */
-  async errorHistory(scope: Scope, params: unknown): Promise<ErrorHistoryResult> {
+  async errorHistory(scope: Scope, params: ErrorHistoryInput = {}): Promise<ErrorHistoryResult> {
     return this.errors.run(checkScope(scope), parseInput(errorHistoryParams, params ?? {}, 'error_history'));
   }
 
@@ -107,7 +118,7 @@ export class History implements ToolCallRecorder {
   }
 
   /** reasoning_guide: the requested guides under `## <topic>` headings. */
-  reasoningGuide(params: unknown): ReasoningGuideResult {
+  reasoningGuide(params: ReasoningGuideInput): ReasoningGuideResult {
     return this.guides.read(parseInput(reasoningGuideParams, params, 'reasoning_guide'));
   }
 
@@ -117,7 +128,7 @@ export class History implements ToolCallRecorder {
   }
 
   /** write_result: saves a Markdown or checked HTML deliverable and returns the receipt. */
-  writeResult(params: unknown): WriteResultReceipt {
+  writeResult(params: WriteResultInput): WriteResultReceipt {
     return this.results.write(parseInput(writeResultParams, params, 'write_result'));
   }
 

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Cairn } from '../cairn.js';
 import { chatHistoryParams } from '../history/chat-history.js';
 import { errorHistoryParams, shortHash, writeErrorParams } from '../history/error-history.js';
+import type { ChatHistoryInput, WriteErrorInput, WriteResultInput } from '../history/history.js';
 import { writeResultParams } from '../history/write-result.js';
 import type { ErrorRecord, Run } from '../store/store.js';
 import { CALLER_HEADERS, requestScope, type AppEnv, type AuthMode } from './caller.js';
@@ -152,13 +153,15 @@ export function addHistoryRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode
     const { session_key, turn_id, task_id, ...params } = q;
     const result = await cairn.history.chatHistory(
       { scope, sessionKey: session_key ?? c.req.header(CALLER_HEADERS.session), turnId: turn_id ?? c.req.header(CALLER_HEADERS.turn) },
-      { ...params, task_id: task_id?.split(',') },
+      // chat_history validates what the query carried (time_range among its periods and so on).
+      { ...params, task_id: task_id?.split(',') } as ChatHistoryInput,
     );
     return c.json(result satisfies z.infer<typeof chatHistoryResponse>);
   });
 
   app.post('/v1/errors', describe({ operationId: 'writeError', summary: 'write_error: store a resolved tool failure with its fix (201; other outcomes 200, discarded)', body: writeErrorParams, responses: { 201: writeErrorResponse, 200: writeErrorResponse } }), async (c) => {
-    const result = await cairn.history.writeError(requestScope(c, mode), await readBody(c, z.unknown()));
+    // writeError validates the body itself, naming the fields it takes.
+    const result = await cairn.history.writeError(requestScope(c, mode), (await readBody(c, z.unknown())) as WriteErrorInput);
     return c.json({ recorded: result.recorded, hash: result.hash, text: result.text } satisfies z.infer<typeof writeErrorResponse>, result.recorded ? 201 : 200);
   });
 
@@ -182,7 +185,8 @@ export function addHistoryRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode
 
   app.post('/v1/results', describe({ operationId: 'writeResult', summary: 'write_result: save a Markdown or checked HTML deliverable (never overwrites)', body: writeResultParams, responses: { 201: receiptResponse } }), async (c) => {
     requestScope(c, mode);
-    const receipt = cairn.history.writeResult(await readBody(c, z.unknown()));
+    // writeResult validates the body itself, naming the fields it takes.
+    const receipt = cairn.history.writeResult((await readBody(c, z.unknown())) as WriteResultInput);
     return c.json(receipt satisfies z.infer<typeof receiptResponse>, 201);
   });
 }

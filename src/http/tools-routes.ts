@@ -71,7 +71,8 @@ export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
     }), async (c) => {
     const scope = requestScope(c, mode);
     const body = await readBody(c, listBody);
-    const resource = body.knowledge_id === undefined ? undefined : (await cairn.knowledge.get(scope, body.knowledge_id)).id;
+    // The registry checks the id's form and answers invalid_input or not_found itself.
+    const resource = body.knowledge_id === undefined ? undefined : (await cairn.knowledge.get(scope, body.knowledge_id as string)).id;
     if (resource !== undefined && body.source !== undefined && body.source !== resource) {
       throw new CairnError('invalid_input', `source '${body.source}' and knowledge_id '${resource}' name different sources; send one`);
     }
@@ -136,7 +137,7 @@ async function requestedTool(cairn: Cairn, body: z.infer<typeof callBody>, scope
     const matches = catalog.get(requested) ? [] : catalog.suffixMatches(requested);
     return matches.length === 1 ? matches[0]! : requested;
   }
-  const resource = (await cairn.knowledge.get(scope, body.knowledge_id)).id;
+  const resource = (await cairn.knowledge.get(scope, body.knowledge_id as string)).id;
   return requested.startsWith(`${resource}${NAME_SEPARATOR}`) ? requested : catalogName(resource, requested);
 }
 

@@ -154,12 +154,12 @@ export class KnowledgeRegistry {
   }
 
   /** One resource of `scope`; `invalid_input` for a malformed id, `not_found` for an unknown one or another scope's. */
-  async get(scope: Scope, id: unknown): Promise<KnowledgeResource> {
+  async get(scope: Scope, id: string): Promise<KnowledgeResource> {
     return this.view(await this.record(scope, id));
   }
 
   /** Unregisters a resource of `scope` and drops its index (the folder is not touched). */
-  async remove(scope: Scope, id: unknown): Promise<void> {
+  async remove(scope: Scope, id: string): Promise<void> {
     const record = await this.record(scope, id);
     this.unwatch(record.id);
     if (!(await this.store.deleteKnowledgeResource(scope, record.id))) throw new CairnError('not_found', `knowledge resource ${record.id} not found`);
@@ -169,14 +169,14 @@ export class KnowledgeRegistry {
   }
 
   /** Starts a re-sync of a resource of `scope` (or queues one behind a running sync); returns at once. */
-  async sync(scope: Scope, id: unknown): Promise<KnowledgeResource> {
+  async sync(scope: Scope, id: string): Promise<KnowledgeResource> {
     const record = await this.record(scope, id);
     void this.schedule(record);
     return this.view(record);
   }
 
   /** Waits until no sync of the resource is running or queued; `onProgress` sees each file indexed meanwhile. */
-  async whenIdle(scope: Scope, id: unknown, onProgress?: (progress: IndexProgress) => void): Promise<{ resource: KnowledgeResource; lastSync: SyncReport | null }> {
+  async whenIdle(scope: Scope, id: string, onProgress?: (progress: IndexProgress) => void): Promise<{ resource: KnowledgeResource; lastSync: SyncReport | null }> {
     const record = await this.record(scope, id);
     const listeners = this.listeners.get(record.id) ?? new Set();
     this.listeners.set(record.id, listeners);
@@ -193,7 +193,7 @@ export class KnowledgeRegistry {
    * Runs one tool of a resource of `scope`. Bad input is `invalid_input` naming the parameter, an unknown
    * resource (or another scope's) or tool `not_found`; a resource that is not ready answers with its status.
    */
-  async callTool(scope: Scope, id: unknown, toolName: unknown, params: unknown): Promise<unknown> {
+  async callTool(scope: Scope, id: string, toolName: string, params: Record<string, unknown> = {}): Promise<unknown> {
     const record = await this.record(scope, id);
     if (typeof toolName !== 'string' || toolName.trim() === '') throw new CairnError('invalid_input', 'tool_name is required');
     const tool = toolsOf(record.type).find((t) => t.name === toolName);

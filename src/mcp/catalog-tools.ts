@@ -1,7 +1,7 @@
 import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import type { ToolDefinition } from '../catalog/bridge.js';
+import type { ToolCallArgs, ToolDefinition, ToolDescribeArgs, ToolSearchArgs } from '../catalog/bridge.js';
 import { toolDefinition } from '../catalog/catalog.js';
 import type { ToolHub } from '../catalog/tool-hub.js';
 import type { Scope } from '../types.js';
@@ -23,15 +23,16 @@ export function registerCatalogTools(server: CairnMcpServer, ctx: ToolContext): 
   const scope = ctx.resolveCaller().scope;
 
   const [search, describe, call] = hub.bridgeTools(undefined, scope);
+  // What the agent sent goes to the hub as is: it normalises the looser shapes and validates them.
   const bridge = {
     tool_search: register(server, search!, { readOnlyHint: true, openWorldHint: false }, (args, extra) =>
-      runTool(ctx, 'tool_search', async () => jsonResult(await hub.search(args, ctx.resolveCaller(extra).scope))),
+      runTool(ctx, 'tool_search', async () => jsonResult(await hub.search(args as ToolSearchArgs, ctx.resolveCaller(extra).scope))),
     ),
     tool_describe: register(server, describe!, { readOnlyHint: true, openWorldHint: false }, (args, extra) =>
-      runTool(ctx, 'tool_describe', async () => jsonResult(await hub.describe(args, ctx.resolveCaller(extra).scope))),
+      runTool(ctx, 'tool_describe', async () => jsonResult(await hub.describe(args as ToolDescribeArgs, ctx.resolveCaller(extra).scope))),
     ),
     tool_call: register(server, call!, { openWorldHint: true }, (args, extra) =>
-      runTool(ctx, 'tool_call', () => hub.call(args, turnOf(ctx, extra))),
+      runTool(ctx, 'tool_call', () => hub.call(args as ToolCallArgs, turnOf(ctx, extra))),
     ),
   };
   const direct = new Map<string, RegisteredTool>();
