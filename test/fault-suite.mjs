@@ -13,6 +13,7 @@ import { URLSearchParams } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
+import { prng } from '../bench/corpus.mjs';
 
 /** The built CLI. */
 export const CLI = join(import.meta.dirname, '..', 'dist', 'cli', 'main.js');
@@ -394,7 +395,7 @@ export async function fuzz({ mode = 'local', requests = 1_000, seed = 17, log = 
 
 /** A deterministic shuffle (so a seed reproduces a run's order). */
 function shuffle(items, seed) {
-  const rng = mulberry32(seed);
+  const rng = prng(seed);
   for (let i = items.length - 1; i > 0; i--) {
     const j = Math.floor(rng() * (i + 1));
     [items[i], items[j]] = [items[j], items[i]];
@@ -402,16 +403,6 @@ function shuffle(items, seed) {
   return items;
 }
 
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // ---- cross-tenant --------------------------------------------------------------------------------
 
@@ -485,7 +476,7 @@ const TENANTS = [
  * `controls` counts owner reads that must find the owner's own secret (they keep the checks honest).
  */
 export async function crossTenant({ operations = 500, seed = 17, log = () => {} } = {}) {
-  const rng = mulberry32(seed);
+  const rng = prng(seed);
   const data = tempDir();
   const tenants = TENANTS.map((t) => ({ ...t, marker: word(rng), secret: word(rng) }));
   await Promise.all(tenants.map(async (t) => (t.token = await createKey(data, t.user, t.boundAgent ? t.agent : undefined))));
@@ -697,7 +688,7 @@ function rowsSoFar(data) {
  * restart every acknowledged write must be in the file. Returns the ledger's size and the lost count.
  */
 export async function killDuringCapture({ kills = 2, log = () => {}, seed = 17 } = {}) {
-  const rng = mulberry32(seed);
+  const rng = prng(seed);
   const data = tempDir();
   const ledger = new Ledger();
   const tally = new Tally();
@@ -729,7 +720,7 @@ export async function killDuringCapture({ kills = 2, log = () => {}, seed = 17 }
  * the chunk, the file's first lines), and re-running the import must complete it without duplicates.
  */
 export async function killDuringImport({ kills = 1, lines = 5_000, log = () => {}, seed = 17 } = {}) {
-  const rng = mulberry32(seed);
+  const rng = prng(seed);
   let partial = 0;
   let duplicates = 0;
   let incomplete = 0;

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { hubUntil } from '../../test/fixtures/hub-until.js';
 import { parseConfig } from '../config.js';
 import type { ToolSearchAnswer } from './bridge.js';
 import { ToolHub, type InvokeOutcome } from './tool-hub.js';
@@ -103,7 +104,7 @@ describe('a hostile downstream server', () => {
     const { hub } = await setup();
     const before = await pid(hub);
     expect(failure(await hub.invoke('hostile__crash', {}, caller))).toContain('Cairn is reconnecting');
-    await until(hub, () => state(hub) === 'connected');
+    await hubUntil(hub, () => state(hub) === 'connected');
     const after = await pid(hub);
     expect(after).toMatch(/^\d+$/);
     expect(after).not.toBe(before);
@@ -132,7 +133,7 @@ describe('a hostile downstream server', () => {
     expect(state(hub)).toBe('connecting');
     const answer = (await hub.search({ queries: ['echo text'] })) as ToolSearchAnswer;
     expect(answer.results[0]!.available_sources).toEqual([{ name: 'hostile', tool_count: 0, unavailable: 'still connecting' }]);
-    await until(hub, () => state(hub) === 'unavailable');
+    await hubUntil(hub, () => state(hub) === 'unavailable');
     expect(hub.catalog().sources[0]!.reason).toMatch(/cannot connect/);
   });
 });
@@ -165,14 +166,3 @@ function state(hub: ToolHub): string {
   return hub.catalog().sources.find((s) => s.name === 'hostile')!.state;
 }
 
-function until(hub: ToolHub, predicate: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    if (predicate()) return resolve();
-    const off = hub.onChange(() => {
-      if (predicate()) {
-        off();
-        resolve();
-      }
-    });
-  });
-}

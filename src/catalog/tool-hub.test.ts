@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
+import { hubUntil } from '../../test/fixtures/hub-until.js';
 import { startWeatherServer } from '../../test/fixtures/tool-servers.mjs';
 import { parseConfig } from '../config.js';
 import type { ToolSearchAnswer } from './bridge.js';
@@ -41,19 +42,6 @@ async function setup(extra: Record<string, unknown> = {}, servers?: unknown[]): 
   cleanups.push(() => hub.stop());
   await hub.start();
   return { hub, recorder, weather, port: Number(new URL(weather.url).port) };
-}
-
-/** Resolves once `predicate` holds, re-checking whenever the hub reports a change. */
-function until(hub: ToolHub, predicate: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    if (predicate()) return resolve();
-    const off = hub.onChange(() => {
-      if (predicate()) {
-        off();
-        resolve();
-      }
-    });
-  });
 }
 
 const text = (r: CallToolResult) => r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
@@ -136,7 +124,7 @@ describe('the tool hub over real MCP servers', () => {
   it('follows tools/list_changed', async () => {
     const { hub } = await setup();
     await hub.call({ name: 'notes__enable_archive', arguments: {} }, caller);
-    await until(hub, () => hub.catalog().get('notes__archive_note') !== undefined);
+    await hubUntil(hub, () => hub.catalog().get('notes__archive_note') !== undefined);
     expect(text(await hub.call({ name: 'notes__archive_note', arguments: { id: '7' } }, caller))).toBe('archived 7');
   });
 
@@ -144,7 +132,7 @@ describe('the tool hub over real MCP servers', () => {
     const { hub } = await setup({ reconnect_initial_ms: 60_000, reconnect_max_ms: 60_000 });
     const crash = await hub.call({ name: 'notes__crash', arguments: {} }, caller);
     expect(crash.isError).toBe(true);
-    await until(hub, () => state(hub, 'notes').state === 'unavailable');
+    await hubUntil(hub, () => state(hub, 'notes').state === 'unavailable');
     expect(hub.catalog().tools.every((t) => t.source === 'weather')).toBe(true);
     const answer = (await hub.search({ queries: ['notes create'] })) as ToolSearchAnswer;
     expect(answer.results[0]!.matches).toEqual([]);
@@ -160,13 +148,13 @@ describe('the tool hub over real MCP servers', () => {
   it('reconnects a lost HTTP server with backoff once it is back', async () => {
     const { hub, weather, port } = await setup();
     await weather.close();
-    await until(hub, () => state(hub, 'weather').state === 'unavailable');
+    await hubUntil(hub, () => state(hub, 'weather').state === 'unavailable');
     expect(hub.catalog().get('weather__get_alerts')).toBeUndefined();
     const outcome = await hub.invoke('weather__get_alerts', { region: 'x' }, caller);
     expect(outcome).toMatchObject({ kind: 'unavailable', message: expect.stringContaining('unavailable right now') });
     const again = await startWeatherServer(port);
     cleanups.push(() => again.close());
-    await until(hub, () => state(hub, 'weather').state === 'connected');
+    await hubUntil(hub, () => state(hub, 'weather').state === 'connected');
     expect(text(await hub.call({ name: 'weather__get_alerts', arguments: { region: 'south' } }, caller))).toBe('no alerts for south');
   });
 
