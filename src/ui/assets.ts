@@ -152,6 +152,7 @@ export const APP_JS = `
   async function mutate(form) {
     const confirmText = form.getAttribute('data-confirm');
     if (confirmText && !window.confirm(confirmText)) return;
+    announce('', false);
     const [method, path] = form.getAttribute('data-api').split(' ');
     const res = await fetch(path, {
       method,

@@ -1,13 +1,10 @@
 import { html } from 'hono/html';
+import type { FileEntry, SymbolBrief } from '../knowledge/code-graph.js';
+import type { WikiGraph as Graph, WikiPageRead as PageRead, WikiPageSummary as PageRow } from '../knowledge/wiki.js';
 import { clip, num, pageOf, pager, table, time, type Html } from './layout.js';
 import { knowledgeBadge } from './overview-view.js';
 import type { AddView } from './ui-app.js';
 
-type PageRow = { id: string; path: string; title: string; headings: number; links_out: number; links_in: number };
-type PageRead = { id: string; path: string; title: string; content: string | null; links: { target: string; kind: string }[] };
-type Graph = { nodes: { id: string; title: string }[]; edges: { from: string; to: string }[]; isolated: string[] };
-type FileRow = { path: string } & Record<string, unknown>;
-type SymbolRow = { name: string; kind: string; file: string; line: number } & Record<string, unknown>;
 
 /** `/ui/knowledge` (resources, status, sync) and `/ui/knowledge/:id` (a wiki's pages and links, a code graph's files and symbols). */
 export function addKnowledgeViews(add: AddView): void {
@@ -49,18 +46,18 @@ ${shown ? html`<h2>${shown.title}</h2><p class="muted"><code>${shown.path}</code
 ${'missing' in graph
   ? ''
   : html`<h2>Link graph${ref ? ' around this page' : ''}</h2>
-${table('Links between pages', ['From', 'To'], graph.edges.slice(0, 200).map((e) => [pageLink(e.from, titleOf(graph, e.from)), pageLink(e.to, titleOf(graph, e.to))]), 'No link between pages.')}
+${table('Links between pages', ['From', 'To'], graph.edges.slice(0, 200).map((e) => [pageLink(e.source, titleOf(graph, e.source)), pageLink(e.target, titleOf(graph, e.target))]), 'No link between pages.')}
 ${graph.isolated.length > 0 ? html`<p class="muted">Pages without links: ${graph.isolated.slice(0, 100).join(', ')}</p>` : ''}`}`;
     } else if (resource.status === 'ready') {
       const q = query('q') ?? '';
-      const files = (await cairn.knowledge.callTool(scope, resource.id, 'files', { format: 'flat' })) as { total: number; files: FileRow[] };
-      const found = q.trim() !== '' ? ((await cairn.knowledge.callTool(scope, resource.id, 'search', { query: q, limit: 20 })) as { results: SymbolRow[] }) : null;
+      const files = (await cairn.knowledge.callTool(scope, resource.id, 'files', { format: 'flat' })) as { total: number; files: FileEntry[] };
+      const found = q.trim() !== '' ? ((await cairn.knowledge.callTool(scope, resource.id, 'search', { query: q, limit: 20 })) as { results: SymbolBrief[] }) : null;
       const { limit, offset } = pageOf(query, 100);
       detail = html`<h2>Symbols</h2>
 <form class="inline" action="${path}" method="get" role="search" aria-label="Search symbols"><label>Symbol or words<input name="q" value="${q}" required></label><button type="submit">Search</button></form>
 ${found ? table('Symbols, best first', ['Symbol', 'Kind', 'File', 'Line'], found.results.map((s) => [html`<code>${s.name}</code>`, s.kind, html`<code>${s.file}</code>`, num(s.line)]), 'No symbol matches.') : ''}
 <h2>Files (${String(files.total)})</h2>
-${table('Indexed files', ['File'], files.files.slice(offset, offset + limit).map((f) => [html`<code>${f.path}</code>`]))}
+${table('Indexed files', ['File', 'Language', 'Lines', 'Symbols'], files.files.slice(offset, offset + limit).map((f) => [html`<code>${f.path}</code>`, f.language, num(f.lines), num(f.symbols)]))}
 ${pager(path, {}, offset, limit, offset + limit < files.files.length)}`;
     }
     const body = html`<h1>${resource.name}</h1>
