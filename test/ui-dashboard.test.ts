@@ -144,6 +144,20 @@ describe('the dashboard in a real browser', () => {
     await page.getByRole('link', { name: 'Memories', exact: true }).click();
     await page.getByRole('row', { name: /Acme.*live/ }).waitFor();
     expect(await page.getByRole('link', { name: /Globex/ }).count()).toBe(0);
+
+    // Edit the hand-written one (a new version), then forget it after confirmation.
+    await page.getByRole('link', { name: /Prefers green tea/ }).click();
+    await page.getByRole('heading', { level: 1, name: 'Memory' }).waitFor();
+    await page.getByLabel('Content').fill('Prefers jasmine tea in the morning');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await flash('Memory saved');
+    await page.getByRole('row', { name: /Version 2/ }).waitFor();
+    expect(await page.getByRole('row', { name: /update.*1 → 2/ }).count()).toBe(1);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Forget this memory' }).click();
+    await flash('Memory forgotten.');
+    await page.getByRole('heading', { level: 1, name: 'Memories' }).waitFor();
+    expect(await page.getByRole('link', { name: /jasmine/ }).count()).toBe(0);
   });
 
   it('runs memory_search in the playground and shows the strategy and each path’s rank', async () => {
@@ -217,6 +231,8 @@ describe('the dashboard in a real browser', () => {
     await page.goto(`${server.url}/ui`);
     await page.getByRole('link', { name: 'Knowledge', exact: true }).click();
     await view('Knowledge', 'knowledge');
+    const files = (await page.getByRole('row', { name: /handbook/ }).getByRole('cell').allInnerTexts())[3];
+    expect(Number(files)).toBeGreaterThan(3);
     await page.getByRole('button', { name: 'Sync handbook' }).click();
     await flash('Sync started.');
     await page.getByRole('link', { name: 'handbook' }).click();

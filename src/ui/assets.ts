@@ -172,6 +172,7 @@ export const APP_JS = `
     const url = new URL(a.href, location.href);
     if (url.origin !== location.origin || !(url.pathname === '/ui' || url.pathname.startsWith('/ui/')) || url.pathname.startsWith('/ui/assets/')) return;
     event.preventDefault();
+    announce('', false);
     load(url.pathname + url.search, true).catch((err) => announce(String(err), true));
   });
 
@@ -198,6 +199,7 @@ export const APP_JS = `
       const query = new URLSearchParams();
       for (const [name, value] of new FormData(form)) if (String(value) !== '') query.append(name, String(value));
       url.search = query.toString();
+      announce('', false);
       load(url.pathname + url.search, true).catch((err) => announce(String(err), true));
     }
   });

@@ -18,7 +18,8 @@ ${table(
     html`<a href="/ui/knowledge/${k.id}">${k.name}</a> <code class="muted">${k.id}</code>`,
     k.type,
     html`${knowledgeBadge(k.syncing ? 'indexing' : k.status)}${k.error ? html` ${clip(k.error, 120)}` : ''}`,
-    num(k.stats.files ?? null),
+    // A code graph counts its indexed files, a wiki its files (pages and attachments).
+    num(k.stats.files ?? k.stats.raw_files ?? null),
     time(k.syncedAt),
     syncButton(k.id, k.name),
   ]),

@@ -70,7 +70,7 @@ ${String(budgetChars)} characters (about ${String(estimateTextTokens('x'.repeat(
 
 function explanation(e: ExplainedSearch<{ results: Hit[]; strategy: string; text: string }>, target: 'memories' | 'conversations'): Html {
   const byId = new Map(e.result.results.map((r) => [r.id, r]));
-  const rank = (p: PathRank | null) => (p ? html`#${String(p.rank)} <span class="muted">(${p.score.toFixed(4)})</span>` : html`<span class="muted">—</span>`);
+  const rank = (p: PathRank | null) => (p ? html`#${String(p.rank)} <span class="muted">(${score(p.score)})</span>` : html`<span class="muted">—</span>`);
   return html`<h2>Result</h2>
 <p>Strategy <strong id="strategy">${e.result.strategy}</strong> · keyword path ${e.paths.keyword ? badge('on', 'ok') : badge('off')} · vector path ${e.paths.vector ? badge('on', 'ok') : badge('off')} ·
 vector floor ${e.vectorFloor === null ? 'none' : e.vectorFloor.toFixed(3)} · vector weight ${String(e.vectorWeight)} · keyword floor none (every keyword match is kept)</p>
@@ -83,7 +83,7 @@ ${table(
     return [
       String(i + 1),
       target === 'memories' ? html`<a href="/ui/memories/${h.id}">${clip(hit?.content ?? h.id, 200)}</a>` : html`${clip(hit?.content ?? h.id, 200)} <span class="muted">(${hit?.session_key ?? ''})</span>`,
-      h.fused.toFixed(4),
+      score(h.fused),
       rank(h.keyword),
       rank(h.vector),
       html`${labels.map((l) => badge(l))}`,
@@ -91,7 +91,12 @@ ${table(
   }),
   'No hit.',
 )}
-${e.belowFloor.length > 0 ? html`<p class="muted">Vector hits under the floor, not served: ${e.belowFloor.map((b) => html`#${String(b.rank)} (${b.score.toFixed(3)}) `)}</p>` : ''}
+${e.belowFloor.length > 0 ? html`<p class="muted">Vector hits under the floor, not served: ${e.belowFloor.map((b) => html`#${String(b.rank)} (${score(b.score)}) `)}</p>` : ''}
 <h2>What the agent receives</h2>
 <pre id="agent-text">${e.result.text}</pre>`;
+}
+
+/** A path's score, in its own scale: four decimals, or three significant digits when smaller than that shows. */
+function score(value: number): string {
+  return value !== 0 && Math.abs(value) < 0.001 ? value.toExponential(2) : value.toFixed(4);
 }
