@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Cairn } from '../src/cairn.js';
 import { createApp } from '../src/http/app.js';
+import { FIXTURES } from './fixtures/knowledge/harness.js';
 import { Fixtures, json } from './http-fixtures.js';
 
 // The dashboard in-process: every view renders from the façade, user text is escaped, pages carry a
@@ -45,6 +46,18 @@ describe('the dashboard in local mode', () => {
     expect(text.startsWith('<h1>Conversations</h1>')).toBe(true);
     expect(text).not.toContain('<nav class="views"');
     expect(decodeURIComponent(res.headers.get('x-cairn-title')!)).toBe('Conversations · Cairn');
+  });
+
+  it('shows a code graph: its files, and the symbols a search finds', async () => {
+    const app = createApp(cairn, { log: () => {} });
+    const scope = { userId: 'default', agentId: 'default' };
+    const resource = await cairn.knowledge.add(scope, { type: 'code', path: FIXTURES.code, name: 'shop' });
+    await cairn.knowledge.whenIdle(scope, resource.id);
+    const text = await (await app.request(`http://127.0.0.1:8420/ui/knowledge/${resource.id}?q=normalizeName`)).text();
+    expect(text).toContain('<code>src/format.ts</code>');
+    expect(text).toMatch(/<code>normalizeName<\/code><\/td><td>function<\/td>/);
+    const list = await (await app.request('http://127.0.0.1:8420/ui/knowledge')).text();
+    expect(list).toContain(`/ui/knowledge/${resource.id}`);
   });
 
   it('shows an unknown memory as a 404 page, and serves its assets', async () => {
