@@ -65,6 +65,10 @@ describe('the dashboard in local mode', () => {
     const res = await app.request('http://127.0.0.1:8420/ui/memories/nope');
     expect(res.status).toBe(404);
     expect(await res.text()).toContain('memory nope not found');
+    const slash = await app.request('http://127.0.0.1:8420/ui/memories/?type=persona');
+    expect(slash.status).toBe(308);
+    expect(slash.headers.get('location')).toBe('/ui/memories?type=persona');
+    expect((await app.request('http://127.0.0.1:8420/ui/')).headers.get('location')).toBe('/ui');
     const js = await app.request('http://127.0.0.1:8420/ui/assets/app.js');
     expect(js.headers.get('content-type')).toContain('javascript');
     expect(await js.text()).toContain('sessionStorage');

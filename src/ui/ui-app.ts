@@ -65,6 +65,12 @@ const SECURITY_HEADERS = {
 export function createUiApp(cairn: Cairn, mode: AuthMode, log: (message: string) => void): Hono<AppEnv> {
   const ui = new Hono<AppEnv>();
   ui.use('*', async (c, next) => {
+    // `/ui/` and `/ui/memories/` are the views without the slash.
+    const path = c.req.path;
+    if (c.req.method === 'GET' && path.length > 1 && path.endsWith('/')) {
+      const url = new URL(c.req.url);
+      return c.redirect(`${path.replace(/\/+$/, '') || '/ui'}${url.search}`, 308);
+    }
     await next();
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) c.header(name, value);
     c.header('vary', `authorization, ${UI_HEADER}`);
