@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -22,7 +23,9 @@ function findChromium(): string | undefined {
 export function ensureChromium(): string {
   const found = findChromium();
   if (found) return found;
-  const install = spawnSync('sh', ['-c', 'apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium'], { stdio: 'inherit' });
+  // Test files run in parallel: flock lets one install while the others wait for it.
+  const script = '[ -x /usr/bin/chromium ] || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium)';
+  const install = spawnSync('flock', [join(tmpdir(), 'cairn-chromium-install.lock'), 'sh', '-c', script], { stdio: 'inherit' });
   const installed = findChromium();
   if (!installed) throw new Error(`no Chromium found (${CANDIDATES.filter(Boolean).join(', ')}) and apt-get install chromium failed (exit ${install.status}); install Debian's chromium package or set CHROMIUM_PATH`);
   return installed;

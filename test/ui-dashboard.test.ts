@@ -91,7 +91,7 @@ async function flash(text: string): Promise<void> {
   await page.locator('#flash', { hasText: text }).waitFor();
 }
 
-describe('the dashboard in a real browser', () => {
+describe('the dashboard in a real browser', { timeout: 120_000 }, () => {
   it('shows the overview: counts, store, embedder, tool servers and knowledge', async () => {
     await page.goto(`${server.url}/ui`);
     await view('Overview', 'overview');

@@ -53,7 +53,7 @@ async function connect(page: Page, token: string): Promise<void> {
   await page.getByRole('button', { name: 'Use this key' }).click();
 }
 
-describe('the dashboard in keys mode', () => {
+describe('the dashboard in keys mode', { timeout: 120_000 }, () => {
   it('asks for a key and shows nothing without one; a wrong key is refused', async () => {
     const { context, page } = await tab();
     const res = await page.goto(`${server.url}/ui/memories`);
