@@ -1,6 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { loadConfig, parseConfig, type CairnConfig, type CairnConfigInput } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
 import { EmbedQueue } from './embed/embed-queue.js';
@@ -18,7 +18,7 @@ import { budgetSpentText, TurnBudget, type BudgetCharge, type TurnRef } from './
 import { conversationSearch, type ConversationSearchResult } from './memory/conversation-search.js';
 import { memorySearch, type MemorySearchResult } from './memory/memory-search.js';
 import { listMemoriesSchema, listMessagesSchema, memoryPatchSchema, newMemorySchema, newMessageSchema, scopeSchema } from './memory/schemas.js';
-import type { SearchContext } from './memory/search-context.js';
+import { pathsAvailable, type SearchContext } from './memory/search-context.js';
 import { conversationSearchParams, memorySearchParams, type ConversationSearchInput, type MemorySearchInput } from './memory/search-params.js';
 import { createChatModel } from './llm/chat-client.js';
 import { LlmExtractor, type Extractor } from './memory/extract.js';
@@ -29,7 +29,8 @@ import { ExtractionScheduler, type PipelineSessionStatus } from './memory/schedu
 import type { MemoryAuditEntry } from './store/store.js';
 import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
 import { openStore } from './store/open-store.js';
-import type { AddMessagesResult, ApiKey, DataSnapshot, DumpRecord, Store } from './store/store.js';
+import type { AddMessagesResult, ApiKey, DataSnapshot, DumpRecord, ScopeCounts, SessionSummary, Store } from './store/store.js';
+import type { HybridTrace } from './search/hybrid.js';
 import { checkQueryLength } from './text/query-bounds.js';
 import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMemory, type NewMessage, type Scope } from './types.js';
 
@@ -70,6 +71,23 @@ export type EmbeddingStatus = {
   /** One line on the provider's state, e.g. whether word vectors are installed and their cache built. */
   detail: string;
 };
+
+/** A search as {@link Cairn.explainSearch} shows it: the agent's result and how each path ranked its hits. */
+export type ExplainedSearch<R> = {
+  result: R;
+  /** Which retrieval paths can run in this configuration. */
+  paths: { keyword: boolean; vector: boolean };
+  /** Cosine similarity a vector hit must reach to be served; null when the embedder has none. */
+  vectorFloor: number | null;
+  /** RRF weight of the vector list against the keyword list's 1. */
+  vectorWeight: number;
+  /** One row per served hit, in the served order: its fused score and its rank (1-based) and score in each path that found it. */
+  hits: { id: string; fused: number; keyword: PathRank | null; vector: PathRank | null }[];
+  /** Vector hits dropped for scoring under the floor. */
+  belowFloor: ({ id: string } & PathRank)[];
+};
+/** Where one path put a hit. */
+export type PathRank = { rank: number; score: number };
 
 /** What `cairn doctor` reports. */
 export type Diagnosis = {
@@ -125,7 +143,7 @@ export type TurnSearchResult<R> = R & { budget: BudgetCharge };
 /** A newly created API key; `token` is shown once and never stored. */
 export type CreatedApiKey = { key: ApiKey; token: string };
 
-export type { ApiKey } from './store/store.js';
+export type { ApiKey, ScopeCounts, SessionSummary } from './store/store.js';
 export type { ConversationSearchInput, MemorySearchInput } from './memory/search-params.js';
 export type { RecallInput } from './memory/recall.js';
 
@@ -245,6 +263,11 @@ export class Cairn {
     if (this.backgroundPipeline) this.scheduler.start();
   }
 
+  /** Bytes the store occupies on disk (database file and WAL); null when it has no file. */
+  storeBytes(): number | null {
+    return storeFileBytes(this.store.capabilities.location);
+  }
+
   /** What the store can do and where it lives. */
   get storeInfo(): Store['capabilities'] {
     return this.store.capabilities;
@@ -287,6 +310,52 @@ export class Cairn {
 
   async deleteSession(scope: Scope, sessionKey: string): Promise<number> {
     return this.store.deleteSession(checkScope(scope), sessionKey);
+  }
+
+  /** A page of `scope`'s sessions with their counts and time span, the most recently written first (limit 1-1000, default 50). */
+  async listSessions(scope: Scope, page: { limit?: number; offset?: number } = {}): Promise<SessionSummary[]> {
+    const valid = validate(sessionPageSchema, page, 'session listing');
+    return this.store.listSessions(checkScope(scope), valid);
+  }
+
+  /** How many messages, sessions and memories (by type) `scope` holds. */
+  async scopeCounts(scope: Scope): Promise<ScopeCounts> {
+    return this.store.scopeCounts(checkScope(scope));
+  }
+
+  /**
+   * memory_search or conversation_search exactly as an agent's call runs it (not charged to any turn),
+   * plus each retrieval path's own rank and score for every hit and the vector floor (the dashboard's
+   * search playground; DESIGN.md, "Dashboard").
+   */
+  async explainSearch(scope: Scope, target: 'memories', params: MemorySearchInput): Promise<ExplainedSearch<MemorySearchResult>>;
+  async explainSearch(scope: Scope, target: 'conversations', params: ConversationSearchInput): Promise<ExplainedSearch<ConversationSearchResult>>;
+  async explainSearch(
+    scope: Scope,
+    target: 'memories' | 'conversations',
+    params: MemorySearchInput | ConversationSearchInput,
+  ): Promise<ExplainedSearch<MemorySearchResult | ConversationSearchResult>> {
+    const valid = checkScope(scope);
+    const trace: HybridTrace = { keyword: [], vector: [], vectorFloor: null, vectorWeight: 1 };
+    const result =
+      target === 'memories'
+        ? await memorySearch(this.searchContext, valid, validate(memorySearchParams, params, 'memory_search'), trace)
+        : await conversationSearch(this.searchContext, valid, validate(conversationSearchParams, params, 'conversation_search'), trace);
+    const ranked = (hits: readonly { id: string; score: number }[]) => new Map(hits.map((h, i) => [h.id, { rank: i + 1, score: h.score }]));
+    const keyword = ranked(trace.keyword);
+    const vector = ranked(trace.vector);
+    const floor = trace.vectorFloor;
+    return {
+      result,
+      paths: pathsAvailable(this.searchContext),
+      vectorFloor: floor,
+      vectorWeight: trace.vectorWeight,
+      hits: result.results.map((hit) => {
+        const v = vector.get(hit.id) ?? null;
+        return { id: hit.id, fused: hit.score, keyword: keyword.get(hit.id) ?? null, vector: v && (floor === null || v.score >= floor) ? v : null };
+      }),
+      belowFloor: floor === null ? [] : trace.vector.filter((h) => h.score < floor).map((h) => ({ id: h.id, rank: vector.get(h.id)!.rank, score: h.score })),
+    };
   }
 
   /** conversation_search over L0 messages in `scope`. */
@@ -580,6 +649,8 @@ function storeFileBytes(location: string): number | null {
 export function defaultScope(): Scope {
   return { ...DEFAULT_SCOPE };
 }
+
+const sessionPageSchema = z.strictObject({ limit: z.number().int().min(1).max(1000).default(50), offset: z.number().int().min(0).default(0) });
 
 /** `cairn_<16 hex id>_<43 base64url secret>` */
 const API_TOKEN = /^cairn_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;

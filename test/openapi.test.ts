@@ -81,9 +81,15 @@ describe('the OpenAPI document', () => {
     expect(doc.openapi).toBe('3.1.0');
   });
 
-  it('documents every route the router holds, and nothing else, each with a unique operationId', () => {
+  it('documents every route the router holds except the dashboard’s HTML pages, and nothing else, each with a unique operationId', () => {
+    const all = app.routes.filter((r) => r.method !== 'ALL');
+    // The dashboard (/ui) answers HTML for people; it is left out of the API document on purpose and
+    // tested by dashboard-http.test.ts and the browser tests (ui-*.test.ts).
+    const dashboard = all.filter((r) => r.path === '/ui' || r.path.startsWith('/ui/'));
+    expect(dashboard.map((r) => r.path)).toEqual(expect.arrayContaining(['/ui', '/ui/memories/:id', '/ui/assets/app.js']));
+    expect(Object.keys(doc.paths).filter((p) => p.startsWith('/ui'))).toEqual([]);
     const routes = new Set(
-      app.routes.filter((r) => r.method !== 'ALL').map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)/g, '{$1}')}`),
+      all.filter((r) => !dashboard.includes(r)).map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)/g, '{$1}')}`),
     );
     const documented = Object.entries(doc.paths as Record<string, JsonBody>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`));
     expect(new Set(documented)).toEqual(routes);

@@ -15,6 +15,7 @@ import { addPipelineRoutes } from './pipeline-routes.js';
 import { addSeedRoutes } from './seed-routes.js';
 import { addToolRoutes } from './tools-routes.js';
 import { addV1Routes } from './v1-routes.js';
+import { createUiApp, isKeylessUiRequest } from '../ui/ui-app.js';
 import { healthWire, readyWire } from './wire.js';
 
 /** Options of {@link createApp}; defaults come from the façade's config. */
@@ -43,7 +44,8 @@ export type AppOptions = {
 const OPEN_PATHS = new Set(['/health', '/ready', '/openapi.json']);
 
 /**
- * The Hono app: REST gateway (seed endpoints and `/v1`), `/health`, `/openapi.json` and MCP at `/mcp`.
+ * The Hono app: REST gateway (seed endpoints and `/v1`), `/health`, `/openapi.json`, MCP at `/mcp` and the
+ * dashboard at `/ui` (a page load without a key passes authentication so the page can ask for one).
  * Routes only parse, call the façade and shape JSON; errors become `{error: {code, message}}` here.
  */
 export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> {
@@ -88,7 +90,9 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   // With CORS off (or a preflight from an unlisted origin) OPTIONS is still answered, 204 without CORS headers.
   app.use('*', async (c, next) => (c.req.method === 'OPTIONS' ? c.body(null, 204) : next()));
   app.use('*', async (c, next) => {
-    c.set('key', OPEN_PATHS.has(c.req.path) ? null : await authenticate(cairn, mode, c.req.header('authorization')));
+    const authorization = c.req.header('authorization');
+    const open = OPEN_PATHS.has(c.req.path) || isKeylessUiRequest(c.req.method, c.req.path, authorization);
+    c.set('key', open ? null : await authenticate(cairn, mode, authorization));
     await next();
   });
   app.use(
@@ -158,6 +162,7 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   addPipelineRoutes(app, cairn, mode);
   addHistoryRoutes(app, cairn, mode);
   addMcpRoute(app, cairn, mode, log, limit);
+  app.route('/ui', createUiApp(cairn, mode, log));
   return app;
 }
 

@@ -3,6 +3,7 @@ import { describeRoute, generateSpecs } from 'hono-openapi';
 import { z } from 'zod';
 import { CALLER_HEADERS, type AppEnv } from './caller.js';
 import { errorBody } from './wire.js';
+import { UI_PATHS } from '../ui/ui-app.js';
 
 /**
  * What one route tells the OpenAPI document, written beside the route as its first handler:
@@ -100,6 +101,8 @@ export async function openApiDocument(app: Hono<AppEnv>, options: OpenApiOptions
     // The defaults drop paths that look like files (`/openapi.json`) and OPTIONS; only OPTIONS should go.
     excludeStaticFile: false,
     excludeMethods: ['OPTIONS'],
+    // The dashboard's pages are HTML for people, not API operations.
+    exclude: [UI_PATHS],
     documentation: {
       info: {
         title: 'Cairn',

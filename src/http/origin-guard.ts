@@ -14,7 +14,8 @@ export type OriginPolicy = {
 
 /**
  * Refuses (403) a request that a web page could have sent cross-site: one carrying an `Origin` that is
- * not allowed (`Origin: null`, sent by sandboxed frames and `file:` pages, never is), and on a loopback
+ * neither the server's own (the Host the request is addressed to) nor allowed (`Origin: null`, sent by
+ * sandboxed frames and `file:` pages, never is), and on a loopback
  * server one whose `Host` is not loopback. Requests without `Origin` (CLI, agents, server-to-server)
  * pass: browsers send it on every cross-origin request and on every POST.
  */
@@ -30,7 +31,10 @@ export function originGuard(policy: OriginPolicy): MiddlewareHandler {
     const origin = c.req.header('origin');
     if (origin !== undefined) {
       const normalized = normalizedOrigin(origin);
-      const ok = normalized !== null && (allowed.has(normalized) || (policy.loopbackOnly && isLoopbackHostHeader(new URL(normalized).host)));
+      const host = (c.req.header('host') ?? new URL(c.req.url).host).toLowerCase();
+      // A page of this server itself (the dashboard at /ui) is same-origin, not cross-site.
+      const sameOrigin = normalized !== null && new URL(normalized).host === host;
+      const ok = normalized !== null && (sameOrigin || allowed.has(normalized) || (policy.loopbackOnly && isLoopbackHostHeader(new URL(normalized).host)));
       if (!ok) {
         throw new CairnError(
           'forbidden',

@@ -1,3 +1,4 @@
+import type { HybridTrace } from '../search/hybrid.js';
 import type { Scope, SearchStrategy } from '../types.js';
 import { formatConversationResults, SEARCH_UNAVAILABLE_MESSAGE } from './format.js';
 import { runSearch, type SearchContext } from './search-context.js';
@@ -30,6 +31,7 @@ export async function conversationSearch(
   ctx: SearchContext,
   scope: Scope,
   params: ConversationSearchParams,
+  trace?: HybridTrace,
 ): Promise<ConversationSearchResult> {
   const sessionKey = params.session_key === undefined || params.session_key === '' ? undefined : params.session_key;
   const filter = { sessionKey };
@@ -40,6 +42,7 @@ export async function conversationSearch(
     candidates: (limit) => (sessionKey === undefined ? limit * 3 : limit * 4),
     keyword: (terms, k) => ctx.store.searchMessagesByKeyword(scope, terms, filter, k),
     vector: (vector, embedderId, k) => ctx.store.searchMessagesByVector(scope, vector, embedderId, filter, k),
+    trace,
     load: (ids) => ctx.store.getMessages(scope, ids),
   });
   const results = outcome.hits.map(({ row: m, score }) => ({

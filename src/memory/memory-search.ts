@@ -1,3 +1,4 @@
+import type { HybridTrace } from '../search/hybrid.js';
 import type { Scope, SearchStrategy } from '../types.js';
 import { formatMemoryResults, SEARCH_UNAVAILABLE_MESSAGE } from './format.js';
 import { runSearch, type SearchContext } from './search-context.js';
@@ -27,7 +28,7 @@ export type MemorySearchResult = {
  * memory_search: hybrid retrieval over L1 memories in one scope. Over-retrieves `limit * 3` candidates per
  * path with the type and scene filters inside the store query, fuses with RRF, then slices to `limit`.
  */
-export async function memorySearch(ctx: SearchContext, scope: Scope, params: MemorySearchParams): Promise<MemorySearchResult> {
+export async function memorySearch(ctx: SearchContext, scope: Scope, params: MemorySearchParams, trace?: HybridTrace): Promise<MemorySearchResult> {
   const filter = { type: params.type, scene: params.scene, includeSuperseded: params.include_superseded };
   const outcome = await runSearch(ctx, {
     label: 'memory_search',
@@ -36,6 +37,7 @@ export async function memorySearch(ctx: SearchContext, scope: Scope, params: Mem
     candidates: (limit) => limit * 3,
     keyword: async (terms, k) => rankKeywordCandidates(terms, await ctx.store.memoryKeywordCandidates(scope, terms, filter), k),
     vector: (vector, embedderId, k) => ctx.store.searchMemoriesByVector(scope, vector, embedderId, filter, k),
+    trace,
     load: (ids) => ctx.store.getMemories(scope, ids),
   });
   const results = outcome.hits.map(({ row: m, score }) => ({

@@ -1,6 +1,6 @@
 import { readyEmbedder, type Embedder } from '../embed/embedder.js';
 import { describeError } from '../errors.js';
-import { hybridSearch, type HybridOutput, type RetrievalPath } from '../search/hybrid.js';
+import { hybridSearch, type HybridOutput, type HybridTrace, type RetrievalPath } from '../search/hybrid.js';
 import type { Store } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
 import { checkQueryLength } from '../text/query-bounds.js';
@@ -39,6 +39,7 @@ export async function runHybrid(
   query: string,
   searchKeyword: (terms: string[]) => Promise<RankedHit[]>,
   searchVector: (vector: Float32Array, embedderId: string) => Promise<RankedHit[]>,
+  trace?: HybridTrace,
 ): Promise<HybridOutput> {
   const available = pathsAvailable(ctx);
   const terms = analyze(query);
@@ -58,6 +59,7 @@ export async function runHybrid(
     vectorWeight: ctx.vectorWeight,
     vectorFloor: ctx.vectorFloor,
     onPathError: (path, err) => ctx.warn(`${label}: ${path} path failed, answering without it: ${describeError(err)}`),
+    trace,
   });
 }
 
@@ -73,6 +75,8 @@ export type SearchPlan<T extends { id: string }> = {
   vector: (vector: Float32Array, embedderId: string, candidates: number) => Promise<RankedHit[]>;
   /** Rows by id, in the order asked; ids no longer stored are left out. */
   load: (ids: string[]) => Promise<T[]>;
+  /** Receives each path's own hits (see {@link HybridTrace}). */
+  trace?: HybridTrace;
 };
 
 export type SearchOutcome<T> = {
@@ -102,6 +106,7 @@ export async function runSearch<T extends { id: string }>(ctx: SearchContext, pl
     query,
     (terms) => plan.keyword(terms, k),
     (vector, embedderId) => plan.vector(vector, embedderId, k),
+    plan.trace,
   );
   const top = hits.slice(0, limit);
   const scores = new Map(top.map((h) => [h.id, h.score]));

@@ -82,3 +82,12 @@ describe('hybridSearch strategy', () => {
     expect(kept).toEqual({ hits: [{ id: 'c', score: 0.4 }], strategy: 'embedding' });
   });
 });
+
+describe('hybridSearch trace', () => {
+  it('holds each path’s own list before fusion, the vector hits under the floor included', async () => {
+    const trace = { keyword: [], vector: [], vectorFloor: null, vectorWeight: 1 };
+    const out = await hybridSearch({ keyword: some, vector: other, embeddingConfigured: true, vectorFloor: 0.5, vectorWeight: 0.5, trace });
+    expect(trace).toEqual({ keyword: await some(), vector: await other(), vectorFloor: 0.5, vectorWeight: 0.5 });
+    expect(out.hits.map((h) => h.id)).not.toContain('c');
+  });
+});

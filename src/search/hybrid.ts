@@ -18,7 +18,12 @@ export type HybridInput = {
   vectorFloor?: number;
   /** Called when a path throws; the other path still answers. */
   onPathError?: (path: 'keyword' | 'vector', err: unknown) => void;
+  /** Filled with each path's own list (the dashboard's search playground shows them beside the fused one). */
+  trace?: HybridTrace;
 };
+
+/** Each path's hits in its own order, before fusion; `vector` still holds the hits below `vectorFloor`. */
+export type HybridTrace = { keyword: RankedHit[]; vector: RankedHit[]; vectorFloor: number | null; vectorWeight: number };
 
 export type HybridOutput = {
   hits: RankedHit[];
@@ -42,6 +47,7 @@ export async function hybridSearch(input: HybridInput): Promise<HybridOutput> {
   };
   const [keywordHits, allVectorHits] = await Promise.all([run(input.keyword, 'keyword'), run(input.vector, 'vector')]);
   const floor = input.vectorFloor;
+  if (input.trace) Object.assign(input.trace, { keyword: keywordHits, vector: allVectorHits, vectorFloor: floor ?? null, vectorWeight: input.vectorWeight ?? 1 });
   const vectorHits = floor === undefined ? allVectorHits : allVectorHits.filter((h) => h.score >= floor);
   if (keywordHits.length > 0 && vectorHits.length > 0) {
     return { hits: rrfFuse([keywordHits, vectorHits], RRF_K, [1, input.vectorWeight ?? 1]), strategy: 'hybrid' };

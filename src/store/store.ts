@@ -50,6 +50,10 @@ export interface MessageStore {
   searchMessagesByKeyword(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]>;
   /** Nearest messages by cosine similarity (1 − cosine distance) among vectors made by `embedderId`. */
   searchMessagesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): Promise<RankedHit[]>;
+  /** Sessions of `scope` with their message counts and time span, the most recently written first (the dashboard's list). */
+  listSessions(scope: Scope, page: { limit: number; offset: number }): Promise<SessionSummary[]>;
+  /** How many messages, sessions and memories (by type; superseded ones apart) `scope` holds. */
+  scopeCounts(scope: Scope): Promise<ScopeCounts>;
 }
 
 /** Memories (L1): extracted or written facts, versioned, with an audit trail of every change. */
@@ -135,6 +139,11 @@ export type AddMessagesResult = {
   inserted: number;
   skipped: number;
 };
+
+/** One session as {@link Store.listSessions} lists it; times are message timestamps, else when they were recorded. */
+export type SessionSummary = { sessionKey: string; messages: number; firstAt: string; lastAt: string };
+/** What {@link Store.scopeCounts} reports; `memories` counts live memories only. */
+export type ScopeCounts = { messages: number; sessions: number; memories: Record<MemoryType, number>; supersededMemories: number };
 
 export type ListMessagesQuery = { sessionKey?: string | undefined; limit: number; offset?: number | undefined };
 export type MessageFilter = { sessionKey?: string | undefined };

@@ -29,6 +29,8 @@ import type {
   PendingEmbeddingsQuery,
   QueuedEmbeddingTarget,
   SavedEmbedding,
+  ScopeCounts,
+  SessionSummary,
   HistoryStore,
   Store,
   StoreCapabilities,
@@ -323,6 +325,31 @@ export class SqliteStore implements Store {
     return this.writes.run(
       () => this.stmt('DELETE FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ?').run(scope.userId, scope.agentId, sessionKey).changes,
     );
+  }
+
+  async listSessions(scope: Scope, page: { limit: number; offset: number }): Promise<SessionSummary[]> {
+    const rows = this.stmt(
+      `SELECT session_key, COUNT(*) AS messages, MIN(COALESCE(timestamp, recorded_at)) AS first_at, MAX(COALESCE(timestamp, recorded_at)) AS last_at
+       FROM messages WHERE user_id = ? AND agent_id = ? GROUP BY session_key ORDER BY MAX(seq) DESC LIMIT ? OFFSET ?`,
+    ).all(scope.userId, scope.agentId, page.limit, page.offset) as { session_key: string; messages: number; first_at: string; last_at: string }[];
+    return rows.map((r) => ({ sessionKey: r.session_key, messages: r.messages, firstAt: r.first_at, lastAt: r.last_at }));
+  }
+
+  async scopeCounts(scope: Scope): Promise<ScopeCounts> {
+    const messages = this.stmt(`SELECT COUNT(*) AS messages, COUNT(DISTINCT session_key) AS sessions FROM messages WHERE user_id = ? AND agent_id = ?`).get(
+      scope.userId,
+      scope.agentId,
+    ) as { messages: number; sessions: number };
+    const rows = this.stmt(
+      `SELECT type, superseded_by IS NOT NULL AS superseded, COUNT(*) AS n FROM memories WHERE user_id = ? AND agent_id = ? GROUP BY type, superseded_by IS NOT NULL`,
+    ).all(scope.userId, scope.agentId) as { type: MemoryType; superseded: number; n: number }[];
+    const memories: Record<MemoryType, number> = { persona: 0, episodic: 0, instruction: 0 };
+    let supersededMemories = 0;
+    for (const r of rows) {
+      if (r.superseded) supersededMemories += r.n;
+      else memories[r.type] += r.n;
+    }
+    return { messages: messages.messages, sessions: messages.sessions, memories, supersededMemories };
   }
 
   async searchMessagesByKeyword(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]> {

@@ -1,0 +1,132 @@
+import { Hono, type Context } from 'hono';
+import { html } from 'hono/html';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { ApiKey, Cairn } from '../cairn.js';
+import { requestScope, type AppEnv, type AuthMode } from '../http/caller.js';
+import { toErrorResponse } from '../http/error-response.js';
+import type { Scope } from '../types.js';
+import { APP_CSS, APP_JS } from './assets.js';
+import { page, type Html } from './layout.js';
+import { addConversationViews } from './conversation-views.js';
+import { addHistoryViews } from './history-views.js';
+import { addKnowledgeViews } from './knowledge-views.js';
+import { addMemoryViews } from './memory-views.js';
+import { addOverviewView } from './overview-view.js';
+import { addSearchViews } from './search-views.js';
+import { addToolViews } from './tool-views.js';
+
+/** What a view renders from: the façade, the request's scope and its query string. */
+export type ViewContext = {
+  cairn: Cairn;
+  mode: AuthMode;
+  scope: Scope;
+  key: ApiKey | null;
+  /** The request path, e.g. `/ui/memories`. */
+  path: string;
+  query: (name: string) => string | undefined;
+  param: (name: string) => string;
+};
+
+/** A view: its `<title>` and the content of `<main>`. */
+export type Rendered = { title: string; body: Html };
+export type View = (v: ViewContext) => Promise<Rendered>;
+/** Registers a view at a path under `/ui` (`/memories/:id`). */
+export type AddView = (path: string, view: View) => void;
+
+/** The request header the dashboard's script sets: `fragment` asks for the content of `<main>` only. */
+export const UI_HEADER = 'x-cairn-ui';
+
+/** Paths of the dashboard; HTML for people, so the OpenAPI document leaves them out. */
+export const UI_PATHS = /^\/ui(\/|$)/;
+
+/**
+ * Whether a request is a dashboard page load without a key: it passes authentication so that the page
+ * can ask for one (the views then refuse to show data without a key in `keys` mode).
+ */
+export function isKeylessUiRequest(method: string, path: string, authorization: string | undefined): boolean {
+  return method === 'GET' && UI_PATHS.test(path) && (authorization === undefined || authorization.trim() === '');
+}
+
+// The page's own script and stylesheet only: no inline code, no other origin, not framed.
+const SECURITY_HEADERS = {
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+/**
+ * The dashboard at `/ui` (DESIGN.md, "Dashboard"): server-rendered views over the façade, behind the
+ * same authentication as REST. Without script every view renders in `local` mode; with it, links and
+ * forms load the next view's content with the tab's key (sessionStorage) as the Authorization header,
+ * and changes go to the REST routes as JSON requests (never a simple, cross-site-sendable form post).
+ */
+export function createUiApp(cairn: Cairn, mode: AuthMode, log: (message: string) => void): Hono<AppEnv> {
+  const ui = new Hono<AppEnv>();
+  ui.use('*', async (c, next) => {
+    // `/ui/` and `/ui/memories/` are the views without the slash.
+    const path = c.req.path;
+    if (c.req.method === 'GET' && path.length > 1 && path.endsWith('/')) {
+      const url = new URL(c.req.url);
+      return c.redirect(`${path.replace(/\/+$/, '') || '/ui'}${url.search}`, 308);
+    }
+    await next();
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) c.header(name, value);
+    c.header('vary', `authorization, ${UI_HEADER}`);
+  });
+  ui.get('/assets/app.css', (c) => c.body(APP_CSS, 200, { 'content-type': 'text/css; charset=utf-8' }));
+  ui.get('/assets/app.js', (c) => c.body(APP_JS, 200, { 'content-type': 'text/javascript; charset=utf-8' }));
+  ui.onError((err, c) => {
+    const { status, body } = toErrorResponse(err, log);
+    return respond(c, status, { title: 'Error · Cairn', body: html`<h1>Something went wrong</h1><p class="notice error" role="alert">${body.error.message}</p>` });
+  });
+
+  const add: AddView = (path, view) => {
+    ui.get(path, async (c) => {
+      const key = c.get('key');
+      if (mode === 'keys' && !key) return respond(c, 401, { title: 'API key needed · Cairn', body: keyForm(mode) });
+      const rendered = await view({
+        cairn,
+        mode,
+        key,
+        scope: requestScope(c, mode),
+        path: c.req.path,
+        query: (name) => c.req.query(name),
+        param: (name) => c.req.param(name) ?? '',
+      });
+      return respond(c, 200, rendered);
+    });
+  };
+  addOverviewView(add);
+  addConversationViews(add);
+  addSearchViews(add);
+  addMemoryViews(add);
+  addToolViews(add);
+  addHistoryViews(add);
+  addKnowledgeViews(add);
+  return ui;
+}
+
+/** The whole page, or (for the dashboard's script) the content of `<main>` with the title in a header. */
+async function respond(c: Context<AppEnv>, status: ContentfulStatusCode, rendered: Rendered): Promise<Response> {
+  if (c.req.header(UI_HEADER) === 'fragment') {
+    return c.html(await rendered.body, status, { 'x-cairn-title': encodeURIComponent(rendered.title) });
+  }
+  return c.html(await page(rendered.title, c.req.path, rendered.body), status);
+}
+
+/**
+ * The form that asks for a key. It is kept in this tab only (sessionStorage), never in a cookie or the
+ * URL, and sent as `Authorization: Bearer` by the dashboard's script.
+ */
+export function keyForm(mode: AuthMode, heading: 'h1' | 'h2' = 'h1'): Html {
+  return html`${heading === 'h1' ? html`<h1>Connect</h1>` : html`<h2>Scope</h2>`}
+<p>${mode === 'keys' ? 'This server needs an API key. It stays in this browser tab only and is sent with each request.' : 'Choose the scope this tab shows.'}</p>
+<noscript><p class="notice error">The dashboard needs JavaScript to send a key.</p></noscript>
+<form id="key-form" class="stack" autocomplete="off">
+${mode === 'keys' ? html`<label>API key<input name="key" type="password" required autocomplete="off" spellcheck="false"></label>` : html`<label>User<input name="user" placeholder="default"></label>`}
+<label>Agent (needed when the key is not bound to one)<input name="agent" placeholder="default"></label>
+<div><button type="submit">${mode === 'keys' ? 'Use this key' : 'Use this scope'}</button></div>
+</form>`;
+}
