@@ -38,9 +38,19 @@ export const DEFAULT_WINDOW_SIZE = 4096;
 /** Document lengths (tokens) whose BM25 normalisation a query computes once; longer ones are computed per posting. */
 const NORM_TABLE_SIZE = 1024;
 
-/** Frequencies are packed as `own × 2^12 + context`; a count beyond 4095 saturates. */
+/**
+ * A posting's second word packs `length × 2^24 + own × 2^12 + context`: each count saturates at 4095,
+ * and the document's length (tokens) is held when below {@link LENGTH_UNKNOWN}, so the walk reads its
+ * BM25 normalisation without a look-up in the per-document lengths (a cache miss per posting at 1M).
+ */
 const FREQ_SHIFT = 4096;
 const FREQ_MAX = FREQ_SHIFT - 1;
+const LENGTH_SHIFT = 24;
+const FREQ_BITS = 2 ** LENGTH_SHIFT - 1;
+/** The packed length of a document of 255 tokens or more: read it from the per-document lengths. */
+const LENGTH_UNKNOWN = 255;
+/** The snapshot layout {@link TopKIndex.toBytes} writes; version 1 held no lengths in the postings. */
+const SNAPSHOT_FORMAT = 2;
 /** Relative slack on score bounds, so rounding in a bound never prunes a document that would rank. */
 const BOUND_SLACK = 1 + 1e-9;
 
@@ -123,7 +133,7 @@ export class TopKIndex {
       if (list.length * 2 === list.data.length) list.data = grow(list.data, list.data.length * 2);
       at = list.length * 2;
       list.data[at] = doc;
-      list.data[at + 1] = 0;
+      list.data[at + 1] = packedLength(length);
       list.length++;
       if (length < list.minLength) list.minLength = length;
       if (list.blocks !== undefined) this.openBlockEntry(list, length);
@@ -131,7 +141,7 @@ export class TopKIndex {
     }
     const packed = list.data[at + 1]!;
     // Each part saturates at FREQ_MAX rather than carrying into the other.
-    if ((step === 1 ? packed % FREQ_SHIFT : Math.floor(packed / FREQ_SHIFT)) < FREQ_MAX) list.data[at + 1] = packed + step;
+    if ((step === 1 ? packed & FREQ_MAX : (packed >> 12) & FREQ_MAX) < FREQ_MAX) list.data[at + 1] = packed + step;
     const freq = unpackFreq(list.data[at + 1]!);
     if (freq > list.maxFreq) list.maxFreq = freq;
     if (list.blocks !== undefined) {
@@ -164,7 +174,7 @@ export class TopKIndex {
     for (let p = 0; p < list.length; p++) {
       const block = p >> this.blockShift;
       const freq = unpackFreq(data[p * 2 + 1]!);
-      const length = this.lengths[data[p * 2]!]!;
+      const length = this.lengthOf(data[p * 2]!, data[p * 2 + 1]!);
       if (freq > blocks.maxFreq[block]!) blocks.maxFreq[block] = freq;
       if (length < blocks.minLength[block]!) blocks.minLength[block] = length;
     }
@@ -179,7 +189,7 @@ export class TopKIndex {
     const terms = [...this.postings.keys()];
     const lists = [...this.postings.values()];
     const postingCount = lists.reduce((sum, l) => sum + l.length, 0);
-    const header = new TextEncoder().encode(JSON.stringify({ count: this.count, totalLength: this.totalLength, blockSize: this.blockSize, terms, postings: postingCount }));
+    const header = new TextEncoder().encode(JSON.stringify({ format: SNAPSHOT_FORMAT, count: this.count, totalLength: this.totalLength, blockSize: this.blockSize, terms, postings: postingCount }));
     const headerSize = Math.ceil((4 + header.length) / 8) * 8;
     const sizes = [this.count * 8, this.count * 4, lists.length * 24, postingCount * 8].map((n) => Math.ceil(n / 8) * 8);
     const bytes = new Uint8Array(headerSize + sizes.reduce((a, b) => a + b, 0));
@@ -213,6 +223,7 @@ export class TopKIndex {
     const view = new DataView(own.buffer);
     const headerLength = view.getUint32(0, true);
     const header = JSON.parse(new TextDecoder().decode(own.subarray(4, 4 + headerLength))) as {
+      format?: number;
       count: number;
       totalLength: number;
       blockSize?: number;
@@ -233,6 +244,11 @@ export class TopKIndex {
     const bounds = new Float64Array(own.buffer, offset, header.terms.length * 3);
     offset += align(header.terms.length * 24);
     const data = new Int32Array(own.buffer, offset, header.postings * 2);
+    if (header.format !== undefined && header.format !== SNAPSHOT_FORMAT) throw new Error(`TopKIndex: unknown snapshot format ${header.format}`);
+    if (header.format === undefined) {
+      // A snapshot of the first format: its postings learn their documents' lengths.
+      for (let p = 0; p < header.postings; p++) data[p * 2 + 1] = (data[p * 2 + 1]! & FREQ_BITS) | packedLength(index.lengths[data[p * 2]!]!);
+    }
     let at = 0;
     header.terms.forEach((term, i) => {
       const length = bounds[i * 3]!;
@@ -345,6 +361,10 @@ export class TopKIndex {
     const coordCounts = new Uint8Array(size);
     const otherSums = new Float64Array(size);
     const touched = new Int32Array(size);
+    // One bit per document of the window that some essential posting touched, to visit them in order.
+    const touchedBits = new Uint32Array(Math.ceil(size / 32));
+    // Each touched document's length, from its postings, for the probes below.
+    const docLengths = new Int32Array(size);
     let nonEssential = 0;
     // Bound of a document holding every non-essential term (whole-list bounds), split as the score is.
     let allCoordSum = 0;
@@ -379,7 +399,6 @@ export class TopKIndex {
       }
       if (lo === Infinity) return;
       const hi = lo + size;
-      let held = 0;
       for (let i = nonEssential; i < m; i++) {
         const data = datas[i]!;
         const end = lengthOf[i]!;
@@ -391,12 +410,15 @@ export class TopKIndex {
           const doc = data[c * 2]!;
           if (doc >= hi) break;
           const at = doc - lo;
-          const freq = unpackFreq(data[c * 2 + 1]!);
-          const length = lengths[doc]!;
+          const packed = data[c * 2 + 1]!;
+          const freq = unpackFreq(packed);
+          const inline = packed >>> LENGTH_SHIFT;
+          const length = inline < LENGTH_UNKNOWN ? inline : lengths[doc]!;
           // The same operations as termScore(), so every path gives the same floating-point score.
           const s = (idf * (freq * (BM25_K1 + 1))) / (freq + (length < NORM_TABLE_SIZE ? norms[length]! : BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgLength)));
           if (mask[at] === 0) {
-            touched[held++] = at;
+            touchedBits[at >> 5]! |= 1 << (at & 31);
+            docLengths[at] = length;
             coordSums[at] = 0;
             coordCounts[at] = 0;
             otherSums[at] = 0;
@@ -412,9 +434,19 @@ export class TopKIndex {
         }
         cursor[i] = c;
       }
-      // The window's documents in order, so equal scores keep the lower document and probes move forward.
-      const order = touched.subarray(0, held).sort();
-      for (const at of order) {
+      // The window's documents in order (read off their bits, cheaper than a sort), so equal scores keep
+      // the lower document and probes move forward.
+      let held = 0;
+      for (let w = 0; w < touchedBits.length; w++) {
+        let bits = touchedBits[w]!;
+        touchedBits[w] = 0;
+        while (bits !== 0) {
+          const low = bits & -bits;
+          touched[held++] = (w << 5) + 31 - Math.clz32(low);
+          bits ^= low;
+        }
+      }
+      for (const at of touched.subarray(0, held)) {
         const doc = lo + at;
         const holds = mask[at]!;
         mask[at] = 0;
@@ -438,7 +470,7 @@ export class TopKIndex {
         found.fill(-1);
         for (let i = nonEssential; i < m; i++) if (((holds >>> i) & 1) === 1) found[i] = scores[at * m + i]!;
         // Probe the non-essential terms whose block spans the document, highest bound first, while it can still rank.
-        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * lengths[doc]!) / avgLength);
+        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * docLengths[at]!) / avgLength);
         let alive = true;
         for (let i = nonEssential - 1; i >= 0 && alive; i--) {
           const bound = neBlock[i]!;
@@ -526,6 +558,12 @@ export class TopKIndex {
     if (score > 0) top.offer(doc, score);
   }
 
+  /** The length of `doc` from one of its postings' packed word, else from the per-document lengths. */
+  private lengthOf(doc: number, packed: number): number {
+    const length = packed >>> LENGTH_SHIFT;
+    return length < LENGTH_UNKNOWN ? length : this.lengths[doc]!;
+  }
+
   /** The local number of the document with `seq`, or -1. */
   private docOf(seq: number): number {
     let lo = 0;
@@ -581,8 +619,12 @@ function queryOrder(terms: readonly QueryTerm[]): Int32Array {
 }
 
 function unpackFreq(packed: number): number {
-  // Packed frequencies are non-negative 24-bit integers: the shift and mask are floor(/ 4096) and % 4096.
-  return (packed >> 12) + CONTEXT_WEIGHT * (packed & FREQ_MAX);
+  return ((packed >> 12) & FREQ_MAX) + CONTEXT_WEIGHT * (packed & FREQ_MAX);
+}
+
+/** A document length as held in its postings' high byte (see FREQ_SHIFT). */
+function packedLength(length: number): number {
+  return (length < LENGTH_UNKNOWN ? length : LENGTH_UNKNOWN) << LENGTH_SHIFT;
 }
 
 /** The first posting at or after `from` whose document is ≥ `doc` (galloping, then binary search). */
