@@ -19,15 +19,24 @@ type Postings = {
   maxFreq: number;
   minLength: number;
   /**
-   * Per block of {@link TopKIndex.blockSize} consecutive postings: the largest weighted frequency and
-   * the shortest document, the block's score bound. Held once the list is longer than one block
-   * (a shorter list's bound is its block's), then kept current.
+   * Per block of {@link TopKIndex.blockSize} consecutive postings: the largest BM25 saturation of its
+   * postings, the block's score bound over the idf. Computed when a search first needs it (a list
+   * longer than one block that turned non-essential), then kept current by `add`.
    */
   blocks?: Blocks;
 };
 
-/** Block bounds of one term: `maxFreq[b]`, `minLength[b]` for block `b` (capacity may exceed the count). */
-type Blocks = { maxFreq: Float64Array; minLength: Int32Array };
+/**
+ * Block bounds of one term: `saturation[b]` for block `b` (capacity may exceed the count), the largest
+ * `freq·(k1+1) / (freq + k1·(1 − b + b·length/avgLength))` of the block at `avgLength`. A larger mean
+ * length only raises every saturation, so they bound the scores of any search whose mean length is at
+ * most `avgLength`; a search computes them at {@link BLOCK_AVG_HEADROOM} × its own and keeps them
+ * until its mean length leaves the range they fit closely.
+ */
+type Blocks = { avgLength: number; saturation: Float64Array };
+
+/** Block bounds are computed at this multiple of a search's mean length, so small drifts reuse them. */
+const BLOCK_AVG_HEADROOM = 1.02;
 
 /** Postings per block by default: small enough to skip common terms in long runs, large enough to be cheap. */
 export const DEFAULT_BLOCK_SIZE = 64;
@@ -136,49 +145,40 @@ export class TopKIndex {
       list.data[at + 1] = packedLength(length);
       list.length++;
       if (length < list.minLength) list.minLength = length;
-      if (list.blocks !== undefined) this.openBlockEntry(list, length);
-      else if (list.length > this.blockSize) this.buildBlocks(list);
     }
     const packed = list.data[at + 1]!;
     // Each part saturates at FREQ_MAX rather than carrying into the other.
     if ((step === 1 ? packed & FREQ_MAX : (packed >> 12) & FREQ_MAX) < FREQ_MAX) list.data[at + 1] = packed + step;
     const freq = unpackFreq(list.data[at + 1]!);
     if (freq > list.maxFreq) list.maxFreq = freq;
-    if (list.blocks !== undefined) {
+    const blocks = list.blocks;
+    if (blocks !== undefined) {
       const block = (list.length - 1) >> this.blockShift;
-      if (freq > list.blocks.maxFreq[block]!) list.blocks.maxFreq[block] = freq;
+      if (block === blocks.saturation.length) blocks.saturation = grow(blocks.saturation, block * 2);
+      // A new block's slot starts at 0 (grown arrays are zeroed), so the largest saturation wins.
+      const saturation = termScore(1, freq, length, blocks.avgLength);
+      if (saturation > blocks.saturation[block]!) blocks.saturation[block] = saturation;
     }
   }
 
-  /** Accounts the posting just opened (the list's last) in its block's bound. */
-  private openBlockEntry(list: Postings, length: number): void {
-    const blocks = list.blocks!;
-    const block = (list.length - 1) >> this.blockShift;
-    if (block === blocks.maxFreq.length) {
-      blocks.maxFreq = grow(blocks.maxFreq, block * 2);
-      blocks.minLength = grow(blocks.minLength, block * 2);
-    }
-    if ((list.length - 1) % this.blockSize === 0) {
-      blocks.maxFreq[block] = 0;
-      blocks.minLength[block] = length;
-    } else if (length < blocks.minLength[block]!) {
-      blocks.minLength[block] = length;
-    }
-  }
-
-  /** Builds the term's block bounds from its postings. */
-  private buildBlocks(list: Postings): void {
-    const count = Math.max(1, Math.ceil(list.length / this.blockSize));
-    const blocks: Blocks = { maxFreq: new Float64Array(count), minLength: new Int32Array(count).fill(2 ** 31 - 1) };
+  /**
+   * The term's block bounds for a search with mean length `avgLength`, computed from its postings
+   * unless those held fit (see Blocks); undefined for a list of one block (its bound is the list's).
+   */
+  private blockBounds(list: Postings, avgLength: number): Blocks | undefined {
+    if (list.length <= this.blockSize) return undefined;
+    const held = list.blocks;
+    if (held !== undefined && held.avgLength >= avgLength && held.avgLength <= avgLength * BLOCK_AVG_HEADROOM ** 2) return held;
+    const blocks: Blocks = { avgLength: avgLength * BLOCK_AVG_HEADROOM, saturation: new Float64Array(Math.ceil(list.length / this.blockSize)) };
     const data = list.data;
     for (let p = 0; p < list.length; p++) {
+      const packed = data[p * 2 + 1]!;
+      const saturation = termScore(1, unpackFreq(packed), this.lengthOf(data[p * 2]!, packed), blocks.avgLength);
       const block = p >> this.blockShift;
-      const freq = unpackFreq(data[p * 2 + 1]!);
-      const length = this.lengthOf(data[p * 2]!, data[p * 2 + 1]!);
-      if (freq > blocks.maxFreq[block]!) blocks.maxFreq[block] = freq;
-      if (length < blocks.minLength[block]!) blocks.minLength[block] = length;
+      if (saturation > blocks.saturation[block]!) blocks.saturation[block] = saturation;
     }
     list.blocks = blocks;
+    return blocks;
   }
 
   /**
@@ -257,7 +257,6 @@ export class TopKIndex {
     });
     index.count = header.count;
     index.totalLength = header.totalLength;
-    for (const list of index.postings.values()) if (list.length > index.blockSize) index.buildBlocks(list);
     return index;
   }
 
@@ -330,8 +329,9 @@ export class TopKIndex {
    */
   private maxScore(query: QueryTerm[], top: TopList, avgLength: number): void {
     const m = query.length;
+    // Non-essential terms first, in the order they became so, then the essential ones by bound.
     const byBound = [...query].sort((a, b) => a.bound - b.bound);
-    const inQueryOrder = queryOrder(byBound);
+    let inQueryOrder = queryOrder(byBound);
     // The postings as flat arrays, so the walk below loads no object fields.
     const datas = byBound.map((t) => t.postings.data);
     const lengthOf = Int32Array.from(byBound, (t) => t.postings.length);
@@ -353,10 +353,10 @@ export class TopKIndex {
     let neCoordCount = 0;
     let neOtherSum = 0;
     // One window of documents, accumulated term at a time over the essential terms: per document
-    // (offset in the window), which terms hold it, their scores, and their sums as the score splits.
+    // (offset in the window), the sums of their scores as the score splits. The few documents that
+    // rank read their essential terms' scores again from the postings, from where the window began.
     const size = this.windowSize;
-    const mask = new Uint32Array(size);
-    const scores = new Float64Array(size * m);
+    const windowStart = new Int32Array(m);
     const coordSums = new Float64Array(size);
     const coordCounts = new Uint8Array(size);
     const otherSums = new Float64Array(size);
@@ -370,18 +370,26 @@ export class TopKIndex {
     let allCoordSum = 0;
     let allCoordCount = 0;
     let allOtherSum = 0;
+    // Each essential term, lowest bound first, turns non-essential when the bound of a document holding
+    // it and every non-essential term cannot beat the k-th score. A term that does not fit is passed
+    // over, not the end: a later one outside the coordinated terms adds only its own bound.
     const extendNonEssential = (): void => {
-      while (nonEssential < m && top.full) {
-        const t = byBound[nonEssential]!;
+      if (!top.full) return;
+      for (let j = nonEssential; j < m; j++) {
+        const t = byBound[j]!;
         const coordSum = allCoordSum + (t.coordinated ? t.bound : 0);
         const coordCount = allCoordCount + (t.coordinated ? 1 : 0);
         const otherSum = allOtherSum + (t.coordinated ? 0 : t.bound);
-        if ((coordCount * coordSum + otherSum) * BOUND_SLACK >= top.threshold) return;
+        if ((coordCount * coordSum + otherSum) * BOUND_SLACK >= top.threshold) continue;
         allCoordSum = coordSum;
         allCoordCount = coordCount;
         allOtherSum = otherSum;
+        this.blockBounds(t.postings, avgLength);
+        // Move the term to the end of the non-essential ones; the terms it passes keep their order.
+        for (const a of [byBound, datas, lengthOf, idfs, coordinated, cursor, blockCursor]) moveBack(a, j, nonEssential);
         nonEssential++;
         neUntil = -1;
+        inQueryOrder = queryOrder(byBound);
       }
     };
     for (;;) {
@@ -403,9 +411,9 @@ export class TopKIndex {
         const data = datas[i]!;
         const end = lengthOf[i]!;
         const idf = idfs[i]!;
-        const bit = 1 << i;
         const coord = coordinated[i] === 1;
         let c = cursor[i]!;
+        windowStart[i] = c;
         for (; c < end; c++) {
           const doc = data[c * 2]!;
           if (doc >= hi) break;
@@ -416,15 +424,15 @@ export class TopKIndex {
           const length = inline < LENGTH_UNKNOWN ? inline : lengths[doc]!;
           // The same operations as termScore(), so every path gives the same floating-point score.
           const s = (idf * (freq * (BM25_K1 + 1))) / (freq + (length < NORM_TABLE_SIZE ? norms[length]! : BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgLength)));
-          if (mask[at] === 0) {
-            touchedBits[at >> 5]! |= 1 << (at & 31);
+          const word = touchedBits[at >> 5]!;
+          const bit = 1 << (at & 31);
+          if ((word & bit) === 0) {
+            touchedBits[at >> 5] = word | bit;
             docLengths[at] = length;
             coordSums[at] = 0;
             coordCounts[at] = 0;
             otherSums[at] = 0;
           }
-          mask[at]! |= bit;
-          scores[at * m + i] = s;
           if (coord) {
             coordSums[at]! += s;
             coordCounts[at]!++;
@@ -448,15 +456,13 @@ export class TopKIndex {
       }
       for (const at of touched.subarray(0, held)) {
         const doc = lo + at;
-        const holds = mask[at]!;
-        mask[at] = 0;
         // Non-essential terms count their block bounds until probed (none while the top k fills up).
         let coordSum = coordSums[at]!;
         let coordCount = coordCounts[at]!;
         let otherSum = otherSums[at]!;
         if (nonEssential > 0) {
           if (doc >= neUntil) {
-            const ne = this.nonEssentialBlockBound(byBound, blockCursor, neBlock, nonEssential, doc, avgLength);
+            const ne = this.nonEssentialBlockBound(byBound, blockCursor, neBlock, nonEssential, doc);
             neUntil = ne.until;
             neCoordSum = ne.coordSum;
             neCoordCount = ne.coordCount;
@@ -468,7 +474,6 @@ export class TopKIndex {
         }
         if (top.full && (coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) continue;
         found.fill(-1);
-        for (let i = nonEssential; i < m; i++) if (((holds >>> i) & 1) === 1) found[i] = scores[at * m + i]!;
         // Probe the non-essential terms whose block spans the document, highest bound first, while it can still rank.
         const norm = BM25_K1 * (1 - BM25_B + (BM25_B * docLengths[at]!) / avgLength);
         let alive = true;
@@ -493,7 +498,17 @@ export class TopKIndex {
           }
           if ((coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) alive = false;
         }
-        if (alive) top.offer(doc, combine(byBound, found, inQueryOrder));
+        if (!alive) continue;
+        for (let i = nonEssential; i < m; i++) {
+          const c = seek(byBound[i]!.postings, windowStart[i]!, doc);
+          windowStart[i] = c;
+          const data = datas[i]!;
+          if (c < lengthOf[i]! && data[c * 2] === doc) {
+            const freq = unpackFreq(data[c * 2 + 1]!);
+            found[i] = (idfs[i]! * (freq * (BM25_K1 + 1))) / (freq + norm);
+          }
+        }
+        top.offer(doc, combine(byBound, found, inQueryOrder));
       }
     }
   }
@@ -509,7 +524,6 @@ export class TopKIndex {
     neBlock: Float64Array,
     nonEssential: number,
     doc: number,
-    avgLength: number,
   ): { coordSum: number; coordCount: number; otherSum: number; until: number } {
     let coordSum = 0;
     let coordCount = 0;
@@ -533,7 +547,7 @@ export class TopKIndex {
       }
       const last = list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! + 1;
       if (last < until) until = last;
-      const s = blocks === undefined ? t.bound : termScore(t.idf, blocks.maxFreq[b]!, blocks.minLength[b]!, avgLength);
+      const s = blocks === undefined ? t.bound : t.idf * blocks.saturation[b]!;
       neBlock[i] = s;
       if (t.coordinated) {
         coordSum += s;
@@ -611,6 +625,13 @@ function combine(terms: readonly QueryTerm[], found: Float64Array, inQueryOrder:
     }
   }
   return coordCount * coordSum + otherSum;
+}
+
+/** Moves `array[from]` to `to` (≤ from), shifting the elements in between one place on. */
+function moveBack(array: { [i: number]: unknown; copyWithin(target: number, start: number, end: number): unknown }, from: number, to: number): void {
+  const moved = array[from];
+  array.copyWithin(to + 1, to, from);
+  array[to] = moved;
 }
 
 /** Positions in `terms` sorted by the terms' query order. */
