@@ -198,6 +198,25 @@ describe('TopKIndex', () => {
     expect(() => TopKIndex.fromBytes(bytes)).toThrow(/unknown snapshot format 9/);
   });
 
+  it('keeps its block bounds current as documents are added between searches', () => {
+    fc.assert(
+      fc.property(corpus, corpus, fc.array(word, { minLength: 1, maxLength: 10 }), fc.integer({ min: 1, max: 8 }), blockSize, (first, more, query, k, size) => {
+        const { index, docs } = build(first, [], size);
+        // Fixed outside statistics: the bounds computed by the first search are the ones the second reuses.
+        const stats: CollectionStats = { documents: 500, avgLength: 9, documentFrequency: (term) => 1 + Number(term.slice(1)) };
+        index.search(query, k, { stats });
+        const all = [...docs];
+        for (const d of more) {
+          const seq = index.lastSeq + 1;
+          index.add(seq, d.terms, d.context);
+          all.push({ seq, ...d });
+        }
+        expectSameRanking(index.search(query, k, { stats }), exactTopK(all, query, k, stats));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('scores a very long query on its rarest terms only', () => {
     const index = new TopKIndex();
     const words = Array.from({ length: MAX_QUERY_TERMS + 10 }, (_, i) => `t${i}`);
