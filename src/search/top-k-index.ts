@@ -454,7 +454,8 @@ export class TopKIndex {
           bits ^= low;
         }
       }
-      for (const at of touched.subarray(0, held)) {
+      for (let v = 0; v < held; v++) {
+        const at = touched[v]!;
         const doc = lo + at;
         // Non-essential terms count their block bounds until probed (none while the top k fills up).
         let coordSum = coordSums[at]!;
@@ -473,12 +474,13 @@ export class TopKIndex {
           otherSum += neOtherSum;
         }
         if (top.full && (coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) continue;
-        found.fill(-1);
         // Probe the non-essential terms whose block spans the document, highest bound first, while it can still rank.
-        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * docLengths[at]!) / avgLength);
+        const length = docLengths[at]!;
+        const norm = length < NORM_TABLE_SIZE ? norms[length]! : BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgLength);
         let alive = true;
         for (let i = nonEssential - 1; i >= 0 && alive; i--) {
           const bound = neBlock[i]!;
+          found[i] = -1;
           if (bound < 0) continue;
           const c = seek(byBound[i]!.postings, cursor[i]!, doc);
           cursor[i] = c;
@@ -503,6 +505,7 @@ export class TopKIndex {
           const c = seek(byBound[i]!.postings, windowStart[i]!, doc);
           windowStart[i] = c;
           const data = datas[i]!;
+          found[i] = -1;
           if (c < lengthOf[i]! && data[c * 2] === doc) {
             const freq = unpackFreq(data[c * 2 + 1]!);
             found[i] = (idfs[i]! * (freq * (BM25_K1 + 1))) / (freq + norm);
@@ -515,8 +518,9 @@ export class TopKIndex {
 
   /**
    * The non-essential terms' bound for the documents from `doc` on, block by block: a term counts the
-   * bound of its block that spans `doc`, or nothing when `doc` falls before its next block (or past its
-   * last). Valid `until` (exclusive) the first block boundary of any of them after `doc`.
+   * bound of its block that spans `doc` (from after the previous block's last document), or nothing
+   * when `doc` falls before its first posting or after its last. Valid `until` (exclusive) the first
+   * block boundary of any of them after `doc`.
    */
   private nonEssentialBlockBound(
     byBound: readonly QueryTerm[],
@@ -533,19 +537,21 @@ export class TopKIndex {
       const t = byBound[i]!;
       const list = t.postings;
       const blocks = list.blocks;
+      const data = list.data;
       const size = blocks === undefined ? list.length : this.blockSize;
       const count = Math.ceil(list.length / size);
+      // Block b spans the documents after block b − 1's last one up to its own last one.
       let b = blockCursor[i]!;
-      while (b < count && list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! < doc) b++;
+      while (b < count - 1 && data[((b + 1) * size - 1) * 2]! < doc) b++;
+      if (b === count - 1 && data[(list.length - 1) * 2]! < doc) b = count;
       blockCursor[i] = b;
       neBlock[i] = -1;
       if (b === count) continue;
-      const first = list.data[b * size * 2]!;
-      if (first > doc) {
-        if (first < until) until = first;
+      if (b === 0 && data[0]! > doc) {
+        if (data[0]! < until) until = data[0]!;
         continue;
       }
-      const last = list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! + 1;
+      const last = data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! + 1;
       if (last < until) until = last;
       const s = blocks === undefined ? t.bound : t.idf * blocks.saturation[b]!;
       neBlock[i] = s;
