@@ -20,8 +20,9 @@ type Postings = {
   minLength: number;
   /**
    * Per block of {@link TopKIndex.blockSize} consecutive postings: the largest BM25 saturation of its
-   * postings, the block's score bound over the idf. Computed when a search first needs it (a list
-   * longer than one block that turned non-essential), then kept current by `add`.
+   * postings, the block's score bound over the idf. Computed when a snapshot is loaded, else when a
+   * search first needs it (a list longer than one block that turned non-essential), then kept current
+   * by `add`.
    */
   blocks?: Blocks;
 };
@@ -69,6 +70,37 @@ const BOUND_SLACK = 1 + 1e-9;
  * database-wide figures so a scope's ranking does not depend on how it is partitioned.
  */
 export type CollectionStats = { documents: number; avgLength: number; documentFrequency: (term: string) => number };
+
+/**
+ * Per document of a window (its offset): its essential score sums as the score splits and its length;
+ * which documents were touched, as bits and, in order, as a list.
+ */
+type Window = {
+  coordSums: Float64Array;
+  coordCounts: Uint8Array;
+  otherSums: Float64Array;
+  docLengths: Int32Array;
+  touchedBits: Uint32Array;
+  touched: Int32Array;
+};
+
+/** The walk's arrays per window size, shared by every index of this thread (a search runs to its end). */
+const windows = new Map<number, Window>();
+
+function windowOf(size: number): Window {
+  const held = windows.get(size);
+  if (held !== undefined) return held;
+  const window: Window = {
+    coordSums: new Float64Array(size),
+    coordCounts: new Uint8Array(size),
+    otherSums: new Float64Array(size),
+    docLengths: new Int32Array(size),
+    touchedBits: new Uint32Array(Math.ceil(size / 32)),
+    touched: new Int32Array(size),
+  };
+  windows.set(size, window);
+  return window;
+}
 
 /** A query term resolved against the index. */
 type QueryTerm = { postings: Postings; idf: number; bound: number; coordinated: boolean; order: number };
@@ -257,6 +289,9 @@ export class TopKIndex {
     });
     index.count = header.count;
     index.totalLength = header.totalLength;
+    // Block bounds at the index's own mean length now, not on the first searches that need them: a
+    // search whose mean length is close (one scope: the same) reuses them.
+    if (index.count > 0) for (const list of index.postings.values()) index.blockBounds(list, index.totalLength / index.count);
     return index;
   }
 
@@ -357,14 +392,8 @@ export class TopKIndex {
     // rank read their essential terms' scores again from the postings, from where the window began.
     const size = this.windowSize;
     const windowStart = new Int32Array(m);
-    const coordSums = new Float64Array(size);
-    const coordCounts = new Uint8Array(size);
-    const otherSums = new Float64Array(size);
-    const touched = new Int32Array(size);
-    // One bit per document of the window that some essential posting touched, to visit them in order.
-    const touchedBits = new Uint32Array(Math.ceil(size / 32));
-    // Each touched document's length, from its postings, for the probes below.
-    const docLengths = new Int32Array(size);
+    const { coordSums, coordCounts, otherSums, touched, touchedBits, docLengths } = windowOf(size);
+    touchedBits.fill(0);
     let nonEssential = 0;
     // Bound of a document holding every non-essential term (whole-list bounds), split as the score is.
     let allCoordSum = 0;
