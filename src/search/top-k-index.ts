@@ -28,13 +28,14 @@ type Postings = {
 };
 
 /**
- * Block bounds of one term: `saturation[b]` for block `b` (capacity may exceed the count), the largest
+ * Block bounds of one term: for block `b` (capacity may exceed the count), its last document
+ * `lastDoc[b]` (read in a compact array, not one cache line per block of postings) and `saturation[b]`, the largest
  * `freq·(k1+1) / (freq + k1·(1 − b + b·length/avgLength))` of the block at `avgLength`. A larger mean
  * length only raises every saturation, so they bound the scores of any search whose mean length is at
  * most `avgLength`; a search computes them at {@link BLOCK_AVG_HEADROOM} × its own and keeps them
  * until its mean length leaves the range they fit closely.
  */
-type Blocks = { avgLength: number; saturation: Float64Array };
+type Blocks = { avgLength: number; saturation: Float64Array; lastDoc: Int32Array };
 
 /** Block bounds are computed at this multiple of a search's mean length, so small drifts reuse them. */
 const BLOCK_AVG_HEADROOM = 1.02;
@@ -186,7 +187,11 @@ export class TopKIndex {
     const blocks = list.blocks;
     if (blocks !== undefined) {
       const block = (list.length - 1) >> this.blockShift;
-      if (block === blocks.saturation.length) blocks.saturation = grow(blocks.saturation, block * 2);
+      if (block === blocks.saturation.length) {
+        blocks.saturation = grow(blocks.saturation, block * 2);
+        blocks.lastDoc = grow(blocks.lastDoc, block * 2);
+      }
+      blocks.lastDoc[block] = doc;
       // A new block's slot starts at 0 (grown arrays are zeroed), so the largest saturation wins.
       const saturation = termScore(1, freq, length, blocks.avgLength);
       if (saturation > blocks.saturation[block]!) blocks.saturation[block] = saturation;
@@ -201,13 +206,15 @@ export class TopKIndex {
     if (list.length <= this.blockSize) return undefined;
     const held = list.blocks;
     if (held !== undefined && held.avgLength >= avgLength && held.avgLength <= avgLength * BLOCK_AVG_HEADROOM ** 2) return held;
-    const blocks: Blocks = { avgLength: avgLength * BLOCK_AVG_HEADROOM, saturation: new Float64Array(Math.ceil(list.length / this.blockSize)) };
+    const count = Math.ceil(list.length / this.blockSize);
+    const blocks: Blocks = { avgLength: avgLength * BLOCK_AVG_HEADROOM, saturation: new Float64Array(count), lastDoc: new Int32Array(count) };
     const data = list.data;
     for (let p = 0; p < list.length; p++) {
       const packed = data[p * 2 + 1]!;
       const saturation = termScore(1, unpackFreq(packed), this.lengthOf(data[p * 2]!, packed), blocks.avgLength);
       const block = p >> this.blockShift;
       if (saturation > blocks.saturation[block]!) blocks.saturation[block] = saturation;
+      blocks.lastDoc[block] = data[p * 2]!;
     }
     list.blocks = blocks;
     return blocks;
@@ -566,22 +573,27 @@ export class TopKIndex {
       const t = byBound[i]!;
       const list = t.postings;
       const blocks = list.blocks;
-      const data = list.data;
-      const size = blocks === undefined ? list.length : this.blockSize;
-      const count = Math.ceil(list.length / size);
+      const first = list.data[0]!;
       // Block b spans the documents after block b − 1's last one up to its own last one.
       let b = blockCursor[i]!;
-      while (b < count - 1 && data[((b + 1) * size - 1) * 2]! < doc) b++;
-      if (b === count - 1 && data[(list.length - 1) * 2]! < doc) b = count;
+      let last: number;
+      if (blocks === undefined) {
+        last = list.data[(list.length - 1) * 2]!;
+        if (last < doc) b = 1;
+      } else {
+        const lastDoc = blocks.lastDoc;
+        const count = Math.ceil(list.length / this.blockSize);
+        while (b < count && lastDoc[b]! < doc) b++;
+        last = b < count ? lastDoc[b]! : -1;
+      }
       blockCursor[i] = b;
       neBlock[i] = -1;
-      if (b === count) continue;
-      if (b === 0 && data[0]! > doc) {
-        if (data[0]! < until) until = data[0]!;
+      if (last < doc) continue;
+      if (b === 0 && first > doc) {
+        if (first < until) until = first;
         continue;
       }
-      const last = data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! + 1;
-      if (last < until) until = last;
+      if (last + 1 < until) until = last + 1;
       const s = blocks === undefined ? t.bound : t.idf * blocks.saturation[b]!;
       neBlock[i] = s;
       if (t.coordinated) {
