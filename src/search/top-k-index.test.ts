@@ -69,6 +69,28 @@ function build(raw: { terms: string[]; context: string[] }[], gaps: number[] = [
   return { index, docs };
 }
 
+/**
+ * The same snapshot as written before postings held their documents' lengths: no `format` in the
+ * header, and only the frequencies in each posting's second word.
+ */
+function asFirstFormat(bytes: Uint8Array): Uint8Array {
+  const headerLength = new DataView(bytes.buffer).getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + headerLength))) as { format?: number; count: number; terms: string[]; postings: number };
+  const align = (n: number): number => Math.ceil(n / 8) * 8;
+  const postingsAt = align(4 + headerLength) + align(header.count * 8) + align(header.count * 4) + align(header.terms.length * 24);
+  delete header.format;
+  const oldHeader = new TextEncoder().encode(JSON.stringify(header));
+  const oldPostingsAt = align(4 + oldHeader.length) + align(header.count * 8) + align(header.count * 4) + align(header.terms.length * 24);
+  const out = new Uint8Array(oldPostingsAt + header.postings * 8);
+  new DataView(out.buffer).setUint32(0, oldHeader.length, true);
+  out.set(oldHeader, 4);
+  out.set(bytes.subarray(align(4 + headerLength), postingsAt), align(4 + oldHeader.length));
+  const postings = new Int32Array(out.buffer, oldPostingsAt, header.postings * 2);
+  postings.set(new Int32Array(bytes.buffer.slice(postingsAt, postingsAt + header.postings * 8)));
+  for (let p = 0; p < header.postings; p++) postings[p * 2 + 1] = postings[p * 2 + 1]! & 0xffffff;
+  return out;
+}
+
 describe('TopKIndex', () => {
   it('returns the exact BM25 top k over its own statistics', () => {
     fc.assert(
@@ -131,6 +153,67 @@ describe('TopKIndex', () => {
         expectSameRanking(copy.search(query, 10), exactTopK(all, query, 10, copy.ownStats()));
       }),
       { numRuns: 150 },
+    );
+  });
+
+  it('returns the exact top k when some documents are too long for their postings to hold their length', () => {
+    // Postings carry lengths below 255 tokens; longer documents are read from the per-document lengths.
+    const padded = fc.array(fc.record({ terms: fc.array(word, { maxLength: 12 }), context: fc.array(word, { maxLength: 8 }), pad: fc.constantFrom(0, 0, 240, 300, 1200) }), {
+      minLength: 1,
+      maxLength: 60,
+    });
+    fc.assert(
+      fc.property(padded, fc.array(word, { minLength: 1, maxLength: 10 }), fc.integer({ min: 1, max: 10 }), blockSize, (raw, query, k, size) => {
+        const { index, docs } = build(
+          raw.map((d) => ({ terms: [...d.terms, ...Array.from({ length: d.pad }, (_, i) => (i % 3 === 0 ? 'w0' : 'filler'))], context: d.context })),
+          [],
+          size,
+        );
+        expectSameRanking(index.search(query, k), exactTopK(docs, query, k, index.ownStats()));
+        expect(TopKIndex.fromBytes(index.toBytes()).search(query, k)).toEqual(index.search(query, k));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('reads a snapshot of the first format, whose postings hold no lengths', () => {
+    fc.assert(
+      fc.property(corpus, fc.array(word, { minLength: 1, maxLength: 10 }), (raw, query) => {
+        const { index } = build(raw.map((d, i) => (i % 5 === 0 ? { ...d, terms: [...d.terms, ...Array.from({ length: 260 }, () => 'filler')] } : d)));
+        const old = TopKIndex.fromBytes(asFirstFormat(index.toBytes()));
+        expect(old.search(query, 10)).toEqual(index.search(query, 10));
+        expect(old.toBytes()).toEqual(index.toBytes());
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('refuses a snapshot of an unknown format', () => {
+    const index = new TopKIndex();
+    index.add(1, ['a'], []);
+    const bytes = index.toBytes();
+    const headerLength = new DataView(bytes.buffer).getUint32(0, true);
+    const header = new TextDecoder().decode(bytes.subarray(4, 4 + headerLength));
+    bytes.set(new TextEncoder().encode(header.replace('"format":2', '"format":9')), 4);
+    expect(() => TopKIndex.fromBytes(bytes)).toThrow(/unknown snapshot format 9/);
+  });
+
+  it('keeps its block bounds current as documents are added between searches', () => {
+    fc.assert(
+      fc.property(corpus, corpus, fc.array(word, { minLength: 1, maxLength: 10 }), fc.integer({ min: 1, max: 8 }), blockSize, (first, more, query, k, size) => {
+        const { index, docs } = build(first, [], size);
+        // Fixed outside statistics: the bounds computed by the first search are the ones the second reuses.
+        const stats: CollectionStats = { documents: 500, avgLength: 9, documentFrequency: (term) => 1 + Number(term.slice(1)) };
+        index.search(query, k, { stats });
+        const all = [...docs];
+        for (const d of more) {
+          const seq = index.lastSeq + 1;
+          index.add(seq, d.terms, d.context);
+          all.push({ seq, ...d });
+        }
+        expectSameRanking(index.search(query, k, { stats }), exactTopK(all, query, k, stats));
+      }),
+      { numRuns: 500 },
     );
   });
 

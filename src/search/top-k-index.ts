@@ -19,15 +19,26 @@ type Postings = {
   maxFreq: number;
   minLength: number;
   /**
-   * Per block of {@link TopKIndex.blockSize} consecutive postings: the largest weighted frequency and
-   * the shortest document, the block's score bound. Held once the list is longer than one block
-   * (a shorter list's bound is its block's), then kept current.
+   * Per block of {@link TopKIndex.blockSize} consecutive postings: the largest BM25 saturation of its
+   * postings, the block's score bound over the idf. Computed when a snapshot is loaded, else when a
+   * search first needs it (a list longer than one block that turned non-essential), then kept current
+   * by `add`.
    */
   blocks?: Blocks;
 };
 
-/** Block bounds of one term: `maxFreq[b]`, `minLength[b]` for block `b` (capacity may exceed the count). */
-type Blocks = { maxFreq: Float64Array; minLength: Int32Array };
+/**
+ * Block bounds of one term: for block `b` (capacity may exceed the count), its last document
+ * `lastDoc[b]` (read in a compact array, not one cache line per block of postings) and `saturation[b]`, the largest
+ * `freq·(k1+1) / (freq + k1·(1 − b + b·length/avgLength))` of the block at `avgLength`. A larger mean
+ * length only raises every saturation, so they bound the scores of any search whose mean length is at
+ * most `avgLength`; a search computes them at {@link BLOCK_AVG_HEADROOM} × its own and keeps them
+ * until its mean length leaves the range they fit closely.
+ */
+type Blocks = { avgLength: number; saturation: Float64Array; lastDoc: Int32Array };
+
+/** Block bounds are computed at this multiple of a search's mean length, so small drifts reuse them. */
+const BLOCK_AVG_HEADROOM = 1.02;
 
 /** Postings per block by default: small enough to skip common terms in long runs, large enough to be cheap. */
 export const DEFAULT_BLOCK_SIZE = 64;
@@ -38,9 +49,19 @@ export const DEFAULT_WINDOW_SIZE = 4096;
 /** Document lengths (tokens) whose BM25 normalisation a query computes once; longer ones are computed per posting. */
 const NORM_TABLE_SIZE = 1024;
 
-/** Frequencies are packed as `own × 2^12 + context`; a count beyond 4095 saturates. */
+/**
+ * A posting's second word packs `length × 2^24 + own × 2^12 + context`: each count saturates at 4095,
+ * and the document's length (tokens) is held when below {@link LENGTH_UNKNOWN}, so the walk reads its
+ * BM25 normalisation without a look-up in the per-document lengths (a cache miss per posting at 1M).
+ */
 const FREQ_SHIFT = 4096;
 const FREQ_MAX = FREQ_SHIFT - 1;
+const LENGTH_SHIFT = 24;
+const FREQ_BITS = 2 ** LENGTH_SHIFT - 1;
+/** The packed length of a document of 255 tokens or more: read it from the per-document lengths. */
+const LENGTH_UNKNOWN = 255;
+/** The snapshot layout {@link TopKIndex.toBytes} writes; version 1 held no lengths in the postings. */
+const SNAPSHOT_FORMAT = 2;
 /** Relative slack on score bounds, so rounding in a bound never prunes a document that would rank. */
 const BOUND_SLACK = 1 + 1e-9;
 
@@ -50,6 +71,37 @@ const BOUND_SLACK = 1 + 1e-9;
  * database-wide figures so a scope's ranking does not depend on how it is partitioned.
  */
 export type CollectionStats = { documents: number; avgLength: number; documentFrequency: (term: string) => number };
+
+/**
+ * Per document of a window (its offset): its essential score sums as the score splits and its length;
+ * which documents were touched, as bits and, in order, as a list.
+ */
+type Window = {
+  coordSums: Float64Array;
+  coordCounts: Uint8Array;
+  otherSums: Float64Array;
+  docLengths: Int32Array;
+  touchedBits: Uint32Array;
+  touched: Int32Array;
+};
+
+/** The walk's arrays per window size, shared by every index of this thread (a search runs to its end). */
+const windows = new Map<number, Window>();
+
+function windowOf(size: number): Window {
+  const held = windows.get(size);
+  if (held !== undefined) return held;
+  const window: Window = {
+    coordSums: new Float64Array(size),
+    coordCounts: new Uint8Array(size),
+    otherSums: new Float64Array(size),
+    docLengths: new Int32Array(size),
+    touchedBits: new Uint32Array(Math.ceil(size / 32)),
+    touched: new Int32Array(size),
+  };
+  windows.set(size, window);
+  return window;
+}
 
 /** A query term resolved against the index. */
 type QueryTerm = { postings: Postings; idf: number; bound: number; coordinated: boolean; order: number };
@@ -123,52 +175,49 @@ export class TopKIndex {
       if (list.length * 2 === list.data.length) list.data = grow(list.data, list.data.length * 2);
       at = list.length * 2;
       list.data[at] = doc;
-      list.data[at + 1] = 0;
+      list.data[at + 1] = packedLength(length);
       list.length++;
       if (length < list.minLength) list.minLength = length;
-      if (list.blocks !== undefined) this.openBlockEntry(list, length);
-      else if (list.length > this.blockSize) this.buildBlocks(list);
     }
     const packed = list.data[at + 1]!;
     // Each part saturates at FREQ_MAX rather than carrying into the other.
-    if ((step === 1 ? packed % FREQ_SHIFT : Math.floor(packed / FREQ_SHIFT)) < FREQ_MAX) list.data[at + 1] = packed + step;
+    if ((step === 1 ? packed & FREQ_MAX : (packed >> 12) & FREQ_MAX) < FREQ_MAX) list.data[at + 1] = packed + step;
     const freq = unpackFreq(list.data[at + 1]!);
     if (freq > list.maxFreq) list.maxFreq = freq;
-    if (list.blocks !== undefined) {
+    const blocks = list.blocks;
+    if (blocks !== undefined) {
       const block = (list.length - 1) >> this.blockShift;
-      if (freq > list.blocks.maxFreq[block]!) list.blocks.maxFreq[block] = freq;
+      if (block === blocks.saturation.length) {
+        blocks.saturation = grow(blocks.saturation, block * 2);
+        blocks.lastDoc = grow(blocks.lastDoc, block * 2);
+      }
+      blocks.lastDoc[block] = doc;
+      // A new block's slot starts at 0 (grown arrays are zeroed), so the largest saturation wins.
+      const saturation = termScore(1, freq, length, blocks.avgLength);
+      if (saturation > blocks.saturation[block]!) blocks.saturation[block] = saturation;
     }
   }
 
-  /** Accounts the posting just opened (the list's last) in its block's bound. */
-  private openBlockEntry(list: Postings, length: number): void {
-    const blocks = list.blocks!;
-    const block = (list.length - 1) >> this.blockShift;
-    if (block === blocks.maxFreq.length) {
-      blocks.maxFreq = grow(blocks.maxFreq, block * 2);
-      blocks.minLength = grow(blocks.minLength, block * 2);
-    }
-    if ((list.length - 1) % this.blockSize === 0) {
-      blocks.maxFreq[block] = 0;
-      blocks.minLength[block] = length;
-    } else if (length < blocks.minLength[block]!) {
-      blocks.minLength[block] = length;
-    }
-  }
-
-  /** Builds the term's block bounds from its postings. */
-  private buildBlocks(list: Postings): void {
-    const count = Math.max(1, Math.ceil(list.length / this.blockSize));
-    const blocks: Blocks = { maxFreq: new Float64Array(count), minLength: new Int32Array(count).fill(2 ** 31 - 1) };
+  /**
+   * The term's block bounds for a search with mean length `avgLength`, computed from its postings
+   * unless those held fit (see Blocks); undefined for a list of one block (its bound is the list's).
+   */
+  private blockBounds(list: Postings, avgLength: number): Blocks | undefined {
+    if (list.length <= this.blockSize) return undefined;
+    const held = list.blocks;
+    if (held !== undefined && held.avgLength >= avgLength && held.avgLength <= avgLength * BLOCK_AVG_HEADROOM ** 2) return held;
+    const count = Math.ceil(list.length / this.blockSize);
+    const blocks: Blocks = { avgLength: avgLength * BLOCK_AVG_HEADROOM, saturation: new Float64Array(count), lastDoc: new Int32Array(count) };
     const data = list.data;
     for (let p = 0; p < list.length; p++) {
+      const packed = data[p * 2 + 1]!;
+      const saturation = termScore(1, unpackFreq(packed), this.lengthOf(data[p * 2]!, packed), blocks.avgLength);
       const block = p >> this.blockShift;
-      const freq = unpackFreq(data[p * 2 + 1]!);
-      const length = this.lengths[data[p * 2]!]!;
-      if (freq > blocks.maxFreq[block]!) blocks.maxFreq[block] = freq;
-      if (length < blocks.minLength[block]!) blocks.minLength[block] = length;
+      if (saturation > blocks.saturation[block]!) blocks.saturation[block] = saturation;
+      blocks.lastDoc[block] = data[p * 2]!;
     }
     list.blocks = blocks;
+    return blocks;
   }
 
   /**
@@ -179,7 +228,7 @@ export class TopKIndex {
     const terms = [...this.postings.keys()];
     const lists = [...this.postings.values()];
     const postingCount = lists.reduce((sum, l) => sum + l.length, 0);
-    const header = new TextEncoder().encode(JSON.stringify({ count: this.count, totalLength: this.totalLength, blockSize: this.blockSize, terms, postings: postingCount }));
+    const header = new TextEncoder().encode(JSON.stringify({ format: SNAPSHOT_FORMAT, count: this.count, totalLength: this.totalLength, blockSize: this.blockSize, terms, postings: postingCount }));
     const headerSize = Math.ceil((4 + header.length) / 8) * 8;
     const sizes = [this.count * 8, this.count * 4, lists.length * 24, postingCount * 8].map((n) => Math.ceil(n / 8) * 8);
     const bytes = new Uint8Array(headerSize + sizes.reduce((a, b) => a + b, 0));
@@ -213,6 +262,7 @@ export class TopKIndex {
     const view = new DataView(own.buffer);
     const headerLength = view.getUint32(0, true);
     const header = JSON.parse(new TextDecoder().decode(own.subarray(4, 4 + headerLength))) as {
+      format?: number;
       count: number;
       totalLength: number;
       blockSize?: number;
@@ -233,6 +283,11 @@ export class TopKIndex {
     const bounds = new Float64Array(own.buffer, offset, header.terms.length * 3);
     offset += align(header.terms.length * 24);
     const data = new Int32Array(own.buffer, offset, header.postings * 2);
+    if (header.format !== undefined && header.format !== SNAPSHOT_FORMAT) throw new Error(`TopKIndex: unknown snapshot format ${header.format}`);
+    if (header.format === undefined) {
+      // A snapshot of the first format: its postings learn their documents' lengths.
+      for (let p = 0; p < header.postings; p++) data[p * 2 + 1] = (data[p * 2 + 1]! & FREQ_BITS) | packedLength(index.lengths[data[p * 2]!]!);
+    }
     let at = 0;
     header.terms.forEach((term, i) => {
       const length = bounds[i * 3]!;
@@ -241,7 +296,9 @@ export class TopKIndex {
     });
     index.count = header.count;
     index.totalLength = header.totalLength;
-    for (const list of index.postings.values()) if (list.length > index.blockSize) index.buildBlocks(list);
+    // Block bounds at the index's own mean length now, not on the first searches that need them: a
+    // search whose mean length is close (one scope: the same) reuses them.
+    if (index.count > 0) for (const list of index.postings.values()) index.blockBounds(list, index.totalLength / index.count);
     return index;
   }
 
@@ -314,8 +371,9 @@ export class TopKIndex {
    */
   private maxScore(query: QueryTerm[], top: TopList, avgLength: number): void {
     const m = query.length;
+    // Non-essential terms first, in the order they became so, then the essential ones by bound.
     const byBound = [...query].sort((a, b) => a.bound - b.bound);
-    const inQueryOrder = queryOrder(byBound);
+    let inQueryOrder = queryOrder(byBound);
     // The postings as flat arrays, so the walk below loads no object fields.
     const datas = byBound.map((t) => t.postings.data);
     const lengthOf = Int32Array.from(byBound, (t) => t.postings.length);
@@ -337,31 +395,37 @@ export class TopKIndex {
     let neCoordCount = 0;
     let neOtherSum = 0;
     // One window of documents, accumulated term at a time over the essential terms: per document
-    // (offset in the window), which terms hold it, their scores, and their sums as the score splits.
+    // (offset in the window), the sums of their scores as the score splits. The few documents that
+    // rank read their essential terms' scores again from the postings, from where the window began.
     const size = this.windowSize;
-    const mask = new Uint32Array(size);
-    const scores = new Float64Array(size * m);
-    const coordSums = new Float64Array(size);
-    const coordCounts = new Uint8Array(size);
-    const otherSums = new Float64Array(size);
-    const touched = new Int32Array(size);
+    const windowStart = new Int32Array(m);
+    const { coordSums, coordCounts, otherSums, touched, touchedBits, docLengths } = windowOf(size);
+    touchedBits.fill(0);
     let nonEssential = 0;
     // Bound of a document holding every non-essential term (whole-list bounds), split as the score is.
     let allCoordSum = 0;
     let allCoordCount = 0;
     let allOtherSum = 0;
+    // Each essential term, lowest bound first, turns non-essential when the bound of a document holding
+    // it and every non-essential term cannot beat the k-th score. A term that does not fit is passed
+    // over, not the end: a later one outside the coordinated terms adds only its own bound.
     const extendNonEssential = (): void => {
-      while (nonEssential < m && top.full) {
-        const t = byBound[nonEssential]!;
+      if (!top.full) return;
+      for (let j = nonEssential; j < m; j++) {
+        const t = byBound[j]!;
         const coordSum = allCoordSum + (t.coordinated ? t.bound : 0);
         const coordCount = allCoordCount + (t.coordinated ? 1 : 0);
         const otherSum = allOtherSum + (t.coordinated ? 0 : t.bound);
-        if ((coordCount * coordSum + otherSum) * BOUND_SLACK >= top.threshold) return;
+        if ((coordCount * coordSum + otherSum) * BOUND_SLACK >= top.threshold) continue;
         allCoordSum = coordSum;
         allCoordCount = coordCount;
         allOtherSum = otherSum;
+        this.blockBounds(t.postings, avgLength);
+        // Move the term to the end of the non-essential ones; the terms it passes keep their order.
+        for (const a of [byBound, datas, lengthOf, idfs, coordinated, cursor, blockCursor]) moveBack(a, j, nonEssential);
         nonEssential++;
         neUntil = -1;
+        inQueryOrder = queryOrder(byBound);
       }
     };
     for (;;) {
@@ -379,30 +443,32 @@ export class TopKIndex {
       }
       if (lo === Infinity) return;
       const hi = lo + size;
-      let held = 0;
       for (let i = nonEssential; i < m; i++) {
         const data = datas[i]!;
         const end = lengthOf[i]!;
         const idf = idfs[i]!;
-        const bit = 1 << i;
         const coord = coordinated[i] === 1;
         let c = cursor[i]!;
+        windowStart[i] = c;
         for (; c < end; c++) {
           const doc = data[c * 2]!;
           if (doc >= hi) break;
           const at = doc - lo;
-          const freq = unpackFreq(data[c * 2 + 1]!);
-          const length = lengths[doc]!;
+          const packed = data[c * 2 + 1]!;
+          const freq = unpackFreq(packed);
+          const inline = packed >>> LENGTH_SHIFT;
+          const length = inline < LENGTH_UNKNOWN ? inline : lengths[doc]!;
           // The same operations as termScore(), so every path gives the same floating-point score.
           const s = (idf * (freq * (BM25_K1 + 1))) / (freq + (length < NORM_TABLE_SIZE ? norms[length]! : BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgLength)));
-          if (mask[at] === 0) {
-            touched[held++] = at;
+          const word = touchedBits[at >> 5]!;
+          const bit = 1 << (at & 31);
+          if ((word & bit) === 0) {
+            touchedBits[at >> 5] = word | bit;
+            docLengths[at] = length;
             coordSums[at] = 0;
             coordCounts[at] = 0;
             otherSums[at] = 0;
           }
-          mask[at]! |= bit;
-          scores[at * m + i] = s;
           if (coord) {
             coordSums[at]! += s;
             coordCounts[at]!++;
@@ -412,19 +478,28 @@ export class TopKIndex {
         }
         cursor[i] = c;
       }
-      // The window's documents in order, so equal scores keep the lower document and probes move forward.
-      const order = touched.subarray(0, held).sort();
-      for (const at of order) {
+      // The window's documents in order (read off their bits, cheaper than a sort), so equal scores keep
+      // the lower document and probes move forward.
+      let held = 0;
+      for (let w = 0; w < touchedBits.length; w++) {
+        let bits = touchedBits[w]!;
+        touchedBits[w] = 0;
+        while (bits !== 0) {
+          const low = bits & -bits;
+          touched[held++] = (w << 5) + 31 - Math.clz32(low);
+          bits ^= low;
+        }
+      }
+      for (let v = 0; v < held; v++) {
+        const at = touched[v]!;
         const doc = lo + at;
-        const holds = mask[at]!;
-        mask[at] = 0;
         // Non-essential terms count their block bounds until probed (none while the top k fills up).
         let coordSum = coordSums[at]!;
         let coordCount = coordCounts[at]!;
         let otherSum = otherSums[at]!;
         if (nonEssential > 0) {
           if (doc >= neUntil) {
-            const ne = this.nonEssentialBlockBound(byBound, blockCursor, neBlock, nonEssential, doc, avgLength);
+            const ne = this.nonEssentialBlockBound(byBound, blockCursor, neBlock, nonEssential, doc);
             neUntil = ne.until;
             neCoordSum = ne.coordSum;
             neCoordCount = ne.coordCount;
@@ -435,13 +510,13 @@ export class TopKIndex {
           otherSum += neOtherSum;
         }
         if (top.full && (coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) continue;
-        found.fill(-1);
-        for (let i = nonEssential; i < m; i++) if (((holds >>> i) & 1) === 1) found[i] = scores[at * m + i]!;
         // Probe the non-essential terms whose block spans the document, highest bound first, while it can still rank.
-        const norm = BM25_K1 * (1 - BM25_B + (BM25_B * lengths[doc]!) / avgLength);
+        const length = docLengths[at]!;
+        const norm = length < NORM_TABLE_SIZE ? norms[length]! : BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgLength);
         let alive = true;
         for (let i = nonEssential - 1; i >= 0 && alive; i--) {
           const bound = neBlock[i]!;
+          found[i] = -1;
           if (bound < 0) continue;
           const c = seek(byBound[i]!.postings, cursor[i]!, doc);
           cursor[i] = c;
@@ -461,15 +536,27 @@ export class TopKIndex {
           }
           if ((coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) alive = false;
         }
-        if (alive) top.offer(doc, combine(byBound, found, inQueryOrder));
+        if (!alive) continue;
+        for (let i = nonEssential; i < m; i++) {
+          const c = seek(byBound[i]!.postings, windowStart[i]!, doc);
+          windowStart[i] = c;
+          const data = datas[i]!;
+          found[i] = -1;
+          if (c < lengthOf[i]! && data[c * 2] === doc) {
+            const freq = unpackFreq(data[c * 2 + 1]!);
+            found[i] = (idfs[i]! * (freq * (BM25_K1 + 1))) / (freq + norm);
+          }
+        }
+        top.offer(doc, combine(byBound, found, inQueryOrder));
       }
     }
   }
 
   /**
    * The non-essential terms' bound for the documents from `doc` on, block by block: a term counts the
-   * bound of its block that spans `doc`, or nothing when `doc` falls before its next block (or past its
-   * last). Valid `until` (exclusive) the first block boundary of any of them after `doc`.
+   * bound of its block that spans `doc` (from after the previous block's last document), or nothing
+   * when `doc` falls before its first posting or after its last. Valid `until` (exclusive) the first
+   * block boundary of any of them after `doc`.
    */
   private nonEssentialBlockBound(
     byBound: readonly QueryTerm[],
@@ -477,7 +564,6 @@ export class TopKIndex {
     neBlock: Float64Array,
     nonEssential: number,
     doc: number,
-    avgLength: number,
   ): { coordSum: number; coordCount: number; otherSum: number; until: number } {
     let coordSum = 0;
     let coordCount = 0;
@@ -487,21 +573,28 @@ export class TopKIndex {
       const t = byBound[i]!;
       const list = t.postings;
       const blocks = list.blocks;
-      const size = blocks === undefined ? list.length : this.blockSize;
-      const count = Math.ceil(list.length / size);
+      const first = list.data[0]!;
+      // Block b spans the documents after block b − 1's last one up to its own last one.
       let b = blockCursor[i]!;
-      while (b < count && list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! < doc) b++;
+      let last: number;
+      if (blocks === undefined) {
+        last = list.data[(list.length - 1) * 2]!;
+        if (last < doc) b = 1;
+      } else {
+        const lastDoc = blocks.lastDoc;
+        const count = Math.ceil(list.length / this.blockSize);
+        while (b < count && lastDoc[b]! < doc) b++;
+        last = b < count ? lastDoc[b]! : -1;
+      }
       blockCursor[i] = b;
       neBlock[i] = -1;
-      if (b === count) continue;
-      const first = list.data[b * size * 2]!;
-      if (first > doc) {
+      if (last < doc) continue;
+      if (b === 0 && first > doc) {
         if (first < until) until = first;
         continue;
       }
-      const last = list.data[(Math.min(list.length, (b + 1) * size) - 1) * 2]! + 1;
-      if (last < until) until = last;
-      const s = blocks === undefined ? t.bound : termScore(t.idf, blocks.maxFreq[b]!, blocks.minLength[b]!, avgLength);
+      if (last + 1 < until) until = last + 1;
+      const s = blocks === undefined ? t.bound : t.idf * blocks.saturation[b]!;
       neBlock[i] = s;
       if (t.coordinated) {
         coordSum += s;
@@ -524,6 +617,12 @@ export class TopKIndex {
     }
     const score = combine(query, found, queryOrder(query));
     if (score > 0) top.offer(doc, score);
+  }
+
+  /** The length of `doc` from one of its postings' packed word, else from the per-document lengths. */
+  private lengthOf(doc: number, packed: number): number {
+    const length = packed >>> LENGTH_SHIFT;
+    return length < LENGTH_UNKNOWN ? length : this.lengths[doc]!;
   }
 
   /** The local number of the document with `seq`, or -1. */
@@ -575,14 +674,25 @@ function combine(terms: readonly QueryTerm[], found: Float64Array, inQueryOrder:
   return coordCount * coordSum + otherSum;
 }
 
+/** Moves `array[from]` to `to` (≤ from), shifting the elements in between one place on. */
+function moveBack(array: { [i: number]: unknown; copyWithin(target: number, start: number, end: number): unknown }, from: number, to: number): void {
+  const moved = array[from];
+  array.copyWithin(to + 1, to, from);
+  array[to] = moved;
+}
+
 /** Positions in `terms` sorted by the terms' query order. */
 function queryOrder(terms: readonly QueryTerm[]): Int32Array {
   return Int32Array.from(terms.map((_, i) => i).sort((a, b) => terms[a]!.order - terms[b]!.order));
 }
 
 function unpackFreq(packed: number): number {
-  // Packed frequencies are non-negative 24-bit integers: the shift and mask are floor(/ 4096) and % 4096.
-  return (packed >> 12) + CONTEXT_WEIGHT * (packed & FREQ_MAX);
+  return ((packed >> 12) & FREQ_MAX) + CONTEXT_WEIGHT * (packed & FREQ_MAX);
+}
+
+/** A document length as held in its postings' high byte (see FREQ_SHIFT). */
+function packedLength(length: number): number {
+  return (length < LENGTH_UNKNOWN ? length : LENGTH_UNKNOWN) << LENGTH_SHIFT;
 }
 
 /** The first posting at or after `from` whose document is ≥ `doc` (galloping, then binary search). */
