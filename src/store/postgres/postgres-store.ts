@@ -182,6 +182,11 @@ export class PostgresStore implements Store {
     await this.db.transaction((client) => saveVectors(client, target, embedderId, items));
   }
 
+  /** Creates the partial HNSW index of `embedderId` on `target`'s vectors if missing (DESIGN.md, "PostgreSQL backend"). */
+  async indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<void> {
+    await this.vectors.indexVectors(target, embedderId, dimensions);
+  }
+
   async countPendingEmbeddings(target: EmbeddingTarget, embedderId: string): Promise<number> {
     return countPendingVectors(this.db.autocommit, target, embedderId);
   }

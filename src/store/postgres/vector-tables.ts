@@ -63,60 +63,95 @@ export class VectorTables {
   }
 
   async searchMessages(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): Promise<RankedHit[]> {
-    const values: unknown[] = [toSql(Array.from(vector)), embedderId, scope.userId, scope.agentId];
-    let where = 'v.embedder = $2 AND v.user_id = $3 AND v.agent_id = $4 AND v.embedding IS NOT NULL';
-    if (filter.sessionKey !== undefined) {
-      values.push(filter.sessionKey);
-      where += ` AND v.session_key = $${values.length}`;
-    }
-    values.push(limit);
-    const limitAt = `$${values.length}`;
-    // The id comes from the scope's own message row: no other tenant's row can answer.
-    const select = (order: string) => `
+    return this.nearest(vector.length, limit, messageVectorQuery(scope, vector, embedderId, filter, limit));
+  }
+
+  async searchMemories(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
+    return this.nearest(vector.length, limit, memoryVectorQuery(scope, vector, embedderId, filter, limit));
+  }
+
+  /**
+   * Runs the query ordered by the indexed expression (the HNSW index when the planner takes it), and
+   * again ordered by the plain distance (exact) when that returned fewer than `limit` rows: an
+   * iterative scan stops after `hnsw.max_scan_tuples`, which a very selective filter can reach.
+   */
+  private async nearest(dimensions: number, limit: number, query: VectorQuery): Promise<RankedHit[]> {
+    if (limit <= 0) return [];
+    if (!Number.isInteger(dimensions) || dimensions < 1) throw new CairnError('invalid_input', 'the query vector is empty');
+    const order = indexedOrder(dimensions);
+    const found =
+      order === null
+        ? []
+        : await this.db.transaction(async (client) => {
+            await prepareIndexScan(client, limit);
+            return rows<{ id: string; distance: number }>(client, query.select(order), query.values);
+          });
+    const answer = found.length >= limit ? found : await this.db.query<{ id: string; distance: number }>(query.select(EXACT_ORDER), query.values);
+    return answer.map((row) => ({ id: row.id, score: 1 - row.distance }));
+  }
+}
+
+/** A nearest-neighbour query of one scope: its SQL for an ORDER BY expression, and its parameters. */
+export type VectorQuery = { select(order: string): string; values: readonly unknown[] };
+
+/** The ORDER BY of an exact scan: the plain distance, which no HNSW index serves. */
+export const EXACT_ORDER = 'v.embedding <=> $1::vector';
+
+/** The ORDER BY that the partial HNSW index of a `dimensions`-wide embedder serves; null past HNSW's limit. */
+export function indexedOrder(dimensions: number): string | null {
+  return dimensions <= HNSW_MAX_DIMENSIONS ? `v.embedding::vector(${dimensions}) <=> $1::vector(${dimensions})` : null;
+}
+
+/** Sets, for the transaction `client` is in, how an HNSW scan walks: on past filtered-out rows, with at least `limit` candidates. */
+export async function prepareIndexScan(client: Queryable, limit: number): Promise<void> {
+  await client.query("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)", [
+    String(Math.min(MAX_EF_SEARCH, Math.max(MIN_EF_SEARCH, limit))),
+  ]);
+}
+
+/**
+ * The nearest messages of a scope (and session). The candidates are re-ordered by exact distance (a
+ * relaxed-order scan may return them slightly out of order), ties by position; the id comes from the
+ * scope's own message row, so no other tenant's row can answer.
+ */
+export function messageVectorQuery(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): VectorQuery {
+  const values: unknown[] = [toSql(Array.from(vector)), embedderId, scope.userId, scope.agentId];
+  let where = 'v.embedder = $2 AND v.user_id = $3 AND v.agent_id = $4 AND v.embedding IS NOT NULL';
+  if (filter.sessionKey !== undefined) {
+    values.push(filter.sessionKey);
+    where += ` AND v.session_key = $${values.length}`;
+  }
+  values.push(limit);
+  const limitAt = `$${values.length}`;
+  return {
+    values,
+    select: (order) => `
       WITH nearest AS MATERIALIZED (
         SELECT v.message_seq AS seq, v.embedding <=> $1::vector AS distance FROM message_vectors AS v
         WHERE ${where} ORDER BY ${order} LIMIT ${limitAt}
       )
       SELECT m.id, n.distance FROM nearest AS n JOIN messages AS m ON m.seq = n.seq
-      WHERE m.user_id = $3 AND m.agent_id = $4 ORDER BY n.distance, n.seq`;
-    return this.nearest(vector.length, limit, select, values);
-  }
+      WHERE m.user_id = $3 AND m.agent_id = $4 ORDER BY n.distance, n.seq`,
+  };
+}
 
-  async searchMemories(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
-    const values: unknown[] = [toSql(Array.from(vector)), embedderId, scope.userId, scope.agentId];
-    const clause = memoryFilterSql(filter, values);
-    values.push(limit);
-    const limitAt = `$${values.length}`;
-    const select = (order: string) => `
+/** The nearest memories of a scope passing the filter, re-ordered like {@link messageVectorQuery}. */
+export function memoryVectorQuery(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): VectorQuery {
+  const values: unknown[] = [toSql(Array.from(vector)), embedderId, scope.userId, scope.agentId];
+  const clause = memoryFilterSql(filter, values);
+  values.push(limit);
+  const limitAt = `$${values.length}`;
+  return {
+    values,
+    select: (order) => `
       WITH nearest AS MATERIALIZED (
         SELECT m.id, m.seq, v.embedding <=> $1::vector AS distance FROM memory_vectors AS v JOIN memories AS m ON m.seq = v.memory_seq
         WHERE v.embedder = $2 AND v.user_id = $3 AND v.agent_id = $4 AND v.embedding IS NOT NULL
           AND m.user_id = $3 AND m.agent_id = $4 ${clause}
         ORDER BY ${order} LIMIT ${limitAt}
       )
-      SELECT id, distance FROM nearest ORDER BY distance, seq`;
-    return this.nearest(vector.length, limit, select, values);
-  }
-
-  /**
-   * Runs `select` ordered by the indexed expression (the HNSW index when the planner takes it), and
-   * again ordered by the plain distance (exact) when that returned fewer than `limit` rows: an
-   * iterative scan stops after `hnsw.max_scan_tuples`, which a very selective filter can reach.
-   */
-  private async nearest(dimensions: number, limit: number, select: (order: string) => string, values: readonly unknown[]): Promise<RankedHit[]> {
-    if (limit <= 0) return [];
-    if (!Number.isInteger(dimensions) || dimensions < 1) throw new CairnError('invalid_input', 'the query vector is empty');
-    const indexedOrder = dimensions <= HNSW_MAX_DIMENSIONS ? `v.embedding::vector(${dimensions}) <=> $1::vector(${dimensions})` : null;
-    const found = await this.db.transaction(async (client) => {
-      if (indexedOrder === null) return [];
-      await client.query("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)", [
-        String(Math.min(MAX_EF_SEARCH, Math.max(MIN_EF_SEARCH, limit))),
-      ]);
-      return rows<{ id: string; distance: number }>(client, select(indexedOrder), values);
-    });
-    const answer = found.length >= limit ? found : await this.db.query<{ id: string; distance: number }>(select('v.embedding <=> $1::vector'), values);
-    return answer.map((row) => ({ id: row.id, score: 1 - row.distance }));
-  }
+      SELECT id, distance FROM nearest ORDER BY distance, seq`,
+  };
 }
 
 /** Saves `items` of `target` where the row still holds the text that was embedded; null vectors mark "no vector". */
