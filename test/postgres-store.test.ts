@@ -6,11 +6,21 @@ import { indexedOrder, messageVectorQuery, prepareIndexScan } from '../src/store
 import type { Store } from '../src/store/store.js';
 import type { Scope } from '../src/types.js';
 import { freshPostgresDatabase, type FreshPostgresDatabase } from './postgres-fixture.js';
-import { describeStoreContract } from './store-contract.js';
+import { runStoreContract } from './store-contract.js';
+
+/** A migrated database every contract test's database is copied from (no migration per test). */
+let template: FreshPostgresDatabase | undefined;
+afterAll(async () => {
+  await template?.drop();
+});
 
 /** A store on a database of its own, dropped when the store is closed. */
 async function freshStore(): Promise<Store> {
-  const database = await freshPostgresDatabase('pgcore_contract');
+  if (template === undefined) {
+    template = await freshPostgresDatabase('pgcore_template');
+    await (await PostgresStore.open({ url: template.url })).close();
+  }
+  const database = await freshPostgresDatabase('pgcore_contract', { template: template.name });
   const store = await PostgresStore.open({ url: database.url });
   const close = store.close.bind(store);
   store.close = async () => {
@@ -20,7 +30,7 @@ async function freshStore(): Promise<Store> {
   return store;
 }
 
-describeStoreContract('postgres', freshStore);
+runStoreContract('postgres', freshStore);
 
 /** Runs `work` on a plain connection to `url` (for looking at what the store wrote). */
 async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
