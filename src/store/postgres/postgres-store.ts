@@ -319,6 +319,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.messageKeywords.close();
     await this.db.close();
   }
 }
