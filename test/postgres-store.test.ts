@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate, SCHEMA_VERSION } from '../src/store/postgres/migrations.js';
+import { LOCK_NAMESPACE, POSITION_LOCKS } from '../src/store/postgres/postgres-db.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { indexedOrder, messageVectorQuery, prepareIndexScan } from '../src/store/postgres/vector-tables.js';
 import type { Store } from '../src/store/store.js';
@@ -114,6 +115,22 @@ describe('PostgresStore migrations', () => {
     await (await PostgresStore.open({ url: database.url })).close();
     await withClient(database.url, (client) => client.query(`INSERT INTO schema_migrations (version, name) VALUES (${SCHEMA_VERSION + 1}, 'future')`));
     await expect(PostgresStore.open({ url: database.url })).rejects.toThrow(/newer than this Cairn/);
+  });
+
+  it('a write that waits past busyTimeoutMs for a lock another server holds fails busy and writes nothing', async () => {
+    const database = await fresh();
+    const store = await PostgresStore.open({ url: database.url, busyTimeoutMs: 200 });
+    const scope = { userId: 'u', agentId: 'a' };
+    await withClient(database.url, async (other) => {
+      await other.query('BEGIN');
+      await other.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE, POSITION_LOCKS.messages]);
+      await expect(store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'waiting' }])).rejects.toMatchObject({ code: 'busy' });
+      await other.query('ROLLBACK');
+    });
+    expect(await store.getMessages(scope, ['m1'])).toEqual([]);
+    await store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'now it goes' }]);
+    expect((await store.getMessages(scope, ['m1']))[0]?.content).toBe('now it goes');
+    await store.close();
   });
 
   it('fails with a clear unavailable error when the server cannot be reached', async () => {
