@@ -133,6 +133,21 @@ describe('PostgresStore migrations', () => {
     await store.close();
   });
 
+  it('refuses text PostgreSQL cannot store (a NUL character) as invalid input, writing nothing of the batch', async () => {
+    const database = await fresh();
+    const store = await PostgresStore.open({ url: database.url });
+    const scope = { userId: 'u', agentId: 'a' };
+    await expect(
+      store.addMessages([
+        { id: 'ok', scope, sessionKey: 's', role: 'user', content: 'fine' },
+        { id: 'nul', scope, sessionKey: 's', role: 'user', content: 'a\u0000b' },
+      ]),
+    ).rejects.toMatchObject({ code: 'invalid_input' });
+    expect(await store.listMessages(scope, { limit: 10 })).toEqual([]);
+    await expect(store.createMemory(scope, { content: 'x', type: 'persona', priority: 2 ** 40 })).rejects.toMatchObject({ code: 'invalid_input' });
+    await store.close();
+  });
+
   it('fails with a clear unavailable error when the server cannot be reached', async () => {
     await expect(PostgresStore.open({ url: 'postgres://cairn:hunter2@127.0.0.1:1/none' })).rejects.toMatchObject({
       code: 'unavailable',

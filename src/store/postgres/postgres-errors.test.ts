@@ -14,6 +14,7 @@ describe('toPostgresError', () => {
       expect(mapped.code).toBe('unavailable');
       expect(mapped.message).toContain(location);
     }
+    for (const code of ['22021', '22003', '23514']) expect(toPostgresError(pgError(code, 'bad value'), location).code).toBe('invalid_input');
     expect(toPostgresError(pgError('42P01', 'relation "x" does not exist'), location).code).toBe('internal');
   });
 
