@@ -54,6 +54,15 @@ export class VectorTables {
     if (this.indexed.get(known) === dimensions || dimensions > HNSW_MAX_DIMENSIONS) return;
     const t = VECTOR_TARGETS[target];
     const name = indexName(t.vectors, embedderId, dimensions);
+    // Made already (by this or another server): no DDL, whose table lock would make writers wait.
+    const [made] = await this.db.query<{ present: boolean }>(
+      'SELECT to_regclass($4) IS NOT NULL AS present FROM vector_indexes WHERE target = $1 AND embedder = $2 AND dimensions = $3',
+      [target, embedderId, dimensions, name],
+    );
+    if (made?.present === true) {
+      this.indexed.set(known, dimensions);
+      return;
+    }
     await this.db.transaction(async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE, INDEX_LOCK]);
       await client.query(`SET LOCAL maintenance_work_mem = '${BUILD_MEMORY}'`);
