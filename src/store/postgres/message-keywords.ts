@@ -48,7 +48,8 @@ export class MessageKeywords {
     const session = filter.sessionKey === undefined ? 'NULL::bigint[]' : '(SELECT array_agg(seq ORDER BY seq) FROM messages WHERE user_id = $1 AND agent_id = $2 AND session_key = $4)';
     const values: unknown[] = [scope.userId, scope.agentId, distinct];
     if (filter.sessionKey !== undefined) values.push(filter.sessionKey);
-    const [state] = await this.db.query<SearchState>(
+    const [state] = await this.db.prepared<SearchState>(
+      filter.sessionKey === undefined ? 'cairn_keyword_state' : 'cairn_keyword_state_session',
       `SELECT (SELECT max(seq) FROM message_terms WHERE user_id = $1 AND agent_id = $2) AS last,
               (SELECT generation FROM message_terms_state WHERE user_id = $1 AND agent_id = $2) AS generation,
               t.documents, t.tokens,
@@ -67,7 +68,7 @@ export class MessageKeywords {
         : undefined;
     const hits = index.search(terms, limit, { stats: stats ?? index.ownStats(), within: state.within ?? undefined });
     if (hits.length === 0) return [];
-    const found = await this.db.query<{ seq: number; id: string }>('SELECT seq, id FROM messages WHERE user_id = $1 AND agent_id = $2 AND seq = ANY($3::bigint[])', [
+    const found = await this.db.prepared<{ seq: number; id: string }>('cairn_keyword_ids', 'SELECT seq, id FROM messages WHERE user_id = $1 AND agent_id = $2 AND seq = ANY($3::bigint[])', [
       scope.userId,
       scope.agentId,
       hits.map((h) => h.seq),

@@ -109,6 +109,19 @@ export class PostgresDatabase {
     return rows<R>(this.autocommit, text, values);
   }
 
+  /**
+   * Rows of one statement that each connection prepares once under `name` (`text` must be the same for
+   * a name): a hot query then skips planning. Only for statements whose best plan does not depend on the
+   * values: a generic plan cannot match a partial index's predicate, so vector searches are never prepared.
+   */
+  async prepared<R>(name: string, text: string, values: readonly unknown[]): Promise<R[]> {
+    try {
+      return (await this.pool.query({ name, text, values: values as unknown[] })).rows as R[];
+    } catch (err) {
+      throw toPostgresError(err, this.location);
+    }
+  }
+
   /** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
   async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
