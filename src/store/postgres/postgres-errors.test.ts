@@ -15,6 +15,8 @@ describe('toPostgresError', () => {
       expect(mapped.message).toContain(location);
     }
     for (const code of ['22021', '22003', '23514']) expect(toPostgresError(pgError(code, 'bad value'), location).code).toBe('invalid_input');
+    expect(toPostgresError(new Error('timeout expired'), location).code).toBe('unavailable');
+    expect(toPostgresError(new Error('timeout exceeded when trying to connect'), location).code).toBe('busy');
     expect(toPostgresError(pgError('42P01', 'relation "x" does not exist'), location).code).toBe('internal');
   });
 

@@ -41,7 +41,9 @@ function classify(code: string, detail: string, location: string): [CairnErrorCo
   if (/^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE)$/.test(code) || /^(08|28|3D)/.test(code)) {
     return ['unavailable', `the PostgreSQL store at ${location} (store.url) cannot be used: ${detail}${code === '' ? '' : ` (${code})`}`];
   }
-  if (/Connection terminated|connection timeout|Client has encountered a connection error/i.test(detail)) {
+  // Every pooled connection stayed busy past the wait: retryable.
+  if (/timeout exceeded when trying to connect/i.test(detail)) return ['busy', `the store is busy (${detail}); retry shortly`];
+  if (/Connection terminated|connection timeout|timeout expired|Client has encountered a connection error/i.test(detail)) {
     return ['unavailable', `the PostgreSQL store at ${location} (store.url) cannot be used: ${detail}`];
   }
   return ['internal', `store failure: ${detail}`];
