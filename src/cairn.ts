@@ -206,7 +206,7 @@ export class Cairn {
         const backlog = await store.pipelineBacklog();
         return { sessions: backlog.filter((s) => s.pendingMessages > 0).length, messages: backlog.reduce((n, s) => n + s.pendingMessages, 0) };
       },
-      storeBytes: () => storeFileBytes(store.capabilities.location),
+      storeBytes: () => storeFileBytes(store.capabilities),
     });
     this.searchContext = {
       store,
@@ -265,7 +265,7 @@ export class Cairn {
 
   /** Bytes the store occupies on disk (database file and WAL); null when it has no file. */
   storeBytes(): number | null {
-    return storeFileBytes(this.store.capabilities.location);
+    return storeFileBytes(this.store.capabilities);
   }
 
   /** What the store can do and where it lives. */
@@ -632,8 +632,10 @@ export async function createCairn(config: CairnConfigInput = loadConfig(), optio
 }
 
 /** Bytes of the database file and its WAL; null for an in-memory database. */
-function storeFileBytes(location: string): number | null {
-  if (location === ':memory:') return null;
+/** Bytes of the SQLite file and its WAL; null for an in-memory or networked store (its size is the server's business). */
+function storeFileBytes(capabilities: Store['capabilities']): number | null {
+  const location = capabilities.location;
+  if (capabilities.backend !== 'sqlite' || location === ':memory:') return null;
   let bytes = 0;
   for (const file of [location, `${location}-wal`]) {
     try {

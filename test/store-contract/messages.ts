@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { analyze } from '../../src/text/analyze.js';
 import { alice, aliceOtherAgent, bob, type ContractContext, msg, strangers, unit } from './context.js';
 
-/** MessageStore: addMessages, getMessages, listMessages, deleteMessage, deleteSession, searchMessagesByKeyword, searchMessagesByVector. */
+/** MessageStore: addMessages, getMessages, listMessages, deleteMessage, deleteSession, searchMessagesByKeyword, searchMessagesByVector, listSessions, scopeCounts. */
 export function messageContract(ctx: ContractContext): void {
   it('adds messages in order and skips ids already present in the same scope', async () => {
     const { store } = ctx;
@@ -47,6 +47,26 @@ export function messageContract(ctx: ContractContext): void {
     await store.addMessages([msg(alice, 'a', 'one'), msg(alice, 'b', 'two'), msg(alice, 'c', 'three')]);
     expect((await store.getMessages(alice, ['c', 'nope', 'a'])).map((m) => m.id)).toEqual(['c', 'a']);
     expect(await store.getMessages(alice, [])).toEqual([]);
+  });
+
+  it('lists sessions newest first with counts and time span, paged, and counts a scope', async () => {
+    const { store } = ctx;
+    await store.addMessages([
+      { ...msg(alice, 'a', 'one', 's1'), timestamp: '2024-01-01T00:00:00.000Z' },
+      { ...msg(alice, 'b', 'two', 's2'), timestamp: '2024-01-02T00:00:00.000Z' },
+      { ...msg(alice, 'c', 'three', 's1'), timestamp: '2024-01-03T00:00:00.000Z' },
+      msg(bob, 'd', 'bob only', 's9'),
+    ]);
+    expect(await store.listSessions(alice, { limit: 10, offset: 0 })).toEqual([
+      { sessionKey: 's1', messages: 2, firstAt: '2024-01-01T00:00:00.000Z', lastAt: '2024-01-03T00:00:00.000Z' },
+      { sessionKey: 's2', messages: 1, firstAt: '2024-01-02T00:00:00.000Z', lastAt: '2024-01-02T00:00:00.000Z' },
+    ]);
+    expect((await store.listSessions(alice, { limit: 1, offset: 1 })).map((s) => s.sessionKey)).toEqual(['s2']);
+    await store.createMemory(alice, { type: 'persona', content: 'likes tea' });
+    const counts = await store.scopeCounts(alice);
+    expect(counts).toEqual({ messages: 3, sessions: 2, memories: { persona: 1, episodic: 0, instruction: 0 }, supersededMemories: 0 });
+    expect((await store.scopeCounts(bob)).messages).toBe(1);
+    expect(await store.listSessions(aliceOtherAgent, { limit: 10, offset: 0 })).toEqual([]);
   });
 
   it('lists by session with limit and offset, oldest first', async () => {

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { analyzeForIndex } from '../../text/analyze.js';
-import type { Message, NewMessage, Scope } from '../../types.js';
-import type { AddMessagesOptions, AddMessagesResult, ListMessagesQuery, SequencedMessage } from '../store.js';
+import type { MemoryType, Message, NewMessage, Scope } from '../../types.js';
+import type { AddMessagesOptions, AddMessagesResult, ListMessagesQuery, ScopeCounts, SequencedMessage, SessionSummary } from '../store.js';
 import { lockPositions, type PostgresDatabase, rows } from './postgres-db.js';
 import { MESSAGE_COLUMNS, type MessageRow, newId, orderBy, toMessage } from './row-mapping.js';
 
@@ -62,6 +62,36 @@ export class MessageTables {
       values,
     );
     return found.map(toMessage);
+  }
+
+  /** Sessions with their counts and time span, the most recently written first (one grouped query, paged). */
+  async listSessions(scope: Scope, page: { limit: number; offset: number }): Promise<SessionSummary[]> {
+    const found = await this.db.query<{ session_key: string; messages: number; first_at: string; last_at: string }>(
+      `SELECT session_key, count(*)::int AS messages, min(COALESCE(timestamp, recorded_at)) AS first_at, max(COALESCE(timestamp, recorded_at)) AS last_at
+       FROM messages WHERE user_id = $1 AND agent_id = $2 GROUP BY session_key ORDER BY max(seq) DESC LIMIT $3 OFFSET $4`,
+      [scope.userId, scope.agentId, page.limit, page.offset],
+    );
+    return found.map((r) => ({ sessionKey: r.session_key, messages: r.messages, firstAt: r.first_at, lastAt: r.last_at }));
+  }
+
+  /** How many messages, sessions and memories (live by type, superseded apart) the scope holds. */
+  async scopeCounts(scope: Scope): Promise<ScopeCounts> {
+    const [totals] = await this.db.query<{ messages: number; sessions: number }>(
+      'SELECT count(*)::int AS messages, count(DISTINCT session_key)::int AS sessions FROM messages WHERE user_id = $1 AND agent_id = $2',
+      [scope.userId, scope.agentId],
+    );
+    const byType = await this.db.query<{ type: MemoryType; superseded: boolean; n: number }>(
+      `SELECT type, superseded_by IS NOT NULL AS superseded, count(*)::int AS n FROM memories
+       WHERE user_id = $1 AND agent_id = $2 GROUP BY type, superseded_by IS NOT NULL`,
+      [scope.userId, scope.agentId],
+    );
+    const memories: Record<MemoryType, number> = { persona: 0, episodic: 0, instruction: 0 };
+    let supersededMemories = 0;
+    for (const r of byType) {
+      if (r.superseded) supersededMemories += r.n;
+      else memories[r.type] += r.n;
+    }
+    return { messages: totals?.messages ?? 0, sessions: totals?.sessions ?? 0, memories, supersededMemories };
   }
 
   /** Deletes one message and re-indexes the next one of its session, whose context held the deleted text. */

@@ -28,7 +28,9 @@ import type {
   QueuedEmbeddingTarget,
   PipelineState,
   SavedEmbedding,
+  ScopeCounts,
   SequencedMessage,
+  SessionSummary,
   Store,
   StoreCapabilities,
   StoredApiKey,
@@ -145,6 +147,14 @@ export class PostgresStore implements Store {
 
   async deleteSession(scope: Scope, sessionKey: string): Promise<number> {
     return this.messages.deleteSession(scope, sessionKey);
+  }
+
+  async listSessions(scope: Scope, page: { limit: number; offset: number }): Promise<SessionSummary[]> {
+    return this.messages.listSessions(scope, page);
+  }
+
+  async scopeCounts(scope: Scope): Promise<ScopeCounts> {
+    return this.messages.scopeCounts(scope);
   }
 
   async searchMessagesByKeyword(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]> {
