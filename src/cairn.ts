@@ -631,7 +631,6 @@ export async function createCairn(config: CairnConfigInput = loadConfig(), optio
   }
 }
 
-/** Bytes of the database file and its WAL; null for an in-memory database. */
 /** Bytes of the SQLite file and its WAL; null for an in-memory or networked store (its size is the server's business). */
 function storeFileBytes(capabilities: Store['capabilities']): number | null {
   const location = capabilities.location;
