@@ -23,7 +23,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { ADVERSARIAL, CATEGORIES, loadLocomo } from './locomo.mjs';
 import { mean, quantile, recallAt, round, scoreRuns } from './metrics.mjs';
-import { REALISTIC_AGENT, realisticMessages, realisticOriginalCount, realisticQueries } from './realistic-corpus.mjs';
+import { REALISTIC_AGENT, REALISTIC_SOURCE, realisticMessages, realisticOriginalCount, realisticQueries } from './realistic-corpus.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DB_SCRIPT = join(REPO, 'scripts', 'db-postgres.mjs');
@@ -173,7 +173,7 @@ async function importMessages(cairn, messages) {
 
 /** LoCoMo on a fresh store of `backend`: import the 10 conversations, ask every question, score per category. */
 async function locomoRecall(backend, config) {
-  const samples = loadLocomo();
+  const samples = loadLocomo(REALISTIC_SOURCE);
   const store = await backend.fresh();
   try {
     const cairn = await store.open({ embedding: config.embedding });
