@@ -133,11 +133,26 @@ export function ensureInstalled({ dryRun = false } = {}) {
   return pg;
 }
 
+const NAME = /^[a-z0-9][a-z0-9-]{0,40}$/;
+let clusterRootDir = null;
+
+/**
+ * The directory the clusters live in: the OS temp dir, or /tmp when the `postgres` OS user (as root) cannot
+ * reach the temp dir (a TMPDIR under /root).
+ */
+function clusterRoot() {
+  if (clusterRootDir !== null) return clusterRootDir;
+  const dir = tmpdir();
+  const reachable = !asPostgresUser() || run('runuser', ['-u', 'postgres', '--', 'test', '-w', dir, '-a', '-x', dir], { capture: true, check: false, cwd: '/' }).status === 0;
+  clusterRootDir = reachable ? dir : '/tmp';
+  return clusterRootDir;
+}
+
 /** The state of one named cluster: its directory and, when one was started, what state.json recorded. */
 function instance(name) {
-  if (!/^[a-z0-9][a-z0-9-]{0,40}$/.test(name)) throw new Error(`--name: "${name}" must be lower-case letters, digits and dashes`);
+  if (!NAME.test(name)) throw new Error(`--name: "${name}" must be lower-case letters, digits and dashes`);
   const key = createHash('sha256').update(`${REPO}\0${name}`).digest('hex').slice(0, 10);
-  const dir = join(tmpdir(), `cairn-pg-${key}-${name}`);
+  const dir = join(clusterRoot(), `cairn-pg-${key}-${name}`);
   const stateFile = join(dir, 'state.json');
   const state = existsSync(stateFile) ? JSON.parse(readFileSync(stateFile, 'utf8')) : null;
   return { name, dir, data: join(dir, 'data'), logFile: join(dir, 'postgres.log'), stateFile, state };
@@ -240,9 +255,10 @@ function checkExtensions(pg, port) {
 /** Stops clusters of this checkout whose `--owner` process is gone (a killed test run). */
 function removeOrphans() {
   const prefix = `cairn-pg-`;
-  for (const entry of readdirSync(tmpdir())) {
+  const root = clusterRoot();
+  for (const entry of readdirSync(root)) {
     if (!entry.startsWith(prefix)) continue;
-    const stateFile = join(tmpdir(), entry, 'state.json');
+    const stateFile = join(root, entry, 'state.json');
     if (!existsSync(stateFile)) continue;
     let state;
     try {
@@ -251,7 +267,7 @@ function removeOrphans() {
       continue;
     }
     const name = entry.replace(/^cairn-pg-[0-9a-f]{10}-/, '');
-    if (state.owner == null || alive(state.owner) || instance(name).dir !== join(tmpdir(), entry)) continue;
+    if (!NAME.test(name) || state.owner == null || alive(state.owner) || instance(name).dir !== join(root, entry)) continue;
     log(`removing cluster "${name}" of process ${state.owner}, which is gone`);
     stop({ name });
   }

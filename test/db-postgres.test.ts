@@ -89,11 +89,23 @@ describe('db:postgres install detection', () => {
 
 describe('db:postgres start and stop', () => {
   const name = `test-${process.pid}`;
-  afterAll(() => script(['stop', '--name', name]));
+  const orphan = `orphan-${process.pid}`;
+  afterAll(() => {
+    script(['stop', '--name', name]);
+    script(['stop', '--name', orphan]);
+  });
 
   it('starts a loopback cluster, prints the same URL again while it runs, and stop removes it', async () => {
+    // A cluster whose owner process is gone (a killed test run) is removed by the next start.
+    const gone = spawnSync('true').pid!;
+    const left = script(['start', '--name', orphan, '--fast', '--owner', String(gone)]);
+    expect(left.status, left.stderr).toBe(0);
+    const leftUrl = left.stdout.trim();
+
     const first = script(['start', '--name', name, '--fast']);
     expect(first.status, first.stderr).toBe(0);
+    expect(first.stderr).toContain(`removing cluster "${orphan}" of process ${gone}`);
+    await expect(query(leftUrl, 'SELECT 1')).rejects.toThrow();
     const url = first.stdout.trim().split('\n').at(-1)!;
     const match = /^postgres:\/\/postgres@127\.0\.0\.1:(\d+)\/postgres$/.exec(url);
     expect(match).not.toBeNull();
@@ -120,5 +132,5 @@ describe('db:postgres start and stop', () => {
     expect(existsSync(dir!)).toBe(false);
     await expect(query(url, 'SELECT 1')).rejects.toThrow();
     expect(script(['url', '--name', name]).status).toBe(1);
-  });
+  }, 120_000);
 });
