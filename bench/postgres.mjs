@@ -16,7 +16,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -82,13 +82,16 @@ export async function run({ log = (line) => process.stderr.write(`${line}\n`) } 
 
 /** The server of `BENCH_POSTGRES_URL`, else a throwaway cluster; `{ unavailable }` when the build has no PostgreSQL store. */
 async function postgresServer(lib, log) {
+  const unavailable = (reason) => {
+    log(`postgres bench: ${reason}; SQLite rows only`);
+    return { unavailable: reason };
+  };
   try {
     lib.parseConfig({ store: { url: 'postgres://probe@127.0.0.1/probe' } });
   } catch (error) {
-    const reason = `this build has no PostgreSQL store (${String(error.message).split('\n')[0]})`;
-    log(`postgres bench: ${reason}; SQLite rows only`);
-    return { unavailable: reason };
+    return unavailable(`this build has no store.url (${String(error.message).split('\n')[0]})`);
   }
+  if (!existsSync(join(REPO, 'dist', 'store', 'postgres', 'postgres-store.js'))) return unavailable('this build has no PostgreSQL backend (dist/store/postgres/)');
   if (process.env.BENCH_POSTGRES_URL) return { url: process.env.BENCH_POSTGRES_URL, source: 'BENCH_POSTGRES_URL' };
   const db = (args) => execFileSync(process.execPath, [DB_SCRIPT, ...args, '--name', 'bench'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   let running = null;
