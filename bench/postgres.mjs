@@ -100,8 +100,10 @@ async function postgresServer(lib, log) {
   } catch {
     // Not running: started below, and stopped when the bench ends.
   }
-  const url = running || db(['start']).trim().split('\n').at(-1);
-  return { url, source: 'npm run db:postgres -- --name bench', stop: running ? undefined : () => db(['stop']) };
+  if (running) return { url: running, source: 'npm run db:postgres -- --name bench' };
+  // Owned by this process: a bench killed before its cleanup leaves a cluster the next start removes.
+  const url = db(['start', '--owner', String(process.pid)]).trim().split('\n').at(-1);
+  return { url, source: 'npm run db:postgres -- --name bench', stop: () => db(['stop']) };
 }
 
 function sqliteBackend(lib) {
