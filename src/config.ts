@@ -380,7 +380,7 @@ function storeUrlProblem(value: string): string | null {
     const url = new URL(value);
     if (url.hostname === '' && !url.searchParams.has('host')) return 'a postgres:// URL needs a host, e.g. postgres://user@127.0.0.1:5432/cairn';
   } catch {
-    return 'is not a valid postgres:// URL (e.g. postgres://user:password@127.0.0.1:5432/cairn; percent-encode special characters in the password)';
+    return 'must be a valid postgres:// URL (e.g. postgres://user:password@127.0.0.1:5432/cairn; percent-encode special characters in the password)';
   }
   return null;
 }
