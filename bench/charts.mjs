@@ -41,7 +41,7 @@ const CHARTS = {
       yLabel: 'recall@10',
       yMax: 1,
       categories: LOCOMO_CATEGORIES.map((c) => c.label),
-      series: result.locomo.map((r) => ({ name: `${r.backend}, ${r.label}`, values: LOCOMO_CATEGORIES.map((c) => r.categories[c.key]['recall@10']) })),
+      series: result.locomo.filter((r) => r.categories).map((r) => ({ name: `${r.backend}, ${r.label}`, values: LOCOMO_CATEGORIES.map((c) => r.categories[c.key]['recall@10']) })),
     }),
     chart('postgres-latency-by-size.svg', lineChart, {
       title: 'conversation_search p95 against corpus size',
@@ -73,7 +73,10 @@ const CHARTS = {
 
 /** A chart entry, or null when it would have nothing to draw. */
 function chart(file, draw, spec) {
-  const series = spec.series.filter((s) => (s.values ?? s.points).some((v) => (Array.isArray(v) ? v[1] : v) != null));
+  // Points without a value (a row that failed) are dropped, so they add no tick either.
+  const series = spec.series
+    .map((s) => (s.points ? { ...s, points: s.points.filter((p) => p[1] != null) } : s))
+    .filter((s) => (s.values ?? s.points).some((v) => (Array.isArray(v) ? v[1] : v) != null));
   if (series.length === 0) return null;
   return { file, title: spec.title, svg: draw({ ...spec, series }) };
 }

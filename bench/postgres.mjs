@@ -62,8 +62,14 @@ export async function run({ log = (line) => process.stderr.write(`${line}\n`) } 
     const locomo = [];
     for (const backend of backends) {
       for (const [name, config] of [['keyword', CONFIGS.keyword], ['hybrid', LOCOMO_HYBRID]]) {
-        locomo.push({ backend: backend.name, config: name, label: config.label, ...(await locomoRecall(backend, config)) });
-        log(`postgres bench: LoCoMo ${backend.name} ${name}: recall@10 ${locomo.at(-1).overall['recall@10']}`);
+        try {
+          locomo.push({ backend: backend.name, config: name, label: config.label, ...(await locomoRecall(backend, config)) });
+          log(`postgres bench: LoCoMo ${backend.name} ${name}: recall@10 ${locomo.at(-1).overall['recall@10']}`);
+        } catch (error) {
+          // A backend that cannot serve a configuration yet gets a row saying why; the other rows still run.
+          locomo.push({ backend: backend.name, config: name, label: config.label, error: firstLine(error) });
+          log(`postgres bench: LoCoMo ${backend.name} ${name} failed: ${firstLine(error)}`);
+        }
       }
     }
     const questions = realisticQueries(WARMUP + QUERIES);
@@ -187,7 +193,7 @@ async function locomoRecall(backend, config) {
         s.turns.map((t) => ({ id: t.id, scope: { userId: s.sampleId, agentId: 'default' }, sessionKey: t.sessionKey, role: t.role, content: t.text, timestamp: t.timestamp })),
       );
       const importSeconds = await importMessages(cairn, messages);
-      if (!(await cairn.drainEmbeddings(10 * 60_000))) throw new Error(`postgres bench: ${backend.name} LoCoMo embedding did not finish`);
+      if (config.embedding.provider !== 'none') await drain(cairn, `${backend.name} LoCoMo`, 10 * 60_000);
       const questions = samples.flatMap((s) => s.questions.map((q) => ({ ...q, sampleId: s.sampleId })));
       const ranked = new Map();
       const strategies = {};
@@ -240,19 +246,36 @@ async function realisticRows(backend, corpus, questions, log) {
     cairn = await store.open({ embedding: CONFIGS.hybrid.embedding });
     try {
       const start = performance.now();
-      if (!(await cairn.drainEmbeddings(60 * 60_000))) throw new Error(`postgres bench: ${backend.name} embedding of ${size} messages did not finish`);
+      const status = await drain(cairn, `${backend.name} ${size}`, 60 * 60_000);
       const embedSeconds = (performance.now() - start) / 1000;
-      const status = await cairn.embeddingStatus();
-      if (status.pending !== 0 || status.embedderId !== `hash:fnv1a:${DIMENSIONS}`) throw new Error(`postgres bench: ${backend.name} hybrid precondition: embedder ${status.embedderId}, ${status.pending} pending`);
       rows.push({ backend: backend.name, size, config: 'hybrid', embed_s: round(embedSeconds, 1), precondition: { messages: size, embedder: status.embedderId, pending: status.pending }, ...(await latency(cairn, questions, size, 'hybrid')) });
+      log(`postgres bench: ${backend.name} hybrid at ${size}: p50 ${rows.at(-1).p50_ms} ms, p95 ${rows.at(-1).p95_ms} ms, recall@10 ${rows.at(-1)['recall@10']}`);
+    } catch (error) {
+      rows.push({ backend: backend.name, size, config: 'hybrid', error: firstLine(error) });
+      log(`postgres bench: ${backend.name} hybrid at ${size} failed: ${firstLine(error)}`);
     } finally {
       await cairn.close();
     }
-    log(`postgres bench: ${backend.name} hybrid at ${size}: p50 ${rows.at(-1).p50_ms} ms, p95 ${rows.at(-1).p95_ms} ms, recall@10 ${rows.at(-1)['recall@10']}`);
   } finally {
     await store.drop();
   }
   return rows;
+}
+
+/**
+ * Embeds every message with the hash embedder and checks the queue is empty; the status is read first, so a
+ * backend that cannot count its queue fails at once instead of at the timeout.
+ */
+async function drain(cairn, what, timeoutMs) {
+  await cairn.embeddingStatus();
+  if (!(await cairn.drainEmbeddings(timeoutMs))) throw new Error(`postgres bench: ${what}: embedding did not finish`);
+  const status = await cairn.embeddingStatus();
+  if (status.pending !== 0 || status.embedderId !== `hash:fnv1a:${DIMENSIONS}`) throw new Error(`postgres bench: ${what}: embedder ${status.embedderId}, ${status.pending} pending`);
+  return status;
+}
+
+function firstLine(error) {
+  return String(error?.message ?? error).split('\n')[0];
 }
 
 /** p50/p95 after the warm-up questions, and recall@10 on the judged questions (categories 1–4, gold in the corpus). */
@@ -284,12 +307,16 @@ async function latency(cairn, questions, size, expected) {
 
 /** The results document; exported so a stored run can be re-rendered. */
 export function document({ sizes, server, backends, locomo, rows }) {
-  const cell = (backend, config, key) => locomo.find((r) => r.backend === backend && r.config === config)?.overall[key] ?? null;
+  const cell = (backend, config, key) => locomo.find((r) => r.backend === backend && r.config === config)?.overall?.[key] ?? null;
+  const failures = [...locomo.map((r) => ({ ...r, what: `LoCoMo ${r.config}` })), ...rows.map((r) => ({ ...r, what: `${r.config} at ${r.size.toLocaleString('en-US')}` }))]
+    .filter((r) => r.error)
+    .map((r) => `${r.backend} ${r.what}: ${r.error}`);
   const both = backends.includes('PostgreSQL');
   const locomoRows = ['keyword', 'hybrid'].map((config) => {
     const sqlite = cell('SQLite', config, 'recall@10');
     const postgres = cell('PostgreSQL', config, 'recall@10');
-    return [locomo.find((r) => r.config === config)?.label ?? config, sqlite, postgres, postgres === null ? null : round(postgres - sqlite, 4), postgres === null ? null : Math.abs(postgres - sqlite) <= 0.02 ? 'yes' : 'no'];
+    const compared = postgres !== null && sqlite !== null;
+    return [locomo.find((r) => r.config === config)?.label ?? config, sqlite, postgres, compared ? round(postgres - sqlite, 4) : null, compared ? (Math.abs(postgres - sqlite) <= 0.02 ? 'yes' : 'no') : null];
   });
   return {
     name: 'postgres',
@@ -304,7 +331,10 @@ export function document({ sizes, server, backends, locomo, rows }) {
       both
         ? `PostgreSQL: ${server.source === 'BENCH_POSTGRES_URL' ? 'the server of `BENCH_POSTGRES_URL`' : 'a throwaway cluster of `npm run db:postgres` (durable settings: fsync on)'} on the same machine, one fresh database per row.`
         : `PostgreSQL rows are missing from this run: ${server.unavailable}.`,
-    ].join(' '),
+      failures.length > 0 ? `Rows that failed in this run (— in the tables): ${failures.join('; ')}.` : '',
+    ]
+      .filter((line) => line !== '')
+      .join(' '),
     sizes,
     backends,
     locomo: locomo.map(({ ranked: _ranked, ...rest }) => rest),

@@ -129,7 +129,9 @@ describe('bench charts', () => {
       label: 'keyword',
       categories: Object.fromEntries(['4', '2', '1', '3', '5'].map((key) => [key, { 'recall@10': 0.5 }])),
     }));
-    const charts = chartsFor({ name: 'postgres', backends: ['SQLite', 'PostgreSQL'], rows, locomo });
+    // A configuration a backend could not serve is a row with an error and no values: it draws nothing.
+    const failed = { backend: 'PostgreSQL', config: 'hybrid', label: 'hybrid', error: 'not implemented' };
+    const charts = chartsFor({ name: 'postgres', backends: ['SQLite', 'PostgreSQL'], rows: [...rows, { backend: 'PostgreSQL', config: 'hybrid', size: 2_000_000, error: 'x' }], locomo: [...locomo, failed] });
     expect(charts.map((c) => c.file)).toEqual(['postgres-locomo-recall-by-category.svg', 'postgres-latency-by-size.svg']);
     expect(parseXml(charts[0]!.svg).filter((e) => e.attributes.class === 'bar')).toHaveLength(2 * 4);
     const elements = parseXml(charts[1]!.svg);
@@ -138,6 +140,7 @@ describe('bench charts', () => {
     const texts = elements.filter((e) => e.name === 'text').map((e) => e.text);
     expect(texts).toContain('messages in the scope (log scale)');
     expect(texts).toEqual(expect.arrayContaining(['10,000', '100,000', '1,000,000', 'SQLite, keyword', 'PostgreSQL, hybrid']));
+    expect(texts).not.toContain('2,000,000');
   });
 });
 
