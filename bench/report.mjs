@@ -3,10 +3,15 @@
  * with `title`, `summary`, `machine`, optional `order` (smaller first) and `tables`
  * ([{ title, columns, rows, digits?, notes? }]; `digits[i]` fixes the decimals of column i, a null cell
  * prints as —); anything else in it is data for machines and is not rendered.
- * A new bench adds a section by writing such a file; it needs no change here.
+ * A new bench adds a section by writing such a file; it needs no change here. Charts (bench/charts.mjs) are
+ * drawn from the same documents into bench/charts/*.svg and embedded at the top of their section.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { chartsFor } from './charts.mjs';
+
+/** Where the SVG charts go, relative to BENCHMARKS.md. */
+const CHARTS_DIR = 'bench/charts';
 
 /** Reads every `*.json` in `resultsDir`, in `order` then name order. */
 export function readResults(resultsDir) {
@@ -29,6 +34,7 @@ export function renderReport(results) {
     out.push(`## ${result.title ?? result.name}`, '');
     if (result.summary) out.push(result.summary, '');
     if (result.machine) out.push(`_${describeMachine(result.machine)}; results file \`bench/results/${result.file}\`._`, '');
+    for (const chart of chartsFor(result)) out.push(`![${chart.title}](${CHARTS_DIR}/${chart.file})`, '');
     for (const table of result.tables ?? []) {
       out.push(`### ${table.title}`, '', ...renderTable(table), '');
       if (table.notes) out.push(table.notes, '');
@@ -37,9 +43,17 @@ export function renderReport(results) {
   return `${out.join('\n').trimEnd()}\n`;
 }
 
-/** Regenerates `reportFile` from `resultsDir`. */
+/** Regenerates `reportFile` and its charts (in bench/charts/ beside it, stale ones removed) from `resultsDir`. */
 export function writeReport(resultsDir, reportFile) {
-  writeFileSync(reportFile, renderReport(readResults(resultsDir)));
+  const results = readResults(resultsDir);
+  const chartsDir = join(dirname(reportFile), CHARTS_DIR);
+  mkdirSync(chartsDir, { recursive: true });
+  const charts = results.flatMap((result) => chartsFor(result));
+  const written = new Set(charts.map((chart) => chart.file));
+  for (const name of readdirSync(chartsDir)) if (name.endsWith('.svg') && !written.has(name)) rmSync(join(chartsDir, name));
+  for (const chart of charts) writeFileSync(join(chartsDir, chart.file), chart.svg);
+  writeFileSync(reportFile, renderReport(results));
+  return { charts: charts.map((chart) => relative(dirname(reportFile), join(chartsDir, chart.file))) };
 }
 
 function describeMachine(m) {

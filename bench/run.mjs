@@ -27,6 +27,7 @@ const BENCHES = {
   abstention: './abstention.mjs',
   'zero-config': './zero-config.mjs',
   speed: './speed.mjs',
+  postgres: './postgres.mjs',
   hybrid: './hybrid.mjs',
   'locomo-observations': './locomo-observations.mjs',
   'word-vectors': './word-vectors.mjs',
