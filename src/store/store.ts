@@ -1,3 +1,4 @@
+import type { CoordinationStore } from './coordination.js';
 import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, RankedHit, Scope } from '../types.js';
 
 /**
@@ -5,7 +6,7 @@ import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, R
  * async so a networked backend fits. Every method takes a scope and filters by it inside the query.
  * Search methods return ranked ids only; hydration and fusion happen above the store (DESIGN.md).
  */
-export interface Store extends KeyStore, PipelineStore, KnowledgeStore, TransferStore {
+export interface Store extends KeyStore, PipelineStore, KnowledgeStore, TransferStore, CoordinationStore {
   readonly capabilities: StoreCapabilities;
   /** The action log and failure memory behind the history tools. */
   readonly history: HistoryStore;

@@ -260,6 +260,28 @@ const MIGRATIONS: readonly Migration[] = [
   addVectorSaveOrder,
   // Knowledge resources belong to a scope; those registered before belong to the default one.
   ownKnowledgeResources,
+  // Several processes on one file: leases on background work, and per-turn search budgets (coordination-tables.ts).
+  `
+  CREATE TABLE work_claims (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+  );
+  CREATE TABLE turn_budgets (
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('turn', 'implicit')),
+    name TEXT NOT NULL,
+    used INTEGER NOT NULL,
+    last_allowed_at INTEGER NOT NULL,
+    allowed INTEGER NOT NULL,
+    touched INTEGER NOT NULL,
+    PRIMARY KEY (user_id, agent_id, session_key, kind, name)
+  );
+  CREATE INDEX turn_budgets_by_connection ON turn_budgets (user_id, agent_id, kind, name);
+  CREATE INDEX turn_budgets_by_touch ON turn_budgets (touched);
+  `,
 ];
 
 /** Adds `message_vectors.saved` and its index (a no-op on a file that has them, e.g. one put back a version by a test). */

@@ -39,6 +39,8 @@ import type {
   DataSnapshot,
   DumpRecord,
 } from '../store.js';
+import type { ClaimOptions, TurnCharge, TurnCount, WorkClaim } from '../coordination.js';
+import { CoordinationTables } from './coordination-tables.js';
 import { backupDatabase, openSnapshot, restoreRecords } from './data-transfer.js';
 import { HistoryTables } from './history-tables.js';
 import { KnowledgeTables } from './knowledge-tables.js';
@@ -138,6 +140,7 @@ export class SqliteStore implements Store {
   private readonly writes: WriteLock;
   private readonly statements: Statements;
   private readonly knowledge: KnowledgeTables;
+  private readonly coordination: CoordinationTables;
   readonly history: HistoryStore;
 
   private readonly messageIndex: MessageIndex;
@@ -163,6 +166,7 @@ export class SqliteStore implements Store {
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
     this.memoryVectors = vectorSearch && memoryVectors;
     this.knowledge = new KnowledgeTables(db, this.writes);
+    this.coordination = new CoordinationTables(db, this.statements, this.writes);
     this.history = new HistoryTables(db, vectorSearch, this.writes);
     this.capabilities = {
       backend: 'sqlite',
@@ -847,9 +851,24 @@ export class SqliteStore implements Store {
     return backupDatabase(this.db, path, onProgress);
   }
 
+  // ---- coordination between processes (coordination-tables.ts) -------------------------------
+
+  claimWork(name: string, options?: ClaimOptions): Promise<WorkClaim | null> {
+    return this.coordination.claimWork(name, options);
+  }
+
+  chargeTurn(charge: TurnCharge): Promise<TurnCount> {
+    return this.coordination.chargeTurn(charge);
+  }
+
+  startTurn(scope: Scope, sessionKey: string, connection?: string): Promise<void> {
+    return this.coordination.startTurn(scope, sessionKey, connection);
+  }
+
   async close(): Promise<void> {
     await this.readers?.close();
     if (!this.db.open) return;
+    await this.coordination.close();
     this.messageKeywords.saveAll();
     this.db.close();
   }
