@@ -201,7 +201,7 @@ export class Cairn {
       vectorWeight: vectorFusionWeight(this.embedder, config.embedding.fusion_weight),
       vectorFloor: vectorSimilarityFloor(this.embedder, config.embedding.similarity_floor),
     };
-    this.history = new History({ store: store.history, config, embedder: this.embedder, judge: options.relevanceJudge, warn });
+    this.history = new History({ store: store.history, claims: store, config, embedder: this.embedder, judge: options.relevanceJudge, warn });
     this.tools = new ToolHub(config.tools, {
       clientVersion: CAIRN_VERSION,
       recorder: options.toolCallRecorder === undefined ? this.history : options.toolCallRecorder,

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Scope } from '../types.js';
 
 /**
@@ -80,3 +81,23 @@ export const workNames = {
   knowledgeSync: (resourceId: string) => `knowledge:${resourceId}`,
   runPruning: () => 'prune:runs',
 } as const;
+
+/** How long work that found its claim taken waits before asking again, in ms. */
+export const CLAIM_RETRY_MS = 1_000;
+
+/**
+ * Claims `name`, asking again every `retryMs` while another holder has it (work that must happen now
+ * rather than later: a flush, a sync someone asked for); rejects when `signal` aborts.
+ */
+export async function claimWhenFree(
+  store: Pick<CoordinationStore, 'claimWork'>,
+  name: string,
+  options: { retryMs?: number; signal?: AbortSignal } = {},
+): Promise<WorkClaim> {
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const claim = await store.claimWork(name);
+    if (claim) return claim;
+    await sleep(options.retryMs ?? CLAIM_RETRY_MS, undefined, { signal: options.signal });
+  }
+}
