@@ -1,6 +1,6 @@
 import { describeError } from '../errors.js';
 import { CLAIM_RETRY_MS, workNames } from '../store/coordination.js';
-import type { EmbeddingTarget, Store } from '../store/store.js';
+import type { QueuedEmbeddingTarget, Store } from '../store/store.js';
 import type { Embedder } from './embedder.js';
 
 export type EmbedQueueOptions = {
@@ -12,7 +12,7 @@ export type EmbedQueueOptions = {
   onBatch?: (saved: number) => void;
 };
 
-const TARGETS: readonly EmbeddingTarget[] = ['message', 'memory'];
+const TARGETS: readonly QueuedEmbeddingTarget[] = ['message', 'memory', 'error_record'];
 const MAX_BACKOFF_MS = 60_000;
 /**
  * How long one count of pending rows answers {@link EmbedQueue.depth}. Counting scans every base row, so
@@ -37,6 +37,8 @@ export class EmbedQueue {
   private idle = false;
   private failures = 0;
   private lastDepth: { at: number; value: Promise<number> } | null = null;
+  /** Targets and dimensions whose vector index this queue has prepared (`target:dimensions`). */
+  private readonly indexed = new Set<string>();
   lastError: string | null = null;
 
   constructor(
@@ -153,7 +155,7 @@ export class EmbedQueue {
    * Embeds every pending row of `target`, holding the target's claim (one process embeds a target and
    * embedder at a time); false when another process holds it.
    */
-  private async pass(target: EmbeddingTarget): Promise<boolean> {
+  private async pass(target: QueuedEmbeddingTarget): Promise<boolean> {
     const claim = await this.store.claimWork(workNames.embedding(target, this.embedder.id));
     if (!claim) return false;
     try {
@@ -164,19 +166,25 @@ export class EmbedQueue {
     }
   }
 
-  private async embedPending(target: EmbeddingTarget): Promise<void> {
+  private async embedPending(target: QueuedEmbeddingTarget): Promise<void> {
     let cursor = 0;
     while (!this.stopped) {
-      const pending = await this.store.pendingEmbeddings(target, this.embedder.id, cursor, this.batchSize);
+      const pending = await this.store.pendingEmbeddings(target, this.embedder.id, { after: cursor, limit: this.batchSize });
       if (pending.length === 0) return;
       const vectors = await this.embedder.embed(pending.map((p) => p.text));
+      // The explicit index step, before the first batch of each dimension this embedder produces.
+      const dimensions = vectors.find((v) => v !== null && v !== undefined)?.length;
+      if (dimensions !== undefined && !this.indexed.has(`${target}:${dimensions}`)) {
+        await this.store.indexVectors(target, this.embedder.id, dimensions);
+        this.indexed.add(`${target}:${dimensions}`);
+      }
       await this.store.saveEmbeddings(
         target,
         this.embedder.id,
         pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })),
       );
       this.options.onBatch?.(pending.length);
-      cursor = pending[pending.length - 1]!.key;
+      cursor = pending[pending.length - 1]!.position;
     }
   }
 }

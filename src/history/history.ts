@@ -6,7 +6,7 @@ import { vectorFusionWeight, vectorSimilarityFloor, type Embedder } from '../emb
 import { CairnError, describeError } from '../errors.js';
 import { createChatModel } from '../llm/chat-client.js';
 import { scopeSchema } from '../memory/schemas.js';
-import type { HistoryStore, Run } from '../store/store.js';
+import type { EmbeddingStore, HistoryStore, Run } from '../store/store.js';
 import type { Scope } from '../types.js';
 import { ChatHistory, chatHistoryParams, type ChatHistoryResult } from './chat-history.js';
 import { ErrorHistory, errorHistoryParams, writeErrorParams, type ErrorHistoryResult, type FailureHint, type WriteErrorResult } from './error-history.js';
@@ -40,6 +40,8 @@ export type HistoryDeps = {
   store: HistoryStore;
   /** Claims that keep two processes from pruning runs at once. */
   claims: Pick<CoordinationStore, 'claimWork'>;
+  /** The vectors of run texts and error records. */
+  embeddings: EmbeddingStore;
   config: CairnConfig;
   embedder: Embedder | null;
   /** Overrides the judge `history.judge` selects; null withholds nothing. */
@@ -63,7 +65,7 @@ export class History implements ToolCallRecorder {
   private readonly warn: (message: string) => void;
 
   constructor(deps: HistoryDeps) {
-    const { store, config, embedder, warn } = deps;
+    const { store, embeddings, config, embedder, warn } = deps;
     this.warn = warn;
     const h = config.history;
     this.runs = new RunLog(store, { retentionDays: h.retention_days, referenceTools: h.reference_tools, claims: deps.claims });
@@ -71,6 +73,7 @@ export class History implements ToolCallRecorder {
     const vectorWeight = vectorFusionWeight(embedder, config.embedding.fusion_weight);
     this.chat = new ChatHistory({
       store,
+      embeddings,
       runs: this.runs,
       embedder,
       judge: this.judge,
@@ -81,6 +84,7 @@ export class History implements ToolCallRecorder {
     });
     this.errors = new ErrorHistory({
       store,
+      embeddings,
       embedder,
       queryTimeoutMs: config.embedding.query_timeout_ms,
       vectorWeight,
