@@ -35,24 +35,32 @@ export class PostgresCoordination implements CoordinationStore {
   /** The connection that holds this process's advisory locks; opened on the first claim. */
   private locks: Promise<pg.PoolClient> | null = null;
   private readonly held = new Map<string, PostgresClaim>();
+  private readonly claiming = new Set<string>();
+  /** Queries on the lock connection run one after another. */
+  private lockQueue: Promise<unknown> = Promise.resolve();
   private charges = 0;
   private closed = false;
 
   constructor(private readonly pool: pg.Pool) {}
 
   async claimWork(name: string, _options?: ClaimOptions): Promise<WorkClaim | null> {
-    // Session-level locks are re-entrant within one connection, so this process's own claims are refused here.
-    if (this.held.get(name)?.held) return null;
-    const client = await this.lockConnection();
-    const key = lockKey(name);
-    const { rows } = await client.query<{ taken: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS taken', [key]);
-    if (!rows[0]?.taken) return null;
-    const claim = new PostgresClaim(name, async () => {
-      if (this.held.get(name) === claim) this.held.delete(name);
-      await client.query('SELECT pg_advisory_unlock($1::bigint)', [key]);
-    });
-    this.held.set(name, claim);
-    return claim;
+    // Session-level locks are re-entrant within one connection, so this process's own claims (held or
+    // being asked for) are refused here.
+    if (this.held.get(name)?.held || this.claiming.has(name)) return null;
+    this.claiming.add(name);
+    try {
+      const key = lockKey(name);
+      const taken = await this.onLockConnection(async (client) => (await client.query<{ taken: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS taken', [key])).rows[0]?.taken === true);
+      if (!taken) return null;
+      const claim = new PostgresClaim(name, async () => {
+        if (this.held.get(name) === claim) this.held.delete(name);
+        await this.onLockConnection((client) => client.query('SELECT pg_advisory_unlock($1::bigint)', [key]));
+      });
+      this.held.set(name, claim);
+      return claim;
+    } finally {
+      this.claiming.delete(name);
+    }
   }
 
   async chargeTurn(charge: TurnCharge): Promise<TurnCount> {
@@ -90,6 +98,12 @@ export class PostgresCoordination implements CoordinationStore {
     const locks = this.locks;
     this.locks = null;
     if (locks) (await locks.catch(() => null))?.release();
+  }
+
+  private onLockConnection<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const next = this.lockQueue.then(async () => work(await this.lockConnection()));
+    this.lockQueue = next.catch(() => undefined);
+    return next;
   }
 
   private lockConnection(): Promise<pg.PoolClient> {

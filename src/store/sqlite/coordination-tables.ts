@@ -15,6 +15,7 @@ export class CoordinationTables implements CoordinationStore {
   /** Who this store instance is in `work_claims.holder`: process id and a random part. */
   private readonly holder = `${process.pid}-${randomBytes(6).toString('hex')}`;
   private readonly held = new Map<string, SqliteClaim>();
+  private readonly claiming = new Set<string>();
   private charges = 0;
 
   constructor(
@@ -24,8 +25,16 @@ export class CoordinationTables implements CoordinationStore {
   ) {}
 
   async claimWork(name: string, options: ClaimOptions = {}): Promise<WorkClaim | null> {
-    if (this.held.get(name)?.held) return null;
-    const ttlMs = options.ttlMs ?? DEFAULT_CLAIM_TTL_MS;
+    if (this.held.get(name)?.held || this.claiming.has(name)) return null;
+    this.claiming.add(name);
+    try {
+      return await this.takeLease(name, options.ttlMs ?? DEFAULT_CLAIM_TTL_MS);
+    } finally {
+      this.claiming.delete(name);
+    }
+  }
+
+  private async takeLease(name: string, ttlMs: number): Promise<WorkClaim | null> {
     const now = Date.now();
     // Taken when free or when the lease ran out: a holder that stopped renewing is gone.
     const taken = await this.writes.run(
