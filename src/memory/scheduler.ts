@@ -20,8 +20,16 @@ export type SchedulerOptions = {
   retryMaxMs: number;
   /** Delay before a background run whose session another process is extracting asks again. Default {@link CLAIM_RETRY_MS}. */
   claimRetryMs?: number;
+  /**
+   * Milliseconds between two reads of the whole backlog, which finds sessions whose messages reached the
+   * store through another process (one that died, or a `cairn import`); 0 never. Default {@link RESCAN_MS}.
+   */
+  rescanMs?: number;
   warn: (message: string) => void;
 };
+
+/** Default of {@link SchedulerOptions.rescanMs}. */
+export const RESCAN_MS = 60_000;
 
 export type PipelineSessionState = 'idle' | 'queued' | 'running' | 'failed';
 
@@ -68,6 +76,7 @@ export class ExtractionScheduler {
   private tail: Promise<unknown> = Promise.resolve();
   private started = false;
   private stopped = false;
+  private rescanTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly options: SchedulerOptions) {}
 
@@ -75,9 +84,17 @@ export class ExtractionScheduler {
   start(): void {
     if (this.started || this.stopped) return;
     this.started = true;
-    void this.options.store
+    void this.rescan();
+    const rescanMs = this.options.rescanMs ?? RESCAN_MS;
+    if (rescanMs > 0) this.rescanTimer = setInterval(() => void this.rescan(), rescanMs).unref();
+  }
+
+  /** Evaluates every session with a backlog (at start, then now and then for work other processes left). */
+  private async rescan(): Promise<void> {
+    await this.options.store
       .pipelineBacklog()
-      .then((states) => Promise.all(states.map((state) => this.evaluate(this.entry(state.scope, state.sessionKey), state))))
+      // A session's silence is measured from its last message: a rescan leaves a running idle timer alone.
+      .then((states) => Promise.all(states.map((state) => this.evaluate(this.entry(state.scope, state.sessionKey), state, { restartIdle: false }))))
       .catch((err: unknown) => this.options.warn(`extraction scheduler: cannot read the backlog: ${describeError(err)}`));
   }
 
@@ -149,6 +166,7 @@ export class ExtractionScheduler {
   /** Stops timers, aborts the run in flight (its batch is not committed and runs again next time) and waits for it. */
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.rescanTimer) clearInterval(this.rescanTimer);
     this.abort.abort();
     for (const entry of this.entries.values()) this.clearTimers(entry);
     await this.tail;
@@ -170,7 +188,7 @@ export class ExtractionScheduler {
     return entry;
   }
 
-  private async evaluate(entry: Entry, known?: PipelineState): Promise<void> {
+  private async evaluate(entry: Entry, known?: PipelineState, { restartIdle = true } = {}): Promise<void> {
     // A queued run reads the backlog when it starts; a failed session waits for its retry timer.
     if (entry.queued || entry.retryTimer || this.stopped) return;
     const state = known ?? (await this.options.store.pipelineState(entry.scope, entry.sessionKey));
@@ -179,7 +197,7 @@ export class ExtractionScheduler {
       this.enqueue(entry).catch(() => undefined);
       return;
     }
-    if (entry.running) return;
+    if (entry.running || (entry.idleTimer && !restartIdle)) return;
     if (entry.idleTimer) clearTimeout(entry.idleTimer);
     entry.idleTimer = null;
     if (this.options.idleTimeoutMs > 0) {
