@@ -1,0 +1,350 @@
+import pg from 'pg';
+import { CairnError } from '../../errors.js';
+import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, RankedHit, Scope } from '../../types.js';
+import type {
+  AddMessagesOptions,
+  AddMessagesResult,
+  ApiKey,
+  DataSnapshot,
+  DumpRecord,
+  EmbeddingStore,
+  EmbeddingTarget,
+  ExtractionCommit,
+  HistoryStore,
+  KeywordCandidates,
+  KnowledgeFileRecord,
+  KnowledgeResourcePatch,
+  KnowledgeResourceRecord,
+  KnowledgeSyncChange,
+  ListMemoriesQuery,
+  ListMessagesQuery,
+  MemoryAuditEntry,
+  MemoryFilter,
+  MessageFilter,
+  NewApiKey,
+  NewKnowledgeResource,
+  PendingEmbedding,
+  PendingEmbeddingsQuery,
+  QueuedEmbeddingTarget,
+  PipelineState,
+  SavedEmbedding,
+  SequencedMessage,
+  Store,
+  StoreCapabilities,
+  StoredApiKey,
+} from '../store.js';
+import { MemoryTables } from './memory-tables.js';
+import { MessageKeywords } from './message-keywords.js';
+import { MessageTables } from './message-tables.js';
+import { migrate } from './migrations.js';
+import { PipelineTables } from './pipeline-tables.js';
+import { PostgresDatabase } from './postgres-db.js';
+import { redactUrl, toPostgresError } from './postgres-errors.js';
+import { type CoreVectorTarget, VectorTables } from './vector-tables.js';
+
+/** Options for {@link PostgresStore.open}. */
+export type PostgresStoreOptions = {
+  /** `postgres://` or `postgresql://` connection string; its password is never shown. */
+  url: string;
+  /** Where the store reports problems that do not fail a request (a lost idle connection). Default stderr. */
+  warn?: (message: string) => void;
+  /**
+   * Accepted for the same configuration as SQLite; searches run on the calling thread (PostgreSQL
+   * does the heavy reading), so `capabilities.readWorkers` is 0.
+   */
+  readWorkers?: number;
+  /** Connections in the pool. Default 10. */
+  poolSize?: number;
+  /** Milliseconds a write waits for a lock another server holds before failing `busy`. Default 5000. */
+  busyTimeoutMs?: number;
+};
+
+/** The networked backend: PostgreSQL with pgvector, for many servers on one database (DESIGN.md, "PostgreSQL backend"). */
+export class PostgresStore implements Store {
+  readonly capabilities: StoreCapabilities;
+  /**
+   * The action log and failure memory. `pgrest` plugs in `src/store/postgres/history-tables.ts` here:
+   * `this.history = new PostgresHistoryTables(db)`, its tables as migration steps appended in migrations.ts.
+   */
+  readonly history: HistoryStore;
+  /**
+   * Vectors of error records and run texts: `pgrest`'s history tables implement the EmbeddingStore for
+   * those two targets (`this.historyEmbeddings = historyTables`); messages and memories are in vector-tables.ts.
+   */
+  private readonly historyEmbeddings: EmbeddingStore;
+  private readonly db: PostgresDatabase;
+  private readonly messages: MessageTables;
+  private readonly messageKeywords: MessageKeywords;
+  private readonly memories: MemoryTables;
+  private readonly vectors: VectorTables;
+  private readonly pipeline: PipelineTables;
+
+  private constructor(db: PostgresDatabase) {
+    this.db = db;
+    this.messages = new MessageTables(db);
+    this.messageKeywords = new MessageKeywords(db);
+    this.memories = new MemoryTables(db);
+    this.vectors = new VectorTables(db);
+    this.pipeline = new PipelineTables(db);
+    this.history = notImplemented<HistoryStore>();
+    this.historyEmbeddings = notImplemented<EmbeddingStore>();
+    this.capabilities = {
+      backend: 'postgres',
+      keywordSearch: true,
+      vectorSearch: true,
+      location: db.location,
+      readWorkers: 0,
+      messageVectorIndex: 'database',
+    };
+  }
+
+  /**
+   * Connects, applies pending migrations (one server at a time, under an advisory lock) and opens the
+   * pool. Fails with `unavailable` when the server cannot be reached, naming the redacted URL.
+   */
+  static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
+    const location = redactUrl(options.url);
+    const warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
+    // Migrations run on a connection of their own, before the pool: its type table needs the oid of
+    // pgvector's type, which the first migration creates.
+    const client = new pg.Client({ connectionString: options.url, application_name: 'cairn-migrate' });
+    let vectorOid: number;
+    try {
+      await client.connect();
+      await migrate(client);
+      vectorOid = (await client.query<{ oid: number }>(`SELECT 'vector'::regtype::oid AS oid`)).rows[0]!.oid;
+    } catch (err) {
+      throw toPostgresError(err, location);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+    const db = PostgresDatabase.connect({ url: options.url, location, vectorOid, poolSize: options.poolSize, lockTimeoutMs: options.busyTimeoutMs, warn });
+    return new PostgresStore(db);
+  }
+
+  // ---- L0 messages -------------------------------------------------------------------------
+
+  async addMessages(messages: readonly NewMessage[], options?: AddMessagesOptions): Promise<AddMessagesResult> {
+    return this.messages.add(messages, options);
+  }
+
+  async getMessages(scope: Scope, ids: readonly string[]): Promise<Message[]> {
+    return this.messages.get(scope, ids);
+  }
+
+  async listMessages(scope: Scope, query: ListMessagesQuery): Promise<Message[]> {
+    return this.messages.list(scope, query);
+  }
+
+  async deleteMessage(scope: Scope, id: string): Promise<boolean> {
+    return this.messages.delete(scope, id);
+  }
+
+  async deleteSession(scope: Scope, sessionKey: string): Promise<number> {
+    return this.messages.deleteSession(scope, sessionKey);
+  }
+
+  async searchMessagesByKeyword(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]> {
+    return this.messageKeywords.search(scope, terms, filter, limit);
+  }
+
+  async searchMessagesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): Promise<RankedHit[]> {
+    return this.vectors.searchMessages(scope, vector, embedderId, filter, limit);
+  }
+
+  // ---- L1 memories -------------------------------------------------------------------------
+
+  async createMemory(scope: Scope, input: NewMemory): Promise<Memory> {
+    return this.memories.create(scope, input);
+  }
+
+  async getMemories(scope: Scope, ids: readonly string[]): Promise<Memory[]> {
+    return this.memories.get(scope, ids);
+  }
+
+  async listMemories(scope: Scope, query: ListMemoriesQuery): Promise<Memory[]> {
+    return this.memories.list(scope, query);
+  }
+
+  async updateMemory(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory> {
+    return this.memories.update(scope, id, patch);
+  }
+
+  async deleteMemory(scope: Scope, id: string): Promise<boolean> {
+    return this.memories.delete(scope, id);
+  }
+
+  memoryKeywordCandidates(scope: Scope, terms: readonly string[], filter: MemoryFilter): Promise<KeywordCandidates> {
+    return this.memories.keywordCandidates(scope, terms, filter);
+  }
+
+  async searchMemoriesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
+    return this.vectors.searchMemories(scope, vector, embedderId, filter, limit);
+  }
+
+  // ---- embeddings --------------------------------------------------------------------------
+
+  pendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, query: PendingEmbeddingsQuery): Promise<PendingEmbedding[]> {
+    return isCoreTarget(target) ? this.vectors.pending(target, embedderId, query) : this.historyEmbeddings.pendingEmbeddings(target, embedderId, query);
+  }
+
+  saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void> {
+    return isCoreTarget(target) ? this.vectors.save(target, embedderId, items) : this.historyEmbeddings.saveEmbeddings(target, embedderId, items);
+  }
+
+  countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string): Promise<number> {
+    return isCoreTarget(target) ? this.vectors.countPending(target, embedderId) : this.historyEmbeddings.countPendingEmbeddings(target, embedderId);
+  }
+
+  embeddingsOf(target: EmbeddingTarget, embedderId: string, items: readonly { key: string; text: string }[]): Promise<Map<string, Float32Array | null>> {
+    return isCoreTarget(target) ? this.vectors.vectorsOf(target, embedderId, items) : this.historyEmbeddings.embeddingsOf(target, embedderId, items);
+  }
+
+  /** Creates the partial HNSW index of `embedderId` on `target`'s vectors if missing (DESIGN.md, "PostgreSQL backend"). */
+  indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<void> {
+    return isCoreTarget(target) ? this.vectors.indexVectors(target, embedderId, dimensions) : this.historyEmbeddings.indexVectors(target, embedderId, dimensions);
+  }
+
+  // ---- API keys ----------------------------------------------------------------------------
+
+  async createApiKey(input: NewApiKey): Promise<ApiKey> {
+    const createdAt = new Date().toISOString();
+    const created = await this.db.query(
+      `INSERT INTO api_keys (id, secret_hash, user_id, agent_id, label, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (id) DO NOTHING RETURNING id`,
+      [input.id, input.secretHash, input.userId, input.agentId, input.label, createdAt],
+    );
+    if (created.length === 0) throw new CairnError('conflict', `API key ${input.id} already exists`);
+    return { id: input.id, userId: input.userId, agentId: input.agentId, label: input.label, createdAt, revokedAt: null };
+  }
+
+  async findApiKey(id: string): Promise<StoredApiKey | null> {
+    const [row] = await this.db.query<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1 AND revoked_at IS NULL', [id]);
+    return row === undefined ? null : { ...toApiKey(row), secretHash: row.secret_hash };
+  }
+
+  async listApiKeys(): Promise<ApiKey[]> {
+    return (await this.db.query<ApiKeyRow>('SELECT * FROM api_keys ORDER BY created_at, id')).map(toApiKey);
+  }
+
+  async revokeApiKey(id: string): Promise<boolean> {
+    const revoked = await this.db.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL RETURNING id', [new Date().toISOString(), id]);
+    return revoked.length > 0;
+  }
+
+  // ---- memory pipeline ---------------------------------------------------------------------
+
+  async pipelineState(scope: Scope, sessionKey: string): Promise<PipelineState> {
+    return this.pipeline.state(scope, sessionKey);
+  }
+
+  async pipelineBacklog(): Promise<PipelineState[]> {
+    return this.pipeline.backlog();
+  }
+
+  async messagesAfter(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
+    return this.messages.after(scope, sessionKey, cursor, limit);
+  }
+
+  async messagesBefore(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
+    return this.messages.before(scope, sessionKey, cursor, limit);
+  }
+
+  async commitExtraction(commit: ExtractionCommit): Promise<void> {
+    return this.pipeline.commit(commit);
+  }
+
+  async recordPipelineFailure(scope: Scope, sessionKey: string, error: string): Promise<void> {
+    return this.pipeline.recordFailure(scope, sessionKey, error);
+  }
+
+  async topMemories(scope: Scope, types: readonly MemoryType[], limit: number): Promise<Memory[]> {
+    return this.pipeline.topMemories(scope, types, limit);
+  }
+
+  async restoreSuperseded(scope: Scope, id: string, actor: string): Promise<Memory[]> {
+    return this.pipeline.restoreSuperseded(scope, id, actor);
+  }
+
+  async memoryAudit(scope: Scope, id: string): Promise<MemoryAuditEntry[]> {
+    return this.pipeline.audit(scope, id);
+  }
+
+  // ---- knowledge resources: `pgrest` delegates these to src/store/postgres/knowledge-tables.ts ----
+
+  async createKnowledgeResource(_scope: Scope, _input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {
+    throw new Error('not implemented');
+  }
+
+  async getKnowledgeResource(_scope: Scope, _id: string): Promise<KnowledgeResourceRecord | null> {
+    throw new Error('not implemented');
+  }
+
+  async listKnowledgeResources(_scope: Scope): Promise<KnowledgeResourceRecord[]> {
+    throw new Error('not implemented');
+  }
+
+  async listAllKnowledgeResources(): Promise<KnowledgeResourceRecord[]> {
+    throw new Error('not implemented');
+  }
+
+  async updateKnowledgeResource(_scope: Scope, _id: string, _patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
+    throw new Error('not implemented');
+  }
+
+  async deleteKnowledgeResource(_scope: Scope, _id: string): Promise<boolean> {
+    throw new Error('not implemented');
+  }
+
+  async listKnowledgeFiles(_scope: Scope, _resourceId: string, _options?: { withData?: boolean }): Promise<KnowledgeFileRecord[]> {
+    throw new Error('not implemented');
+  }
+
+  async applyKnowledgeSync(_scope: Scope, _resourceId: string, _change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
+    throw new Error('not implemented');
+  }
+
+  // ---- export, restore, backup: `pgrest` delegates these to src/store/postgres/data-transfer.ts ----
+
+  async exportSnapshot(): Promise<DataSnapshot> {
+    throw new Error('not implemented');
+  }
+
+  async restoreRecords(_records: AsyncIterable<DumpRecord>, _onProgress?: (done: number) => void): Promise<Record<string, number>> {
+    throw new Error('not implemented');
+  }
+
+  async backup(_path: string, _onProgress?: (done: number, total: number) => void): Promise<void> {
+    throw new CairnError('invalid_input', 'not implemented');
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}
+
+/** Messages and memories have their vectors here; error records and run texts in the history tables. */
+function isCoreTarget(target: EmbeddingTarget): target is CoreVectorTarget {
+  return target === 'message' || target === 'memory';
+}
+
+type ApiKeyRow = {
+  id: string;
+  secret_hash: string;
+  user_id: string;
+  agent_id: string | null;
+  label: string;
+  created_at: string;
+  revoked_at: string | null;
+};
+
+function toApiKey(row: ApiKeyRow): ApiKey {
+  return { id: row.id, userId: row.user_id, agentId: row.agent_id, label: row.label, createdAt: row.created_at, revokedAt: row.revoked_at };
+}
+
+/** Placeholder until `pgrest`'s history tables are plugged in (skeleton only). */
+function notImplemented<T extends object>(): T {
+  return new Proxy({} as T, {
+    get: () => () => Promise.reject(new Error('not implemented')),
+  });
+}
