@@ -5,19 +5,38 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeLlmServer, promptLines, type ChatRequest } from './fixtures/fake-llm-server.js';
 import { startServe, type ServeProcess } from './e2e-process.js';
+import { freshPostgresDatabase } from './postgres-fixture.js';
 
 // Two real `cairn serve` processes of the built CLI (`npm test` builds first) on one database, with a real
 // OpenAI-compatible LLM server the test runs (DESIGN.md, "Many servers, one database").
 
 /** Where the two servers' data lives: the environment that points a server at it, and how to remove it. */
-type Backend = { name: string; database: () => Promise<{ env: Record<string, string>; dataDir: string; drop: () => Promise<void> }> };
+type Backend = { name: string; engine: 'sqlite' | 'postgres'; database: () => Promise<{ env: Record<string, string>; dataDir: string; drop: () => Promise<void> }> };
 
 const BACKENDS: Backend[] = [
   {
     name: 'sqlite (one data directory)',
+    engine: 'sqlite',
     database: async () => {
       const dataDir = mkdtempSync(join(tmpdir(), 'cairn-multiserver-'));
       return { env: {}, dataDir, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
+    },
+  },
+  {
+    name: 'postgres',
+    engine: 'postgres',
+    database: async () => {
+      const database = await freshPostgresDatabase('multiserver_serve');
+      // The data directory still holds the config file; the data lives in the database.
+      const dataDir = mkdtempSync(join(tmpdir(), 'cairn-multiserver-pg-'));
+      return {
+        env: { CAIRN_STORE_URL: database.url },
+        dataDir,
+        drop: async () => {
+          rmSync(dataDir, { recursive: true, force: true });
+          await database.drop();
+        },
+      };
     },
   },
 ];
@@ -106,6 +125,7 @@ for (const backend of BACKENDS) {
 
     it('answers a write made through one server from the other, over REST and MCP', { timeout: 120_000 }, async () => {
       const [a, b] = await twoServers();
+      for (const s of [a, b]) expect((await call(s, '/ready')).json).toMatchObject({ checks: { store: { backend: backend.engine } } });
       const written = await call(a, '/v1/conversations', { session_key: 'trip', messages: [{ role: 'user', content: 'I keep my bicycle in the garden shed' }] });
       expect(written.status).toBe(201);
       const found = await call(b, '/search/conversations', { query: 'where is the bicycle', limit: 5 });
