@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -70,6 +70,21 @@ describe('sqlite work claims are leases', () => {
     } finally {
       await a.close();
       await b.close();
+    }
+  });
+
+  it('counts turns in a file beside the database, so a charge is no change of the data to other connections', async () => {
+    const path = sqliteFile();
+    const store = SqliteStore.open({ path });
+    const reader = new Database(path, { readonly: true });
+    try {
+      const before = reader.pragma('data_version', { simple: true });
+      expect((await store.chargeTurn({ scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', turnId: 't', connection: '', limit: 3, now: 1, idleMs: 0, maxTurns: 10 })).used).toBe(1);
+      expect(reader.pragma('data_version', { simple: true })).toBe(before);
+      expect(existsSync(path.replace(/\.db$/, '-turns.db'))).toBe(true);
+    } finally {
+      reader.close();
+      await store.close();
     }
   });
 

@@ -263,27 +263,13 @@ const MIGRATIONS: readonly Migration[] = [
   ownKnowledgeResources,
   // Memories and error records keep their analysed terms, which keyword search hands up for BM25 ranking above the store.
   keepAnalysedTerms,
-  // Several processes on one file: leases on background work, and per-turn search budgets (coordination-tables.ts).
+  // Several processes on one file: leases on background work (coordination-tables.ts).
   `
   CREATE TABLE work_claims (
     name TEXT PRIMARY KEY,
     holder TEXT NOT NULL,
     expires_at INTEGER NOT NULL
   );
-  CREATE TABLE turn_budgets (
-    user_id TEXT NOT NULL,
-    agent_id TEXT NOT NULL,
-    session_key TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('turn', 'implicit')),
-    name TEXT NOT NULL,
-    used INTEGER NOT NULL,
-    last_allowed_at INTEGER NOT NULL,
-    allowed INTEGER NOT NULL,
-    touched INTEGER NOT NULL,
-    PRIMARY KEY (user_id, agent_id, session_key, kind, name)
-  );
-  CREATE INDEX turn_budgets_by_connection ON turn_budgets (user_id, agent_id, kind, name);
-  CREATE INDEX turn_budgets_by_touch ON turn_budgets (touched);
   `,
 ];
 

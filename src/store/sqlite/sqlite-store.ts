@@ -166,7 +166,7 @@ export class SqliteStore implements Store {
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
     this.memoryVectors = vectorSearch && memoryVectors;
     this.knowledge = new KnowledgeTables(db, this.writes);
-    this.coordination = new CoordinationTables(db, this.statements, this.writes);
+    this.coordination = new CoordinationTables(db, this.statements, this.writes, path, busyTimeoutMs);
     this.history = new HistoryTables(db, vectorSearch, this.writes);
     this.embeddings = new EmbeddingTables(db, this.writes, this.messageKnn);
     this.capabilities = {
