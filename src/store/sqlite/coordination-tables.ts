@@ -98,6 +98,9 @@ export class CoordinationTables implements CoordinationStore {
     const kind = charge.turnId === null ? 'implicit' : 'turn';
     const name = charge.turnId ?? charge.connection;
     const turns = this.turns();
+    // Decided before the transaction, which may run again when the lock was busy.
+    const touched = this.touch();
+    const prune = ++this.charges % pruneInterval(charge.maxTurns) === 0;
     const row = await turns.writes.run(() => {
       const counted = turns.statements.get(
         `INSERT INTO turn_budgets (user_id, agent_id, session_key, kind, name, used, last_allowed_at, allowed, touched)
@@ -117,13 +120,13 @@ export class CoordinationTables implements CoordinationStore {
         now: charge.now,
         idle: charge.idleMs,
         limit: charge.limit,
-        touched: this.touch(),
+        touched,
       }) as {
         used: number;
         last_allowed_at: number;
         allowed: number;
       };
-      if (++this.charges % pruneInterval(charge.maxTurns) === 0) {
+      if (prune) {
         turns.statements.get('DELETE FROM turn_budgets WHERE touched <= (SELECT touched FROM turn_budgets ORDER BY touched DESC LIMIT 1 OFFSET ?)').run(charge.maxTurns);
       }
       return counted;
