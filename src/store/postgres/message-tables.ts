@@ -45,7 +45,7 @@ export class MessageTables {
 
   async get(scope: Scope, ids: readonly string[]): Promise<Message[]> {
     if (ids.length === 0) return [];
-    const found = await this.db.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM messages WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`, [
+    const found = await this.db.prepared<MessageRow>('cairn_get_messages', `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`, [
       scope.userId,
       scope.agentId,
       [...ids],

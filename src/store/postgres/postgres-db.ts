@@ -23,6 +23,7 @@ const INT8_OID = 20;
 const INT8_ARRAY_OID = 1016;
 const DEFAULT_POOL_SIZE = 10;
 const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
+const CONNECT_TIMEOUT_MS = 10_000;
 
 const builtinParser = pg.types.getTypeParser as (oid: number, format?: 'text' | 'binary') => (value: string) => unknown;
 const parseInt8Array = builtinParser(INT8_ARRAY_OID, 'text') as (value: string) => (string | null)[];
@@ -98,6 +99,8 @@ export class PostgresDatabase {
       types: typeParsers(options.vectorOid),
       lock_timeout: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
       application_name: 'cairn',
+      // A server that stops answering fails a request `unavailable` instead of holding it forever.
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     });
     // An idle connection the server closed must not crash the process; the next query opens another.
     pool.on('error', (err) => options.warn(`PostgreSQL connection lost: ${toPostgresError(err, options.location).message}`));
@@ -107,6 +110,19 @@ export class PostgresDatabase {
   /** Rows of one statement, autocommitted. */
   async query<R>(text: string, values: readonly unknown[] = []): Promise<R[]> {
     return rows<R>(this.autocommit, text, values);
+  }
+
+  /**
+   * Rows of one statement that each connection prepares once under `name` (`text` must be the same for
+   * a name): a hot query then skips planning. Only for statements whose best plan does not depend on the
+   * values: a generic plan cannot match a partial index's predicate, so vector searches are never prepared.
+   */
+  async prepared<R>(name: string, text: string, values: readonly unknown[]): Promise<R[]> {
+    try {
+      return (await this.pool.query({ name, text, values: values as unknown[] })).rows as R[];
+    } catch (err) {
+      throw toPostgresError(err, this.location);
+    }
   }
 
   /** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */

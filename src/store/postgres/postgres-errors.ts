@@ -31,6 +31,9 @@ export function toPostgresError(err: unknown, location: string): CairnError {
 function classify(code: string, detail: string, location: string): [CairnErrorCode, string] {
   // Unique and exclusion violations: the row is there already.
   if (code === '23505' || code === '23P01') return ['conflict', `already exists: ${detail}`];
+  // Data exceptions and check violations: a value PostgreSQL cannot hold (a NUL character in text, a
+  // number past its column's range) that SQLite would have kept. Nothing was written.
+  if (/^22/.test(code) || code === '23514' || code === '23502') return ['invalid_input', `the store cannot hold this value: ${detail}`];
   // Serialization failure, deadlock, lock wait past lock_timeout, statement timeout, too many connections,
   // a server shutting down or in recovery: the same request may succeed shortly.
   if (/^(40001|40P01|55P03|57014|53300|57P0[1-3])$/.test(code)) return ['busy', `the store is busy (${detail}); retry shortly`];
@@ -38,7 +41,9 @@ function classify(code: string, detail: string, location: string): [CairnErrorCo
   if (/^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE)$/.test(code) || /^(08|28|3D)/.test(code)) {
     return ['unavailable', `the PostgreSQL store at ${location} (store.url) cannot be used: ${detail}${code === '' ? '' : ` (${code})`}`];
   }
-  if (/Connection terminated|connection timeout|Client has encountered a connection error/i.test(detail)) {
+  // Every pooled connection stayed busy past the wait: retryable.
+  if (/timeout exceeded when trying to connect/i.test(detail)) return ['busy', `the store is busy (${detail}); retry shortly`];
+  if (/Connection terminated|connection timeout|timeout expired|Client has encountered a connection error/i.test(detail)) {
     return ['unavailable', `the PostgreSQL store at ${location} (store.url) cannot be used: ${detail}`];
   }
   return ['internal', `store failure: ${detail}`];

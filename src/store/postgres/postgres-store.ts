@@ -44,6 +44,9 @@ import { PostgresDatabase } from './postgres-db.js';
 import { redactUrl, toPostgresError } from './postgres-errors.js';
 import { type CoreVectorTarget, VectorTables } from './vector-tables.js';
 
+/** How long opening waits for the server to accept a connection before failing `unavailable`. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
 /** Options for {@link PostgresStore.open}. */
 export type PostgresStoreOptions = {
   /** `postgres://` or `postgresql://` connection string; its password is never shown. */
@@ -111,7 +114,7 @@ export class PostgresStore implements Store {
     const warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
     // Migrations run on a connection of their own, before the pool: its type table needs the oid of
     // pgvector's type, which the first migration creates.
-    const client = new pg.Client({ connectionString: options.url, application_name: 'cairn-migrate' });
+    const client = new pg.Client({ connectionString: options.url, application_name: 'cairn-migrate', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     let vectorOid: number;
     try {
       await client.connect();
@@ -338,6 +341,7 @@ export class PostgresStore implements Store {
 
   async close(): Promise<void> {
     await this.coordination.close();
+    await this.messageKeywords.close();
     await this.db.close();
   }
 }
