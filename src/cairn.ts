@@ -217,7 +217,7 @@ export class Cairn {
       vectorWeight: vectorFusionWeight(this.embedder, config.embedding.fusion_weight),
       vectorFloor: vectorSimilarityFloor(this.embedder, config.embedding.similarity_floor),
     };
-    this.history = new History({ store: store.history, embeddings: store, config, embedder: this.embedder, judge: options.relevanceJudge, warn });
+    this.history = new History({ store: store.history, embeddings: store, claims: store, config, embedder: this.embedder, judge: options.relevanceJudge, warn });
     this.tools = new ToolHub(config.tools, {
       clientVersion: CAIRN_VERSION,
       recorder: options.toolCallRecorder === undefined ? this.history : options.toolCallRecorder,
@@ -234,7 +234,7 @@ export class Cairn {
     });
     this.tools.addProvider(this.knowledge);
     if (options.watchKnowledge) this.knowledge.watch();
-    this.budget = new TurnBudget({
+    this.budget = new TurnBudget(store, {
       callsPerTurn: config.budget.calls_per_turn,
       maxTurns: config.budget.max_turns,
       idleTurnMs: config.budget.idle_turn_seconds * 1000,
@@ -291,7 +291,13 @@ export class Cairn {
     const result = await this.store.addMessages(valid, { onProgress: options.onProgress, commitEvery: options.commitEvery });
     if (result.inserted > 0) this.queue?.kick();
     // A captured user message ends the session's implicit turn (seed hosts send no turn ids).
-    if (result.inserted > 0) for (const m of valid) if (m.role === 'user') this.budget.startTurn(m.scope, m.sessionKey, options.connection);
+    if (result.inserted > 0) {
+      const userSessions = new Map(valid.filter((m) => m.role === 'user').map((m) => [JSON.stringify([m.scope.userId, m.scope.agentId, m.sessionKey]), m]));
+      // The messages are stored either way: a turn that could not be ended is reported, not the write failed.
+      for (const m of userSessions.values()) {
+        await this.budget.startTurn(m.scope, m.sessionKey, options.connection).catch((err: unknown) => this.log.warn(`search budget: cannot start a new turn: ${describeError(err)}`));
+      }
+    }
     if (result.inserted > 0) {
       const sessions = new Map(valid.map((m) => [JSON.stringify([m.scope.userId, m.scope.agentId, m.sessionKey]), m]));
       for (const m of sessions.values()) void this.scheduler.notify(m.scope, m.sessionKey);
@@ -407,7 +413,7 @@ export class Cairn {
     const scope = checkScope(turn.scope);
     checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
     if (valid.query.trim() === '') return { ...(await this.countedMemorySearch(scope, valid)), budget: uncharged(this.budget.limit) };
-    const budget = this.budget.charge({ ...turn, scope });
+    const budget = await this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget), budget };
     return { ...(await this.countedMemorySearch(scope, valid)), budget };
   }
@@ -418,7 +424,7 @@ export class Cairn {
     const scope = checkScope(turn.scope);
     checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
     if (valid.query.trim() === '') return { ...(await this.countedConversationSearch(scope, valid)), budget: uncharged(this.budget.limit) };
-    const budget = this.budget.charge({ ...turn, scope });
+    const budget = await this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget), budget };
     return { ...(await this.countedConversationSearch(scope, valid)), budget };
   }

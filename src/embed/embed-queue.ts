@@ -1,4 +1,5 @@
 import { describeError } from '../errors.js';
+import { CLAIM_RETRY_MS, workNames } from '../store/coordination.js';
 import type { QueuedEmbeddingTarget, Store } from '../store/store.js';
 import type { Embedder } from './embedder.js';
 
@@ -119,28 +120,53 @@ export class EmbedQueue {
       }
       this.dirty = false;
       try {
-        for (const target of TARGETS) await this.pass(target);
+        let deferred = false;
+        for (const target of TARGETS) if (!(await this.pass(target))) deferred = true;
         this.failures = 0;
         this.lastError = null;
+        if (deferred) {
+          // Another process holds a target's claim and is embedding it: look again shortly, as it may stop.
+          this.dirty = true;
+          await this.pause(CLAIM_RETRY_MS);
+        }
       } catch (err) {
         this.failures++;
         this.lastError = describeError(err);
         this.options.onError?.(err);
         this.dirty = true;
-        const delay = Math.min(1000 * 2 ** (this.failures - 1), MAX_BACKOFF_MS);
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, delay);
-          this.wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        this.wake = null;
+        await this.pause(Math.min(1000 * 2 ** (this.failures - 1), MAX_BACKOFF_MS));
       }
     }
   }
 
-  private async pass(target: QueuedEmbeddingTarget): Promise<void> {
+  /** Waits `ms`, or until kicked or stopped. */
+  private async pause(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wake = null;
+  }
+
+  /**
+   * Embeds every pending row of `target`, holding the target's claim (one process embeds a target and
+   * embedder at a time); false when another process holds it.
+   */
+  private async pass(target: QueuedEmbeddingTarget): Promise<boolean> {
+    const claim = await this.store.claimWork(workNames.embedding(target, this.embedder.id));
+    if (!claim) return false;
+    try {
+      await this.embedPending(target);
+      return true;
+    } finally {
+      await claim.release();
+    }
+  }
+
+  private async embedPending(target: QueuedEmbeddingTarget): Promise<void> {
     let cursor = 0;
     while (!this.stopped) {
       const pending = await this.store.pendingEmbeddings(target, this.embedder.id, { after: cursor, limit: this.batchSize });

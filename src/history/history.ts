@@ -1,3 +1,4 @@
+import type { CoordinationStore } from '../store/coordination.js';
 import { z } from 'zod';
 import type { ToolCaller, ToolCallNote, ToolCallRecord, ToolCallRecorder } from '../catalog/recorder.js';
 import type { CairnConfig } from '../config.js';
@@ -37,6 +38,8 @@ export type HistoryToolCallNote = ToolCallNote & {
 
 export type HistoryDeps = {
   store: HistoryStore;
+  /** Claims that keep two processes from pruning runs at once. */
+  claims: Pick<CoordinationStore, 'claimWork'>;
   /** The vectors of run texts and error records. */
   embeddings: EmbeddingStore;
   config: CairnConfig;
@@ -65,7 +68,7 @@ export class History implements ToolCallRecorder {
     const { store, embeddings, config, embedder, warn } = deps;
     this.warn = warn;
     const h = config.history;
-    this.runs = new RunLog(store, { retentionDays: h.retention_days, referenceTools: h.reference_tools });
+    this.runs = new RunLog(store, { retentionDays: h.retention_days, referenceTools: h.reference_tools, claims: deps.claims });
     this.judge = deps.judge === undefined ? defaultJudge(config, embedder, warn) : deps.judge;
     const vectorWeight = vectorFusionWeight(embedder, config.embedding.fusion_weight);
     this.chat = new ChatHistory({

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { workNames, type CoordinationStore } from '../store/coordination.js';
 import type { HistoryStore, NewRunToolCall, Run, RunToolCall, ToolCallSource } from '../store/store.js';
 import type { Scope } from '../types.js';
 
@@ -74,6 +75,8 @@ export type RunLogOptions = {
   retentionDays: number;
   /** Extra reference tool names (`history.reference_tools`); a trailing `*` matches a prefix. */
   referenceTools: readonly string[];
+  /** Claims that keep two processes from pruning at once. */
+  claims: Pick<CoordinationStore, 'claimWork'>;
 };
 
 const DAY_MS = 86_400_000;
@@ -121,11 +124,20 @@ export class RunLog {
     return this.store.openRunId(target.scope, target.sessionKey);
   }
 
-  /** Deletes runs whose last activity is older than the retention; returns how many. */
+  /**
+   * Deletes runs whose last activity is older than the retention; returns how many. One process prunes at
+   * a time: while another holds the claim, it is doing this very deletion, so this one deletes nothing (0).
+   */
   async prune(now: Date = new Date()): Promise<number> {
     this.nextPruneAt = now.getTime() + PRUNE_INTERVAL_MS;
     if (this.options.retentionDays === 0) return 0;
-    return this.store.pruneRuns(new Date(now.getTime() - this.options.retentionDays * DAY_MS).toISOString());
+    const claim = await this.options.claims.claimWork(workNames.runPruning());
+    if (!claim) return 0;
+    try {
+      return await this.store.pruneRuns(new Date(now.getTime() - this.options.retentionDays * DAY_MS).toISOString());
+    } finally {
+      await claim.release();
+    }
   }
 
   /** Whether a call's output is expensive to obtain again (see {@link REFERENCE_TOOLS}). */

@@ -3,6 +3,7 @@ import { realpath, stat } from 'node:fs/promises';
 import { basename, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { CairnError, describeError, isCairnError } from '../errors.js';
+import { claimWhenFree, workNames, type CoordinationStore } from '../store/coordination.js';
 import type { KnowledgeResourceRecord, KnowledgeStore, KnowledgeType } from '../store/store.js';
 import type { Scope } from '../types.js';
 import { CodeGraph, isCodePath, type CodeFileData } from './code-graph.js';
@@ -105,9 +106,12 @@ export class KnowledgeRegistry {
   private poller: NodeJS.Timeout | null = null;
   private watching = false;
   private closed = false;
+  /** Aborted by close: a sync waiting for another process's claim on its resource stops waiting. */
+  private readonly closing = new AbortController();
 
   constructor(
-    private readonly store: KnowledgeStore,
+    /** The resources, and the claims that keep two processes from syncing one resource at once. */
+    private readonly store: KnowledgeStore & Pick<CoordinationStore, 'claimWork'>,
     private readonly options: KnowledgeRegistryOptions,
   ) {
     void this.refreshCatalog();
@@ -312,6 +316,7 @@ export class KnowledgeRegistry {
   /** Stops watching and indexing; waits for a sync that is writing its result. */
   async close(): Promise<void> {
     this.closed = true;
+    this.closing.abort();
     if (this.poller) clearInterval(this.poller);
     this.catalogListeners.clear();
     for (const id of [...this.watchers.keys(), ...this.timers.keys()]) this.unwatch(id);
@@ -339,8 +344,27 @@ export class KnowledgeRegistry {
     return job;
   }
 
-  /** One sync: index what changed, store it, reload; for a code graph, re-resolve files whose references broke. */
-  private async runSync({ id, scope }: Pick<KnowledgeResourceRecord, 'id' | 'scope'>): Promise<void> {
+  /**
+   * One sync, holding the resource's claim: when another process is syncing it, this one waits and then
+   * syncs what changed since (usually nothing), so no change is skipped and none is parsed twice at once.
+   */
+  private async runSync(target: Pick<KnowledgeResourceRecord, 'id' | 'scope'>): Promise<void> {
+    let claim;
+    try {
+      claim = await claimWhenFree(this.store, workNames.knowledgeSync(target.id), { signal: this.closing.signal });
+    } catch (err) {
+      if (!this.closed) this.options.warn(`knowledge ${target.id}: cannot claim the sync: ${describeError(err)}`);
+      return;
+    }
+    try {
+      await this.syncClaimed(target);
+    } finally {
+      await claim.release().catch((err: unknown) => this.options.warn(`knowledge ${target.id}: cannot release the sync's claim: ${describeError(err)}`));
+    }
+  }
+
+  /** Index what changed, store it, reload; for a code graph, re-resolve files whose references broke. */
+  private async syncClaimed({ id, scope }: Pick<KnowledgeResourceRecord, 'id' | 'scope'>): Promise<void> {
     const started = performance.now();
     const record = await this.store.getKnowledgeResource(scope, id);
     if (!record) return;

@@ -1,3 +1,4 @@
+import type { CoordinationStore } from '../store/coordination.js';
 import type { Scope } from '../types.js';
 
 /** The agent turn a search call belongs to. */
@@ -20,7 +21,7 @@ export type TurnRef = {
 export type TurnBudgetOptions = {
   /** Calls allowed per turn, all search tools combined. */
   callsPerTurn: number;
-  /** Turns remembered at once; the least recently used are forgotten first. */
+  /** Turns the store remembers at once; the least recently charged are forgotten first. */
   maxTurns: number;
   /** Milliseconds after a turn's last allowed call at which its implicit turn ends; 0 disables. */
   idleTurnMs: number;
@@ -45,22 +46,19 @@ export type BudgetCharge = {
   explicit: boolean;
 };
 
-/** `epoch`: the turn-start counter value when the turn began (see {@link TurnBudget.startTurn}). */
-type TurnState = { used: number; lastAllowedAt: number; epoch: number };
-
 /**
- * The hard per-turn limit on search tool calls (the reference only states it in tool descriptions).
- * State is two in-memory LRUs (turns, and the latest turn start per session and per connection), so its
- * size is bounded whatever the callers send.
+ * The hard per-turn limit on search tool calls (the reference only states it in tool descriptions). The
+ * counts live in the store (`CoordinationStore`), charged in one atomic step, so every server on one
+ * database counts the same turn once in total (DESIGN.md, "Per-turn budget"); the store remembers about
+ * `maxTurns` turns, forgetting the least recently charged first.
  */
 export class TurnBudget {
-  private readonly turns = new Map<string, TurnState>();
-  /** The latest turn start (a counter value) per `(scope, session)` and `(scope, connection)`. */
-  private readonly starts = new Map<string, number>();
-  private epoch = 0;
   private readonly now: () => number;
 
-  constructor(private readonly options: TurnBudgetOptions) {
+  constructor(
+    private readonly store: Pick<CoordinationStore, 'chargeTurn' | 'startTurn'>,
+    private readonly options: TurnBudgetOptions,
+  ) {
     this.now = options.now ?? Date.now;
   }
 
@@ -72,40 +70,28 @@ export class TurnBudget {
    * Counts one call against its turn, unless the turn's budget is already spent. A refused call changes
    * nothing: it neither counts nor keeps an implicit turn alive.
    */
-  charge(turn: TurnRef): BudgetCharge {
+  async charge(turn: TurnRef): Promise<BudgetCharge> {
     const explicit = turn.turnId !== undefined;
-    const sessionKey = turn.sessionKey ?? '';
-    const key = explicit ? explicitKey(turn.scope, sessionKey, turn.turnId!) : implicitKey(turn.scope, turn.connection ?? '', sessionKey);
-    const now = this.now();
-    let state = touch(this.turns, key);
-    if (state && !explicit && this.ended(state, turn, now)) state = undefined;
-    state ??= { used: 0, lastAllowedAt: now, epoch: this.epoch };
-    const allowed = state.used < this.limit;
-    if (allowed) {
-      state.used++;
-      state.lastAllowedAt = now;
-    }
-    remember(this.turns, key, state, this.options.maxTurns);
     const idle = this.options.idleTurnMs;
-    return { allowed, used: state.used, limit: this.limit, resetsAt: explicit || idle <= 0 ? null : state.lastAllowedAt + idle, explicit };
+    const count = await this.store.chargeTurn({
+      scope: turn.scope,
+      sessionKey: turn.sessionKey ?? '',
+      turnId: turn.turnId ?? null,
+      connection: explicit ? '' : (turn.connection ?? ''),
+      limit: this.limit,
+      now: this.now(),
+      idleMs: explicit ? 0 : Math.max(0, idle),
+      maxTurns: this.options.maxTurns,
+    });
+    return { allowed: count.allowed, used: count.used, limit: this.limit, resetsAt: explicit || idle <= 0 ? null : count.lastAllowedAt + idle, explicit };
   }
 
   /**
    * A user message was captured in `sessionKey` (by `connection`, when known): the implicit turns of
    * that session, and every implicit turn of that connection, start over. Explicit turns are left alone.
    */
-  startTurn(scope: Scope, sessionKey: string, connection?: string): void {
-    this.epoch++;
-    remember(this.starts, sessionStartKey(scope, sessionKey), this.epoch, this.options.maxTurns);
-    if (connection !== undefined) remember(this.starts, connectionStartKey(scope, connection), this.epoch, this.options.maxTurns);
-  }
-
-  private ended(state: TurnState, turn: TurnRef, now: number): boolean {
-    const idle = this.options.idleTurnMs;
-    if (idle > 0 && now - state.lastAllowedAt >= idle) return true;
-    const bySession = this.starts.get(sessionStartKey(turn.scope, turn.sessionKey ?? '')) ?? 0;
-    const byConnection = turn.connection === undefined ? 0 : (this.starts.get(connectionStartKey(turn.scope, turn.connection)) ?? 0);
-    return Math.max(bySession, byConnection) > state.epoch;
+  async startTurn(scope: Scope, sessionKey: string, connection?: string): Promise<void> {
+    await this.store.startTurn(scope, sessionKey, connection);
   }
 }
 
@@ -131,37 +117,4 @@ export function budgetSpentText(charge: Pick<BudgetCharge, 'limit' | 'resetsAt' 
     `and this turn has used all ${limit}. No search was run. ${comesBack} ` +
     'Do not search again in this turn; answer from what you already have.'
   );
-}
-
-/** Gets `key` and moves it to the most recently used end of the map. */
-function touch<V>(map: Map<string, V>, key: string): V | undefined {
-  const value = map.get(key);
-  if (value !== undefined) map.delete(key);
-  return value;
-}
-
-/** Sets `key` as the most recently used entry, forgetting the least recently used beyond `capacity`. */
-function remember<V>(map: Map<string, V>, key: string, value: V, capacity: number): void {
-  map.delete(key);
-  map.set(key, value);
-  for (const oldest of map.keys()) {
-    if (map.size <= capacity) break;
-    map.delete(oldest);
-  }
-}
-
-function explicitKey(scope: Scope, sessionKey: string, turnId: string): string {
-  return JSON.stringify(['turn', scope.userId, scope.agentId, sessionKey, turnId]);
-}
-
-function implicitKey(scope: Scope, connection: string, sessionKey: string): string {
-  return JSON.stringify(['implicit', scope.userId, scope.agentId, connection, sessionKey]);
-}
-
-function sessionStartKey(scope: Scope, sessionKey: string): string {
-  return JSON.stringify(['session', scope.userId, scope.agentId, sessionKey]);
-}
-
-function connectionStartKey(scope: Scope, connection: string): string {
-  return JSON.stringify(['connection', scope.userId, scope.agentId, connection]);
 }

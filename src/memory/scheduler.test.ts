@@ -103,4 +103,27 @@ describe('ExtractionScheduler', () => {
     await expect(scheduler.flush(scope, 's1')).rejects.toThrow();
     expect((await store.pipelineState(scope, 's1')).cursor).toBeGreaterThan(0);
   });
+  it('leaves a session whose claim another holder has, asks again later, and takes it over once released', async () => {
+    const { scheduler, say, store, runs } = setup({ warmup: false, claimRetryMs: 20 });
+    const elsewhere = await store.claimWork('extract:u/a/s1');
+    scheduler.start();
+    for (let i = 0; i < 5; i++) await say(`I love thing ${i}.`);
+    const flushed = scheduler.flush(scope, 's1');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Neither the background run (retrying) nor the flush (waiting) extracted anything meanwhile.
+    expect(runs).toEqual([]);
+    expect(await store.listMemories(scope, { limit: 10 })).toHaveLength(0);
+    await elsewhere!.release();
+    expect(await flushed).toMatchObject({ messages: expect.any(Number) as number });
+    await vi.waitFor(async () => expect((await store.pipelineState(scope, 's1')).pendingMessages).toBe(0));
+    expect(await store.listMemories(scope, { limit: 10 })).toHaveLength(5);
+  });
+
+  it('finds backlogs that reached the store without it (another process) by reading the backlog again', async () => {
+    const { scheduler, store, runs } = setup({ warmup: false, rescanMs: 30 });
+    scheduler.start();
+    await store.addMessages(Array.from({ length: 5 }, (_, i) => ({ id: `x${i}`, scope, sessionKey: 's2', role: 'user' as const, content: `I love thing ${i}.` })));
+    await vi.waitFor(() => expect(runs).toEqual(['s2']));
+    await vi.waitFor(async () => expect((await store.pipelineState(scope, 's2')).pendingMessages).toBe(0));
+  });
 });

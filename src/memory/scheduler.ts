@@ -1,10 +1,12 @@
 import { describeError } from '../errors.js';
+import { claimWhenFree, CLAIM_RETRY_MS, workNames, type CoordinationStore } from '../store/coordination.js';
 import type { PipelineState, PipelineStore } from '../store/store.js';
 import type { Scope } from '../types.js';
 import type { ExtractionRun } from './extract-session.js';
 
 export type SchedulerOptions = {
-  store: PipelineStore;
+  /** Extraction state, and the claims that keep two processes from extracting one session at once. */
+  store: PipelineStore & Pick<CoordinationStore, 'claimWork'>;
   /** Extracts one session's backlog (extract-session.ts); aborting `signal` stops it between batches. */
   run: (scope: Scope, sessionKey: string, signal: AbortSignal) => Promise<ExtractionRun>;
   /** User turns between runs once warmed up. */
@@ -16,8 +18,18 @@ export type SchedulerOptions = {
   /** Delay before retrying a failed run, doubled per consecutive failure up to `retryMaxMs`. */
   retryBaseMs: number;
   retryMaxMs: number;
+  /** Delay before a background run whose session another process is extracting asks again. Default {@link CLAIM_RETRY_MS}. */
+  claimRetryMs?: number;
+  /**
+   * Milliseconds between two reads of the whole backlog, which finds sessions whose messages reached the
+   * store through another process (one that died, or a `cairn import`); 0 never. Default {@link RESCAN_MS}.
+   */
+  rescanMs?: number;
   warn: (message: string) => void;
 };
+
+/** Default of {@link SchedulerOptions.rescanMs}. */
+export const RESCAN_MS = 60_000;
 
 export type PipelineSessionState = 'idle' | 'queued' | 'running' | 'failed';
 
@@ -44,6 +56,8 @@ type Entry = {
   sessionKey: string;
   queued: Promise<ExtractionRun> | null;
   running: boolean;
+  /** A flush is waiting for the queued run: it waits for the session's claim instead of retrying later. */
+  waitForClaim: boolean;
   failed: boolean;
   idleTimer: NodeJS.Timeout | null;
   retryTimer: NodeJS.Timeout | null;
@@ -62,6 +76,7 @@ export class ExtractionScheduler {
   private tail: Promise<unknown> = Promise.resolve();
   private started = false;
   private stopped = false;
+  private rescanTimer: NodeJS.Timeout | null = null;
 
   constructor(private readonly options: SchedulerOptions) {}
 
@@ -69,9 +84,17 @@ export class ExtractionScheduler {
   start(): void {
     if (this.started || this.stopped) return;
     this.started = true;
-    void this.options.store
+    void this.rescan();
+    const rescanMs = this.options.rescanMs ?? RESCAN_MS;
+    if (rescanMs > 0) this.rescanTimer = setInterval(() => void this.rescan(), rescanMs).unref();
+  }
+
+  /** Evaluates every session with a backlog (at start, then now and then for work other processes left). */
+  private async rescan(): Promise<void> {
+    await this.options.store
       .pipelineBacklog()
-      .then((states) => Promise.all(states.map((state) => this.evaluate(this.entry(state.scope, state.sessionKey), state))))
+      // A session's silence is measured from its last message: a rescan leaves a running idle timer alone.
+      .then((states) => Promise.all(states.map((state) => this.evaluate(this.entry(state.scope, state.sessionKey), state, { restartIdle: false }))))
       .catch((err: unknown) => this.options.warn(`extraction scheduler: cannot read the backlog: ${describeError(err)}`));
   }
 
@@ -84,9 +107,14 @@ export class ExtractionScheduler {
     await this.evaluate(this.entry(scope, sessionKey)).catch((err: unknown) => this.options.warn(`extraction scheduler: ${describeError(err)}`));
   }
 
-  /** Extracts the session's backlog now (after any run already queued) and resolves with what it did. */
+  /**
+   * Extracts the session's backlog now (after any run already queued) and resolves with what it did;
+   * when another process is extracting the session, waits for it to finish and extracts what is left.
+   */
   flush(scope: Scope, sessionKey: string): Promise<ExtractionRun> {
-    return this.enqueue(this.entry(scope, sessionKey));
+    const entry = this.entry(scope, sessionKey);
+    entry.waitForClaim = true;
+    return this.enqueue(entry);
   }
 
   /** Flushes every session, across scopes, that has messages past its cursor. */
@@ -138,6 +166,7 @@ export class ExtractionScheduler {
   /** Stops timers, aborts the run in flight (its batch is not committed and runs again next time) and waits for it. */
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.rescanTimer) clearInterval(this.rescanTimer);
     this.abort.abort();
     for (const entry of this.entries.values()) this.clearTimers(entry);
     await this.tail;
@@ -153,13 +182,13 @@ export class ExtractionScheduler {
     const key = keyOf(scope, sessionKey);
     let entry = this.entries.get(key);
     if (!entry) {
-      entry = { scope, sessionKey, queued: null, running: false, failed: false, idleTimer: null, retryTimer: null, nextRetryAt: null };
+      entry = { scope, sessionKey, queued: null, running: false, waitForClaim: false, failed: false, idleTimer: null, retryTimer: null, nextRetryAt: null };
       this.entries.set(key, entry);
     }
     return entry;
   }
 
-  private async evaluate(entry: Entry, known?: PipelineState): Promise<void> {
+  private async evaluate(entry: Entry, known?: PipelineState, { restartIdle = true } = {}): Promise<void> {
     // A queued run reads the backlog when it starts; a failed session waits for its retry timer.
     if (entry.queued || entry.retryTimer || this.stopped) return;
     const state = known ?? (await this.options.store.pipelineState(entry.scope, entry.sessionKey));
@@ -168,7 +197,7 @@ export class ExtractionScheduler {
       this.enqueue(entry).catch(() => undefined);
       return;
     }
-    if (entry.running) return;
+    if (entry.running || (entry.idleTimer && !restartIdle)) return;
     if (entry.idleTimer) clearTimeout(entry.idleTimer);
     entry.idleTimer = null;
     if (this.options.idleTimeoutMs > 0) {
@@ -194,8 +223,24 @@ export class ExtractionScheduler {
     this.clearTimers(entry);
     if (this.stopped) throw this.abort.signal.reason ?? new Error('extraction scheduler stopped');
     entry.running = true;
+    const wait = entry.waitForClaim;
+    entry.waitForClaim = false;
     try {
-      const result = await this.options.run(entry.scope, entry.sessionKey, this.abort.signal);
+      // One process at a time extracts a session, for the whole run (LLM calls included); the commit's
+      // cursor check stays the last guard should a claim be lost meanwhile.
+      const name = workNames.extraction(entry.scope, entry.sessionKey);
+      const claim = wait ? await claimWhenFree(this.options.store, name, { signal: this.abort.signal }) : await this.options.store.claimWork(name);
+      if (!claim) {
+        // Another process is extracting it: look again later (its commits move the cursor meanwhile).
+        this.retryLater(entry, this.options.claimRetryMs ?? CLAIM_RETRY_MS);
+        return { batches: 0, messages: 0, created: 0, skipped: 0, superseded: 0 };
+      }
+      let result: ExtractionRun;
+      try {
+        result = await this.options.run(entry.scope, entry.sessionKey, this.abort.signal);
+      } finally {
+        await claim.release().catch((err: unknown) => this.options.warn(`extraction of session ${entry.sessionKey}: cannot release its claim: ${describeError(err)}`));
+      }
       entry.failed = false;
       return result;
     } catch (err) {
@@ -209,12 +254,7 @@ export class ExtractionScheduler {
         .catch(() => 1);
       if (this.started) {
         const delay = Math.min(this.options.retryBaseMs * 2 ** Math.min(failures - 1, 30), this.options.retryMaxMs);
-        entry.nextRetryAt = new Date(Date.now() + delay).toISOString();
-        entry.retryTimer = setTimeout(() => {
-          entry.retryTimer = null;
-          entry.nextRetryAt = null;
-          this.enqueue(entry).catch(() => undefined);
-        }, delay).unref();
+        this.retryLater(entry, delay);
         this.options.warn(`extraction of session ${entry.sessionKey} failed (attempt ${failures}, retry in ${Math.round(delay / 1000)} s): ${message}`);
       }
       throw err;
@@ -223,6 +263,18 @@ export class ExtractionScheduler {
       // Messages recorded during the run may already call for the next one.
       if (!entry.failed && this.started) void this.evaluate(entry).catch(() => undefined);
     }
+  }
+
+  /** Runs the session again after `delay` ms (a failure's backoff, or a claim another process holds). */
+  private retryLater(entry: Entry, delay: number): void {
+    if (!this.started || this.stopped) return;
+    if (entry.retryTimer) clearTimeout(entry.retryTimer);
+    entry.nextRetryAt = new Date(Date.now() + delay).toISOString();
+    entry.retryTimer = setTimeout(() => {
+      entry.retryTimer = null;
+      entry.nextRetryAt = null;
+      this.enqueue(entry).catch(() => undefined);
+    }, delay).unref();
   }
 
   private clearTimers(entry: Entry): void {

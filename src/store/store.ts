@@ -1,3 +1,4 @@
+import type { CoordinationStore } from './coordination.js';
 import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, RankedHit, Scope } from '../types.js';
 
 /**
@@ -22,7 +23,8 @@ export interface Store
     KeyStore,
     PipelineStore,
     KnowledgeStore,
-    TransferStore {
+    TransferStore,
+    CoordinationStore {
   readonly capabilities: StoreCapabilities;
   /** The action log and failure memory behind the history tools. */
   readonly history: HistoryStore;

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { COORDINATION_MIGRATION } from './coordination.js';
 import { LOCK_NAMESPACE, MIGRATION_LOCK } from './postgres-db.js';
 
 /**
@@ -212,7 +213,11 @@ const CORE = `
  * and knowledge steps from `history-tables.ts` / `knowledge-tables.ts` here, e.g.
  * `{ name: 'history', up: HISTORY_DDL }`.
  */
-export const MIGRATIONS: readonly PostgresMigration[] = [{ name: 'core', up: CORE }];
+export const MIGRATIONS: readonly PostgresMigration[] = [
+  { name: 'core', up: CORE },
+  // Turn budgets shared by every server (coordination.ts; work claims are advisory locks, no table).
+  { name: 'coordination', up: COORDINATION_MIGRATION },
+];
 
 /** The schema version this build writes. */
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -38,6 +38,8 @@ import type {
 import { MemoryTables } from './memory-tables.js';
 import { MessageKeywords } from './message-keywords.js';
 import { MessageTables } from './message-tables.js';
+import type { ClaimOptions, TurnCharge, TurnCount, WorkClaim } from '../coordination.js';
+import { PostgresCoordination } from './coordination.js';
 import { migrate } from './migrations.js';
 import { PipelineTables } from './pipeline-tables.js';
 import { PostgresDatabase } from './postgres-db.js';
@@ -83,6 +85,7 @@ export class PostgresStore implements Store {
   private readonly memories: MemoryTables;
   private readonly vectors: VectorTables;
   private readonly pipeline: PipelineTables;
+  private readonly coordination: PostgresCoordination;
 
   private constructor(db: PostgresDatabase) {
     this.db = db;
@@ -91,6 +94,7 @@ export class PostgresStore implements Store {
     this.memories = new MemoryTables(db);
     this.vectors = new VectorTables(db);
     this.pipeline = new PipelineTables(db);
+    this.coordination = new PostgresCoordination(db.pool);
     this.history = notImplemented<HistoryStore>();
     this.historyEmbeddings = notImplemented<EmbeddingStore>();
     this.capabilities = {
@@ -331,7 +335,22 @@ export class PostgresStore implements Store {
     throw new CairnError('invalid_input', 'not implemented');
   }
 
+  // ---- coordination between servers (coordination.ts) --------------------------------------
+
+  claimWork(name: string, options?: ClaimOptions): Promise<WorkClaim | null> {
+    return this.coordination.claimWork(name, options);
+  }
+
+  chargeTurn(charge: TurnCharge): Promise<TurnCount> {
+    return this.coordination.chargeTurn(charge);
+  }
+
+  startTurn(scope: Scope, sessionKey: string, connection?: string): Promise<void> {
+    return this.coordination.startTurn(scope, sessionKey, connection);
+  }
+
   async close(): Promise<void> {
+    await this.coordination.close();
     await this.messageKeywords.close();
     await this.db.close();
   }

@@ -263,6 +263,15 @@ const MIGRATIONS: readonly Migration[] = [
   ownKnowledgeResources,
   // Memories and error records keep their analysed terms, which keyword search hands up for BM25 ranking above the store.
   keepAnalysedTerms,
+  // Several processes on one file: leases on background work (coordination-tables.ts); a no-op on a file
+  // that has them (one put back a version by a test).
+  `
+  CREATE TABLE IF NOT EXISTS work_claims (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+  );
+  `,
 ];
 
 /**

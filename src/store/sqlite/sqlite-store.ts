@@ -44,6 +44,8 @@ import type {
   DataSnapshot,
   DumpRecord,
 } from '../store.js';
+import type { ClaimOptions, TurnCharge, TurnCount, WorkClaim } from '../coordination.js';
+import { CoordinationTables } from './coordination-tables.js';
 import { storedTerms } from './analysed-terms.js';
 import { backupDatabase, openSnapshot, restoreRecords } from './data-transfer.js';
 import { EmbeddingTables } from './embedding-tables.js';
@@ -139,6 +141,7 @@ export class SqliteStore implements Store {
   private readonly writes: WriteLock;
   private readonly statements: Statements;
   private readonly knowledge: KnowledgeTables;
+  private readonly coordination: CoordinationTables;
   private readonly embeddings: EmbeddingTables;
   readonly history: HistoryStore;
 
@@ -165,6 +168,7 @@ export class SqliteStore implements Store {
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
     this.memoryVectors = vectorSearch && memoryVectors;
     this.knowledge = new KnowledgeTables(db, this.writes);
+    this.coordination = new CoordinationTables(db, this.statements, this.writes, path, busyTimeoutMs);
     this.history = new HistoryTables(db, vectorSearch, this.writes);
     this.embeddings = new EmbeddingTables(db, this.writes, this.messageKnn);
     this.capabilities = {
@@ -856,9 +860,24 @@ export class SqliteStore implements Store {
     return backupDatabase(this.db, path, onProgress);
   }
 
+  // ---- coordination between processes (coordination-tables.ts) -------------------------------
+
+  claimWork(name: string, options?: ClaimOptions): Promise<WorkClaim | null> {
+    return this.coordination.claimWork(name, options);
+  }
+
+  chargeTurn(charge: TurnCharge): Promise<TurnCount> {
+    return this.coordination.chargeTurn(charge);
+  }
+
+  startTurn(scope: Scope, sessionKey: string, connection?: string): Promise<void> {
+    return this.coordination.startTurn(scope, sessionKey, connection);
+  }
+
   async close(): Promise<void> {
     await this.readers?.close();
     if (!this.db.open) return;
+    await this.coordination.close();
     this.messageKeywords.saveAll();
     this.db.close();
   }
