@@ -1,36 +1,49 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
+/** A database made for one test file, and how to remove it. */
+export type FreshPostgresDatabase = {
+  /** Connection string of the new database (same server and credentials as CAIRN_TEST_POSTGRES_URL). */
+  url: string;
+  name: string;
+  /** Drops the database, closing any connection still open to it. */
+  drop(): Promise<void>;
+};
+
+const VARIABLE = 'CAIRN_TEST_POSTGRES_URL';
+
 /**
- * A fresh PostgreSQL database for one test file, on the server `CAIRN_TEST_POSTGRES_URL` names (a
- * superuser URL). Throws a clear error when the variable is unset or the server unreachable: the
- * PostgreSQL tests fail loudly, they are never skipped.
+ * Creates an empty database named `<prefix>_<random>` on the server of `CAIRN_TEST_POSTGRES_URL` (a
+ * superuser URL: `npm run db:postgres` prints one; the vitest global setup sets it). Throws a clear
+ * error when the variable is unset or the server cannot be reached: PostgreSQL tests never skip.
  */
-export async function freshPostgresDatabase(prefix: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const admin = process.env.CAIRN_TEST_POSTGRES_URL;
-  if (!admin) throw new Error('CAIRN_TEST_POSTGRES_URL is not set: the PostgreSQL tests need a server (npm run db:postgres prints one)');
-  const name = `${prefix.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${randomBytes(4).toString('hex')}`;
-  const client = new pg.Client({ connectionString: admin });
-  try {
-    await client.connect();
-  } catch (err) {
-    throw new Error(`cannot reach the PostgreSQL test server at ${redact(admin)}: ${(err as Error).message}`, { cause: err });
+export async function freshPostgresDatabase(prefix: string): Promise<FreshPostgresDatabase> {
+  const admin = process.env[VARIABLE];
+  if (admin === undefined || admin === '') {
+    throw new Error(`${VARIABLE} is not set: PostgreSQL tests need a server (start one with \`npm run db:postgres\` and export the URL it prints)`);
   }
-  await client.query(`CREATE DATABASE ${name}`);
-  await client.end();
+  const name = `${prefix.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 40)}_${randomBytes(6).toString('hex')}`;
+  await withAdmin(admin, (client) => client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`));
   const url = new URL(admin);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: admin });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
+    name,
+    drop: () => withAdmin(admin, (client) => client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`)).then(() => undefined),
   };
 }
 
-function redact(url: string): string {
-  return url.replace(/\/\/([^:@/]+):[^@/]*@/, '//$1:***@');
+async function withAdmin<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+  } catch (err) {
+    const shown = url.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@');
+    throw new Error(`cannot reach the PostgreSQL server of ${VARIABLE} (${shown}): ${(err as Error).message}`, { cause: err });
+  }
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
 }

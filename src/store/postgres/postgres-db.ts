@@ -1,0 +1,140 @@
+import pg from 'pg';
+import { registerTypes } from 'pgvector/pg';
+import { toPostgresError } from './postgres-errors.js';
+
+/** What a query runs on: the pool (autocommit) or one client inside a transaction. */
+export type Queryable = { query: pg.Pool['query'] };
+
+/** Options for {@link PostgresDatabase.connect}. */
+export type PostgresDatabaseOptions = {
+  url: string;
+  /** The redacted URL, the only form of it any message shows. */
+  location: string;
+  /** Connections kept by the pool. Default 10. */
+  poolSize?: number | undefined;
+  /** Milliseconds a statement waits for a lock (a row, or an ordering lock another server holds) before failing `busy`. Default 5000. */
+  lockTimeoutMs?: number | undefined;
+  warn: (message: string) => void;
+};
+
+const INT8_OID = 20;
+const DEFAULT_POOL_SIZE = 10;
+const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
+
+/**
+ * bigint columns (storage positions, counts) come back as numbers: every position Cairn hands out stays
+ * far below 2^53, and the contract's positions are numbers. Other types keep pg's parsers.
+ */
+const TYPES = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID && format !== 'binary' ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/**
+ * Fixed advisory lock ids (the second key under {@link LOCK_NAMESPACE}) per table whose storage positions
+ * a reader follows as a cursor. A transaction that inserts into such a table takes its lock before the
+ * sequence hands out a value and holds it to commit, so positions become visible in increasing order
+ * (the ordering guarantee, DESIGN.md "PostgreSQL backend"). Other branches add their tables here.
+ */
+export const POSITION_LOCKS = {
+  messages: 1,
+  memories: 2,
+  errorRecords: 3,
+  runToolCalls: 4,
+} as const;
+export type PositionLock = keyof typeof POSITION_LOCKS;
+
+/** The advisory lock id under which one server at a time applies schema migrations (migrations.ts). */
+export const MIGRATION_LOCK = 1000;
+
+/** First key of every advisory lock Cairn takes ('Cair'), so Cairn's locks never collide with another application's. */
+export const LOCK_NAMESPACE = 0x43616972;
+
+/**
+ * The connection pool of one PostgresStore, and the one place where driver errors become CairnErrors:
+ * every query and transaction of the backend runs through {@link query} or {@link transaction}.
+ */
+export class PostgresDatabase {
+  readonly pool: pg.Pool;
+  readonly location: string;
+  private closed = false;
+
+  private constructor(pool: pg.Pool, location: string) {
+    this.pool = pool;
+    this.location = location;
+  }
+
+  /**
+   * A pool whose connections parse pgvector's `vector` as number arrays (registered on each new
+   * connection; the extension must exist, so migrations run before this) and bigint as numbers.
+   */
+  static connect(options: PostgresDatabaseOptions): PostgresDatabase {
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? DEFAULT_POOL_SIZE,
+      types: TYPES,
+      lock_timeout: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+      application_name: 'cairn',
+    });
+    // An idle connection the server closed must not crash the process; the next query opens another.
+    pool.on('error', (err) => options.warn(`PostgreSQL connection lost: ${toPostgresError(err, options.location).message}`));
+    pool.on('connect', (client) => {
+      // Queued before any query of the caller on the same connection, so its parser is set first.
+      registerTypes(client).catch((err: unknown) => options.warn(`pgvector types: ${toPostgresError(err, options.location).message}`));
+    });
+    return new PostgresDatabase(pool, options.location);
+  }
+
+  /** Rows of one statement, autocommitted. */
+  async query<R>(text: string, values: readonly unknown[] = []): Promise<R[]> {
+    try {
+      return (await this.pool.query(text, values as unknown[])).rows as R[];
+    } catch (err) {
+      throw toPostgresError(err, this.location);
+    }
+  }
+
+  /** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
+  async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw toPostgresError(err, this.location);
+    }
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch {
+        // The connection itself failed: it is discarded below instead of going back to the pool.
+        broken = true;
+      }
+      throw toPostgresError(err, this.location);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** Ends the pool; a second call does nothing. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}
+
+/** Takes the ordering lock of `table` until the end of the transaction `client` is in (see {@link POSITION_LOCKS}). */
+export async function lockPositions(client: Queryable, table: PositionLock): Promise<void> {
+  await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE, POSITION_LOCKS[table]]);
+}
+
+/** Rows of one statement on `client`. */
+export async function rows<R>(client: Queryable, text: string, values: readonly unknown[] = []): Promise<R[]> {
+  return (await client.query(text, values as unknown[])).rows as R[];
+}

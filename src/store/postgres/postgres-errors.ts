@@ -1,0 +1,50 @@
+import { CairnError, describeError, isCairnError, type CairnErrorCode } from '../../errors.js';
+
+/**
+ * A connection string with its password replaced by `***` (`postgres://user:***@host/db`): the form
+ * every message, log line and `capabilities.location` shows. A string that does not parse as a URL is
+ * shown as its scheme only, since it cannot be redacted reliably.
+ */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    for (const key of [...parsed.searchParams.keys()]) if (/pass|secret|key/i.test(key)) parsed.searchParams.set(key, '***');
+    return parsed.toString();
+  } catch {
+    return `${url.split(':')[0] ?? 'postgres'}://***`;
+  }
+}
+
+/**
+ * A PostgreSQL failure as a CairnError. `pg` reports server errors with their SQLSTATE in `code`
+ * (23505 unique violation, 40P01 deadlock, …) and socket failures with Node's errno codes
+ * (ECONNREFUSED, …); callers of the façade only ever see Cairn's codes. `location` is the redacted URL.
+ */
+export function toPostgresError(err: unknown, location: string): CairnError {
+  if (isCairnError(err)) return err;
+  const code = typeof (err as { code?: unknown } | null)?.code === 'string' ? (err as { code: string }).code : '';
+  const [kind, message] = classify(code, redactSecrets(describeError(err)), location);
+  return new CairnError(kind, message, { cause: err });
+}
+
+function classify(code: string, detail: string, location: string): [CairnErrorCode, string] {
+  // Unique and exclusion violations: the row is there already.
+  if (code === '23505' || code === '23P01') return ['conflict', `already exists: ${detail}`];
+  // Serialization failure, deadlock, lock wait past lock_timeout, statement timeout, too many connections,
+  // a server shutting down or in recovery: the same request may succeed shortly.
+  if (/^(40001|40P01|55P03|57014|53300|57P0[1-3])$/.test(code)) return ['busy', `the store is busy (${detail}); retry shortly`];
+  // The server or the database, not the request, is at fault: unreachable, refused login, no such database.
+  if (/^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE)$/.test(code) || /^(08|28|3D)/.test(code)) {
+    return ['unavailable', `the PostgreSQL store at ${location} (store.url) cannot be used: ${detail}${code === '' ? '' : ` (${code})`}`];
+  }
+  if (/Connection terminated|connection timeout|Client has encountered a connection error/i.test(detail)) {
+    return ['unavailable', `the PostgreSQL store at ${location} (store.url) cannot be used: ${detail}`];
+  }
+  return ['internal', `store failure: ${detail}`];
+}
+
+/** Driver messages may quote a connection string; its password never reaches a message. */
+function redactSecrets(text: string): string {
+  return text.replace(/(postgres(?:ql)?:\/\/[^:/@\s]*:)[^@\s]*@/gi, '$1***@');
+}
