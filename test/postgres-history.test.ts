@@ -1,25 +1,29 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HISTORY_MIGRATIONS, PostgresHistoryTables, errorRecordText } from '../src/store/postgres/history-tables.js';
-import { KNOWLEDGE_MIGRATIONS, PostgresKnowledgeTables } from '../src/store/postgres/knowledge-tables.js';
-import { freshPostgresDatabase } from './postgres-fixture.js';
+import { errorRecordText } from '../src/store/postgres/history-tables.js';
+import { PostgresStore } from '../src/store/postgres/postgres-store.js';
+import type { HistoryStore, KnowledgeStore } from '../src/store/store.js';
+import { freshPostgresDatabase, type FreshPostgresDatabase } from './postgres-fixture.js';
 
 // The PostgreSQL history and knowledge tables against a real server: trigram search rules, escaping,
 // tenant scope, retention cascades, error-record ranking and vectors, knowledge sync racing a delete.
-let db: Awaited<ReturnType<typeof freshPostgresDatabase>>;
+let db: FreshPostgresDatabase;
+let store: PostgresStore;
+/** A connection of the test's own, to look at the tables behind the store. */
 let pool: pg.Pool;
-let history: PostgresHistoryTables;
-let knowledge: PostgresKnowledgeTables;
+let history: HistoryStore;
+let knowledge: KnowledgeStore;
 
 beforeAll(async () => {
   db = await freshPostgresDatabase('pgrest_history');
-  pool = new pg.Pool({ connectionString: db.url, max: 6 });
-  for (const step of [...HISTORY_MIGRATIONS, ...KNOWLEDGE_MIGRATIONS]) await pool.query(step);
-  history = new PostgresHistoryTables(pool);
-  knowledge = new PostgresKnowledgeTables(pool);
+  store = await PostgresStore.open({ url: db.url });
+  pool = new pg.Pool({ connectionString: db.url, max: 2 });
+  history = store.history;
+  knowledge = store;
 });
 
 afterAll(async () => {
+  await store?.close();
   await pool?.end();
   await db?.drop();
 });

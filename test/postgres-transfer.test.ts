@@ -1,29 +1,25 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HISTORY_KNOWLEDGE_KINDS, PostgresTransfer } from '../src/store/postgres/data-transfer.js';
-import { HISTORY_MIGRATIONS, PostgresHistoryTables } from '../src/store/postgres/history-tables.js';
-import { KNOWLEDGE_MIGRATIONS, PostgresKnowledgeTables } from '../src/store/postgres/knowledge-tables.js';
+import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { DumpRecord } from '../src/store/store.js';
-import { freshPostgresDatabase } from './postgres-fixture.js';
+import { freshPostgresDatabase, type FreshPostgresDatabase } from './postgres-fixture.js';
 
-// Export and restore of the history and knowledge tables across engines: an SQLite export restores
+// Export and restore of the history and knowledge tables across engines (messages and memories: pgcore's tests): an SQLite export restores
 // into PostgreSQL and back with the same rows; merge inserts only what is missing.
 const dir = mkdtempSync(join(tmpdir(), 'cairn-pg-transfer-'));
-const databases: Awaited<ReturnType<typeof freshPostgresDatabase>>[] = [];
-const pools: pg.Pool[] = [];
+const databases: FreshPostgresDatabase[] = [];
+const stores: PostgresStore[] = [];
 afterAll(async () => {
-  for (const p of pools) await p.end();
+  for (const s of stores) await s.close();
   for (const d of databases) await d.drop();
   rmSync(dir, { recursive: true, force: true });
 });
 
 const scope = { userId: 'u1', agentId: 'a1' };
 const since = '1970-01-01T00:00:00.000Z';
-const types = new Set([...HISTORY_KNOWLEDGE_KINDS.map((k) => k.type), 'sequence']);
 let sqlite: SqliteStore;
 let records: DumpRecord[];
 
@@ -38,14 +34,12 @@ async function collect(snapshot: { records(): AsyncIterable<DumpRecord>; close()
   return out;
 }
 
-async function postgres(): Promise<{ pool: pg.Pool; transfer: PostgresTransfer; history: PostgresHistoryTables; knowledge: PostgresKnowledgeTables }> {
+async function postgres(): Promise<{ transfer: PostgresStore; history: PostgresStore['history']; knowledge: PostgresStore }> {
   const db = await freshPostgresDatabase('pgrest_transfer');
   databases.push(db);
-  const pool = new pg.Pool({ connectionString: db.url, max: 4 });
-  pools.push(pool);
-  for (const step of [...HISTORY_MIGRATIONS, ...KNOWLEDGE_MIGRATIONS]) await pool.query(step);
-  const transfer = new PostgresTransfer(pool, { kinds: HISTORY_KNOWLEDGE_KINDS, schemaVersion: async () => 1 });
-  return { pool, transfer, history: new PostgresHistoryTables(pool), knowledge: new PostgresKnowledgeTables(pool) };
+  const store = await PostgresStore.open({ url: db.url });
+  stores.push(store);
+  return { transfer: store, history: store.history, knowledge: store };
 }
 
 beforeAll(async () => {
@@ -71,7 +65,7 @@ beforeAll(async () => {
   await sqlite.history.saveErrorRecordVectors('e', pending.map((p) => ({ ...p, vector: Float32Array.from([0.1, 0.2, 0.3]) })));
   await sqlite.createKnowledgeResource(scope, { id: 'wiki-1', type: 'wiki', name: 'docs', root: '/tmp/docs' });
   await sqlite.applyKnowledgeSync(scope, 'wiki-1', { upserts: [{ path: 'a.md', hash: 'h', size: 3, mtimeMs: 1.5, data: '{"t":"A"}' }], deletes: [], patch: { status: 'ready', stats: { pages: 1 } } });
-  records = (await collect(await sqlite.exportSnapshot())).filter((r) => types.has(r.type) && (r.type !== 'sequence' || ['runs', 'run_tool_calls', 'error_records'].includes(r.row.name as string)));
+  records = await collect(await sqlite.exportSnapshot());
 });
 
 afterAll(async () => sqlite?.close());
@@ -127,7 +121,7 @@ describe('PostgreSQL transfer (history and knowledge)', () => {
     const first = await transfer.mergeRecords(from(records.slice(0, 3)));
     expect(Object.values(first.inserted).reduce((a, b) => a + b, 0)).toBe(3);
     const second = await transfer.mergeRecords(from(records));
-    expect(Object.values(second.inserted).reduce((a, b) => a + b, 0)).toBe(records.filter((r) => r.type !== 'sequence').length - 3);
+    expect(Object.values(second.inserted).reduce((a, b) => a + b, 0)).toBe(records.filter((r) => r.type !== 'sequence' && r.type !== 'fts_totals').length - 3);
     const third = await transfer.mergeRecords(from(records));
     expect(Object.values(third.inserted).every((n) => n === 0)).toBe(true);
     expect(await transfer.recordCounts()).toMatchObject({ run: 1, run_tool_call: 2, run_text_vector: 4, knowledge_file: 1 });
@@ -136,6 +130,6 @@ describe('PostgreSQL transfer (history and knowledge)', () => {
 
   it('tells to use pg_dump for a backup', async () => {
     const { transfer } = await postgres();
-    await expect(transfer.backup()).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringContaining('pg_dump') });
+    await expect(transfer.backup('/tmp/x.db')).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringContaining('pg_dump') });
   });
 });

@@ -1,8 +1,12 @@
 import type pg from 'pg';
+import pgvector from 'pgvector';
 import { CairnError, describeError } from '../../errors.js';
+import { analyze } from '../../text/analyze.js';
 import type { DataSnapshot, DumpRecord } from '../store.js';
+import { SCHEMA_VERSION } from '../sqlite/migrations.js';
 import { errorTerms } from './history-tables.js';
-import { inTransaction, vectorFromText, vectorParam } from './pg-transaction.js';
+import type { PostgresDatabase } from './postgres-db.js';
+import { toPostgresError } from './postgres-errors.js';
 
 /**
  * One record type of an export on PostgreSQL: the table, the columns an export carries (SQLite's names
@@ -17,12 +21,87 @@ export type TransferKind = {
   /** Export order (a unique key, so the stream is deterministic). */
   order: string;
   vector?: string;
+  /** Columns another engine exports that this one derives or does not keep: accepted and dropped. */
+  dropped?: readonly string[];
   derive?: (row: Record<string, unknown>) => Record<string, unknown>;
   deriveSql?: Readonly<Record<string, string>>;
 };
 
-/** The record types of the history and knowledge tables (history-tables.ts, knowledge-tables.ts), in restore order. */
-export const HISTORY_KNOWLEDGE_KINDS: readonly TransferKind[] = [
+/**
+ * Every record type of the PostgreSQL store, in restore order (parents before children), under the
+ * names and columns of SQLite's export (src/store/sqlite/data-transfer.ts).
+ */
+export const TRANSFER_KINDS: readonly TransferKind[] = [
+  { type: 'meta', table: 'meta', columns: ['key', 'value'], order: 'key' },
+  { type: 'api_key', table: 'api_keys', columns: ['id', 'secret_hash', 'user_id', 'agent_id', 'label', 'created_at', 'revoked_at'], order: 'id' },
+  {
+    type: 'message',
+    table: 'messages',
+    columns: ['seq', 'id', 'user_id', 'agent_id', 'session_key', 'role', 'content', 'recorded_at', 'timestamp', 'name'],
+    order: 'seq',
+  },
+  {
+    type: 'message_vector',
+    table: 'message_vectors',
+    columns: ['message_seq', 'embedder', 'embedding'],
+    order: 'message_seq',
+    vector: 'embedding',
+    // SQLite's write counter of its in-memory vector index.
+    dropped: ['saved'],
+    deriveSql: {
+      user_id: '(SELECT m.user_id FROM messages m WHERE m.seq = v.message_seq)',
+      agent_id: '(SELECT m.agent_id FROM messages m WHERE m.seq = v.message_seq)',
+      session_key: '(SELECT m.session_key FROM messages m WHERE m.seq = v.message_seq)',
+    },
+  },
+  {
+    type: 'memory',
+    table: 'memories',
+    columns: [
+      'seq',
+      'id',
+      'user_id',
+      'agent_id',
+      'content',
+      'type',
+      'priority',
+      'scene_name',
+      'created_at',
+      'updated_at',
+      'activity_start',
+      'activity_end',
+      'source_message_ids',
+      'version',
+      'extractor',
+      'superseded_by',
+      'superseded_in',
+    ],
+    order: 'seq',
+    derive: (row) => ({ terms: analyze(String(row.content)) }),
+  },
+  {
+    type: 'memory_vector',
+    table: 'memory_vectors',
+    columns: ['memory_seq', 'embedder', 'embedding'],
+    order: 'memory_seq',
+    vector: 'embedding',
+    deriveSql: {
+      user_id: '(SELECT m.user_id FROM memories m WHERE m.seq = v.memory_seq)',
+      agent_id: '(SELECT m.agent_id FROM memories m WHERE m.seq = v.memory_seq)',
+    },
+  },
+  {
+    type: 'memory_audit',
+    table: 'memory_audit',
+    columns: ['seq', 'memory_id', 'user_id', 'agent_id', 'action', 'actor', 'at', 'old_version', 'new_version', 'old_content', 'new_content', 'related_id'],
+    order: 'seq',
+  },
+  {
+    type: 'pipeline_cursor',
+    table: 'pipeline_cursors',
+    columns: ['user_id', 'agent_id', 'session_key', 'last_seq', 'batches', 'failures', 'last_error', 'last_run_at'],
+    order: 'user_id, agent_id, session_key',
+  },
   {
     type: 'run',
     table: 'runs',
@@ -73,17 +152,17 @@ export const HISTORY_KNOWLEDGE_KINDS: readonly TransferKind[] = [
   { type: 'knowledge_file', table: 'knowledge_files', columns: ['resource_id', 'path', 'hash', 'size', 'mtime_ms', 'data'], order: 'resource_id, path' },
 ];
 
+/** An export holds SQLite's records of this schema version, whichever engine wrote it. */
+const RECORD_FORMAT_VERSION = SCHEMA_VERSION;
 /** SQLite-only record types: accepted (and counted) by a restore or merge, never written by an export here. */
-const ENGINE_RECORDS = new Set(['fts_totals', 'meta']);
+const ENGINE_RECORDS = new Set(['fts_totals']);
 /** Rows per INSERT statement. */
 const CHUNK = 500;
 /** Rows per FETCH of an export cursor. */
 const FETCH = 1_000;
 
-/** What the PostgreSQL store hands its transfer: the record kinds in restore order and the derived-index rebuild. */
+/** What the PostgreSQL store hands its transfer. */
 export type TransferOptions = {
-  kinds: readonly TransferKind[];
-  schemaVersion: () => Promise<number>;
   /** Rebuilds what the rows derive (keyword indexes, vector indexes) after a restore or merge, in `client`'s transaction. */
   rebuildDerived?: (client: pg.PoolClient) => Promise<void>;
 };
@@ -96,29 +175,29 @@ export type TransferOptions = {
  */
 export class PostgresTransfer {
   private columnTypes: Promise<Map<string, Map<string, string>>> | null = null;
+  private readonly kinds = TRANSFER_KINDS;
 
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly db: PostgresDatabase,
     private readonly options: TransferOptions,
   ) {}
 
   async exportSnapshot(): Promise<DataSnapshot> {
-    const client = await this.pool.connect();
+    const client = await this.connect();
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
       const counts: Record<string, number> = {};
-      for (const kind of this.options.kinds) counts[kind.type] = await countRows(client, kind.table);
+      for (const kind of this.kinds) counts[kind.type] = await countRows(client, kind.table);
       const sequences = await this.sequenceRows(client);
       counts.sequence = sequences.length;
-      const schemaVersion = await this.options.schemaVersion();
-      const kinds = this.options.kinds;
+      const kinds = this.kinds;
       let closed = false;
       return {
-        schemaVersion,
+        schemaVersion: RECORD_FORMAT_VERSION,
         counts,
         async *records(): AsyncIterable<DumpRecord> {
           for (const kind of kinds) {
-            const columns = kind.columns.map((c) => (c === kind.vector ? `${c}::text AS ${c}` : c)).join(', ');
+            const columns = kind.columns.join(', ');
             const cursor = `export_${kind.table}`;
             await client.query(`DECLARE ${cursor} NO SCROLL CURSOR FOR SELECT ${columns} FROM ${kind.table} ORDER BY ${kind.order}`);
             for (;;) {
@@ -139,23 +218,23 @@ export class PostgresTransfer {
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
       client.release();
-      throw err;
+      throw toPostgresError(err, this.db.location);
     }
   }
 
   /** Rows stored per record type (sequences aside). */
   async recordCounts(): Promise<Record<string, number>> {
     const counts: Record<string, number> = {};
-    for (const kind of this.options.kinds) counts[kind.type] = await countRows(this.pool, kind.table);
+    for (const kind of this.kinds) counts[kind.type] = Number((await this.db.query<{ n: number }>(`SELECT count(*) AS n FROM ${kind.table}`))[0]!.n);
     return counts;
   }
 
   async restoreRecords(records: AsyncIterable<DumpRecord>, onProgress: (done: number) => void = () => {}): Promise<Record<string, number>> {
-    return inTransaction(this.pool, async (client) => {
+    return this.db.transaction(async (client) => {
       // Nothing may slip in between the emptiness check and the commit.
-      for (const kind of this.options.kinds) await client.query(`LOCK TABLE ${kind.table} IN EXCLUSIVE MODE`);
+      for (const kind of this.kinds) await client.query(`LOCK TABLE ${kind.table} IN EXCLUSIVE MODE`);
       let held = 0;
-      for (const kind of this.options.kinds) held += await countRows(client, kind.table);
+      for (const kind of this.kinds) held += await countRows(client, kind.table);
       if (held > 0) throw new CairnError('conflict', `restore needs an empty database; this one holds ${held} row(s) (nothing was changed)`);
       const { counts } = await this.write(client, records, 'restore', onProgress);
       return counts;
@@ -170,10 +249,12 @@ export class PostgresTransfer {
     records: AsyncIterable<DumpRecord>,
     onProgress: (done: number) => void = () => {},
   ): Promise<{ read: Record<string, number>; inserted: Record<string, number> }> {
-    const client = await this.pool.connect();
+    const client = await this.connect();
     try {
       const { counts, inserted } = await this.write(client, records, 'merge', onProgress);
       return { read: counts, inserted };
+    } catch (err) {
+      throw toPostgresError(err, this.db.location);
     } finally {
       client.release();
     }
@@ -198,8 +279,8 @@ export class PostgresTransfer {
     onProgress: (done: number) => void,
   ): Promise<{ counts: Record<string, number>; inserted: Record<string, number> }> {
     const types = await this.tableColumns();
-    const byType = new Map(this.options.kinds.map((k) => [k.type, k]));
-    const counts: Record<string, number> = Object.fromEntries([...this.options.kinds.map((k) => [k.type, 0]), ['sequence', 0]]);
+    const byType = new Map(this.kinds.map((k) => [k.type, k]));
+    const counts: Record<string, number> = Object.fromEntries([...this.kinds.map((k) => [k.type, 0]), ['sequence', 0]]);
     const inserted: Record<string, number> = { ...counts };
     const sequences: { name: string; seq: number }[] = [];
     let pending: { kind: TransferKind; names: string[]; rows: unknown[][] } | null = null;
@@ -230,14 +311,14 @@ export class PostgresTransfer {
       if (!kind) {
         throw new CairnError('invalid_input', `line ${line}: unknown type ${JSON.stringify(record.type)} (known: ${[...byType.keys(), 'sequence', ...ENGINE_RECORDS].join(', ')})`);
       }
-      const known = new Set(kind.columns);
-      const names = Object.keys(record.row);
-      const unknown = names.filter((n) => !known.has(n));
+      const given = Object.keys(record.row);
+      const unknown = given.filter((n) => !kind.columns.includes(n) && !kind.dropped?.includes(n));
       if (unknown.length > 0) throw new CairnError('invalid_input', `line ${line} (${kind.type}): unknown column(s) ${unknown.join(', ')}`);
+      const names = given.filter((n) => kind.columns.includes(n));
       const derived = kind.derive?.(record.row) ?? {};
       const allNames = [...names, ...Object.keys(derived)];
       const values = [
-        ...names.map((n) => (n === kind.vector ? vectorParam(decodeVector(record.row[n], line, kind.type)) : record.row[n])),
+        ...names.map((n) => (n === kind.vector ? toVector(decodeVector(record.row[n], line, kind.type)) : record.row[n])),
         ...Object.values(derived),
       ];
       if (pending && (pending.kind !== kind || pending.names.join() !== allNames.join())) await flush();
@@ -279,7 +360,8 @@ export class PostgresTransfer {
     // A derived reference that finds nothing (a cached vector of a run gone meanwhile) skips the row.
     const extra = Object.entries(kind.deriveSql ?? {});
     // Column names were checked against the kind's own, so they are safe to name in SQL.
-    const sql = `INSERT INTO ${kind.table} (${[...names, ...extra.map(([c]) => c)].join(', ')})
+    // OVERRIDING SYSTEM VALUE: storage positions are kept, also in identity columns generated ALWAYS.
+    const sql = `INSERT INTO ${kind.table} (${[...names, ...extra.map(([c]) => c)].join(', ')}) OVERRIDING SYSTEM VALUE
       SELECT ${[...names.map((n) => `v.${n}`), ...extra.map(([, expr]) => expr)].join(', ')}
       FROM (VALUES ${tuples.join(', ')}) AS v(${names.join(', ')})
       ${extra.length > 0 ? `WHERE ${extra.map(([, expr]) => `(${expr}) IS NOT NULL`).join(' AND ')}` : ''}
@@ -296,7 +378,7 @@ export class PostgresTransfer {
   /** Moves every table's position sequence past the stored and the exported counters, so no position is reused. */
   private async moveSequences(client: pg.PoolClient, exported: readonly { name: string; seq: number }[]): Promise<void> {
     const given = new Map(exported.map((s) => [s.name, s.seq]));
-    for (const kind of this.options.kinds) {
+    for (const kind of this.kinds) {
       if (!kind.columns.includes('seq')) continue;
       const { rows } = await client.query<{ sequence: string | null; stored: string | null }>(
         `SELECT pg_get_serial_sequence($1, 'seq') AS sequence, (SELECT max(seq) FROM ${kind.table}) AS stored`,
@@ -313,7 +395,7 @@ export class PostgresTransfer {
 
   private async sequenceRows(client: pg.PoolClient): Promise<{ name: string; seq: number }[]> {
     const rows: { name: string; seq: number }[] = [];
-    for (const kind of this.options.kinds) {
+    for (const kind of this.kinds) {
       if (!kind.columns.includes('seq')) continue;
       const { rows: found } = await client.query<{ seq: string | null }>(
         `SELECT last_value AS seq FROM pg_sequences WHERE schemaname || '.' || sequencename = pg_get_serial_sequence($1, 'seq')`,
@@ -325,14 +407,23 @@ export class PostgresTransfer {
     return rows;
   }
 
+  /** A connection of its own (a snapshot or a merge holds it for long); failures to connect are the store's errors. */
+  private async connect(): Promise<pg.PoolClient> {
+    try {
+      return await this.db.pool.connect();
+    } catch (err) {
+      throw toPostgresError(err, this.db.location);
+    }
+  }
+
   /** Each transfer table's column types (`format_type`), for the casts of a VALUES list. */
   private tableColumns(): Promise<Map<string, Map<string, string>>> {
     this.columnTypes ??= (async () => {
-      const { rows } = await this.pool.query<{ table_name: string; column_name: string; type: string }>(
+      const rows = await this.db.query<{ table_name: string; column_name: string; type: string }>(
         `SELECT c.relname AS table_name, a.attname AS column_name, format_type(a.atttypid, a.atttypmod) AS type
          FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
          WHERE c.relname = ANY($1::text[]) AND c.relnamespace = current_schema()::regnamespace AND a.attnum > 0 AND NOT a.attisdropped`,
-        [this.options.kinds.map((k) => k.table)],
+        [this.kinds.map((k) => k.table)],
       );
       const map = new Map<string, Map<string, string>>();
       for (const r of rows) {
@@ -359,18 +450,18 @@ async function inTransaction1<T>(client: pg.PoolClient, fn: () => Promise<T>): P
   }
 }
 
-async function countRows(db: pg.Pool | pg.PoolClient, table: string): Promise<number> {
+async function countRows(db: pg.PoolClient, table: string): Promise<number> {
   const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`);
   return Number(rows[0]!.n);
 }
 
-/** int8 and numeric columns arrive as strings; an export holds numbers, as SQLite's does. Vectors become base64 float32. */
+/** An export holds numbers where SQLite's does (numeric columns arrive as strings); vectors become base64 float32. */
 function toExportRow(raw: Record<string, unknown>, fields: readonly pg.FieldDef[], vector: string | undefined): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   for (const field of fields) {
     const value = raw[field.name];
     if (field.name === vector) {
-      const v = vectorFromText(value as string | null);
+      const v = value === null ? null : Float32Array.from(value as number[]);
       row[field.name] = v === null ? null : Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
     } else if ((field.dataTypeID === INT8 || field.dataTypeID === NUMERIC) && value !== null) row[field.name] = Number(value);
     else row[field.name] = value;
@@ -380,6 +471,11 @@ function toExportRow(raw: Record<string, unknown>, fields: readonly pg.FieldDef[
 
 const INT8 = 20;
 const NUMERIC = 1700;
+
+/** A vector as a query parameter (pgvector's text form), or null. */
+function toVector(vector: Float32Array | null): string | null {
+  return vector === null ? null : (pgvector.toSql(Array.from(vector)) as string);
+}
 
 function decodeVector(value: unknown, line: number, type: string): Float32Array | null {
   if (value === null || value === undefined) return null;

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
-import type pg from 'pg';
+import pgvector from 'pgvector';
 import { BM25_B, BM25_K1 } from '../../search/bm25-index.js';
-import { analyzeForIndex } from '../../text/analyze.js';
+import { analyze } from '../../text/analyze.js';
 import type { RankedHit, Scope } from '../../types.js';
-import { inTransaction, likeLiteral, vectorFromText, vectorParam } from './pg-transaction.js';
+import type { PostgresMigration } from './migrations.js';
+import { lockPositions, type PostgresDatabase } from './postgres-db.js';
+import { likeLiteral } from './sql-text.js';
 import type {
   ErrorRecord,
   ErrorRecordFilter,
@@ -25,16 +27,17 @@ import type {
  * terms of an error record in an array column with a GIN index, and foreign keys with ON DELETE CASCADE
  * where SQLite uses triggers.
  */
-export const HISTORY_MIGRATIONS: readonly string[] = [
-  `
+export const HISTORY_MIGRATION: PostgresMigration = {
+  name: 'history',
+  up: `
   CREATE EXTENSION IF NOT EXISTS pg_trgm;
   CREATE EXTENSION IF NOT EXISTS vector;
   CREATE TABLE runs (
     seq bigserial PRIMARY KEY,
-    task_id text NOT NULL,
-    user_id text NOT NULL,
-    agent_id text NOT NULL,
-    session_key text NOT NULL,
+    task_id text COLLATE "C" NOT NULL,
+    user_id text COLLATE "C" NOT NULL,
+    agent_id text COLLATE "C" NOT NULL,
+    session_key text COLLATE "C" NOT NULL,
     objective text NOT NULL DEFAULT '',
     reply text,
     model text,
@@ -63,10 +66,10 @@ export const HISTORY_MIGRATIONS: readonly string[] = [
   CREATE INDEX run_tool_calls_by_time ON run_tool_calls (at);
   CREATE INDEX run_tool_calls_text_trgm ON run_tool_calls USING gin ((name || ' ' || arguments || ' ' || result) gin_trgm_ops);
   CREATE TABLE run_withheld (
-    user_id text NOT NULL,
-    agent_id text NOT NULL,
-    session_key text NOT NULL,
-    task_id text NOT NULL,
+    user_id text COLLATE "C" NOT NULL,
+    agent_id text COLLATE "C" NOT NULL,
+    session_key text COLLATE "C" NOT NULL,
+    task_id text COLLATE "C" NOT NULL,
     at text NOT NULL,
     PRIMARY KEY (user_id, agent_id, session_key, task_id)
   );
@@ -74,7 +77,7 @@ export const HISTORY_MIGRATIONS: readonly string[] = [
   CREATE TABLE run_text_vectors (
     text_key text PRIMARY KEY,
     run_seq bigint NOT NULL REFERENCES runs (seq) ON DELETE CASCADE,
-    embedder text NOT NULL,
+    embedder text COLLATE "C" NOT NULL,
     text_hash text NOT NULL,
     embedding vector
   );
@@ -82,10 +85,10 @@ export const HISTORY_MIGRATIONS: readonly string[] = [
 
   CREATE TABLE error_records (
     seq bigserial PRIMARY KEY,
-    id text NOT NULL,
-    user_id text NOT NULL,
-    agent_id text NOT NULL,
-    tool_name text NOT NULL,
+    id text COLLATE "C" NOT NULL,
+    user_id text COLLATE "C" NOT NULL,
+    agent_id text COLLATE "C" NOT NULL,
+    tool_name text COLLATE "C" NOT NULL,
     keywords text NOT NULL DEFAULT '[]',
     symptom text NOT NULL,
     cause text,
@@ -101,21 +104,14 @@ export const HISTORY_MIGRATIONS: readonly string[] = [
   CREATE INDEX error_records_terms ON error_records USING gin (terms);
   CREATE TABLE error_record_vectors (
     error_seq bigint PRIMARY KEY REFERENCES error_records (seq) ON DELETE CASCADE,
-    embedder text NOT NULL,
+    embedder text COLLATE "C" NOT NULL,
     embedding vector
   );
   `,
-];
-
-/**
- * Advisory lock ids taken before `nextval` of a storage position, so positions become visible in the
- * order they were handed out (the ordering guarantee, DESIGN.md "The store contract").
- */
-export const TOOL_CALL_SEQ_LOCK = 0x63610101;
-export const ERROR_SEQ_LOCK = 0x63610102;
+};
 
 type RunRow = {
-  seq: string;
+  seq: number;
   task_id: string;
   user_id: string;
   agent_id: string;
@@ -129,7 +125,7 @@ type RunRow = {
 };
 
 type ToolCallRow = {
-  seq: string;
+  seq: number;
   name: string;
   arguments: string;
   result: string;
@@ -143,7 +139,7 @@ type ToolCallRow = {
 type RunTextRow = { key: string; task_id: string; kind: RunText['kind']; name: string | null; arguments: string | null; content: string; at: string };
 
 type ErrorRow = {
-  seq: string;
+  seq: number;
   id: string;
   user_id: string;
   agent_id: string;
@@ -180,7 +176,7 @@ const RUN_TEXTS_SQL = `
 
 /** The history tables of the PostgreSQL store (runs, their tool calls, error records), every query scoped in SQL. */
 export class PostgresHistoryTables implements HistoryStore {
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(private readonly db: PostgresDatabase) {}
 
   // ---- runs --------------------------------------------------------------------------------
 
@@ -190,9 +186,9 @@ export class PostgresHistoryTables implements HistoryStore {
     const given = [run.startedAt, run.endedAt, ...calls.map((c) => c.at)].filter((t): t is string => t !== undefined);
     const activity = given.length > 0 ? given.reduce((a, b) => (a > b ? a : b)) : now;
     const firstCall = calls.reduce<string | undefined>((a, c) => (a === undefined || c.at < a ? c.at : a), undefined);
-    await inTransaction(this.pool, async (client) => {
+    await this.db.transaction(async (client) => {
       // One upsert: two writers of the same new run cannot both insert it.
-      const { rows } = await client.query<{ seq: string }>(
+      const { rows } = await client.query<{ seq: number }>(
         `INSERT INTO runs (task_id, user_id, agent_id, session_key, objective, reply, model, started_at, ended_at, updated_at)
          VALUES ($1, $2, $3, $4, coalesce($5::text, ''), $6::text, $7::text, coalesce($8::text, $9::text), $10::text, $11::text)
          ON CONFLICT (user_id, agent_id, session_key, task_id) DO UPDATE SET
@@ -215,7 +211,7 @@ export class PostgresHistoryTables implements HistoryStore {
         ],
       );
       if (calls.length === 0) return;
-      await client.query('SELECT pg_advisory_xact_lock($1)', [TOOL_CALL_SEQ_LOCK]);
+      await lockPositions(client, 'runToolCalls');
       await client.query(
         `INSERT INTO run_tool_calls (run_seq, name, arguments, result, is_error, duration_ms, at, source, reusable)
          SELECT $1, name, arguments, result, is_error, duration_ms, at, source, reusable
@@ -241,17 +237,17 @@ export class PostgresHistoryTables implements HistoryStore {
 
   async getRuns(scope: Scope, sessionKey: string, taskIds: readonly string[]): Promise<Run[]> {
     if (taskIds.length === 0) return [];
-    const { rows } = await this.pool.query<RunRow>(
+    const rows = await this.db.query<RunRow>(
       `SELECT * FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 AND task_id = ANY($4::text[])`,
       [scope.userId, scope.agentId, sessionKey, [...taskIds]],
     );
     if (rows.length === 0) return [];
-    const calls = await this.pool.query<ToolCallRow & { run_seq: string }>(
+    const calls = await this.db.query<ToolCallRow & { run_seq: number }>(
       `SELECT * FROM run_tool_calls WHERE run_seq = ANY($1::bigint[]) ORDER BY seq`,
       [rows.map((r) => r.seq)],
     );
-    const byRun = new Map<string, RunToolCall[]>();
-    for (const c of calls.rows) {
+    const byRun = new Map<number, RunToolCall[]>();
+    for (const c of calls) {
       const list = byRun.get(c.run_seq) ?? [];
       list.push(toToolCall(c));
       byRun.set(c.run_seq, list);
@@ -264,7 +260,7 @@ export class PostgresHistoryTables implements HistoryStore {
   }
 
   async listRuns(scope: Scope, sessionKey: string, limit: number): Promise<RunSummary[]> {
-    const { rows } = await this.pool.query<RunRow>(
+    const rows = await this.db.query<RunRow>(
       `SELECT * FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 ORDER BY started_at DESC, seq DESC LIMIT $4`,
       [scope.userId, scope.agentId, sessionKey, limit],
     );
@@ -272,7 +268,7 @@ export class PostgresHistoryTables implements HistoryStore {
   }
 
   async openRunId(scope: Scope, sessionKey: string): Promise<string | null> {
-    const { rows } = await this.pool.query<{ task_id: string }>(
+    const rows = await this.db.query<{ task_id: string }>(
       `SELECT task_id FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 AND ended_at IS NULL ORDER BY started_at DESC, seq DESC LIMIT 1`,
       [scope.userId, scope.agentId, sessionKey],
     );
@@ -289,27 +285,27 @@ export class PostgresHistoryTables implements HistoryStore {
     const sql = RUN_TEXTS_SQL.replace('{request}', all('r.objective'))
       .replace('{reply}', all('r.reply'))
       .replace('{tool}', all(`(c.name || ' ' || c.arguments || ' ' || c.result)`));
-    const { rows } = await this.pool.query<RunTextRow>(sql, [scope.userId, scope.agentId, sessionKey, since, limit, ...patterns]);
+    const rows = await this.db.query<RunTextRow>(sql, [scope.userId, scope.agentId, sessionKey, since, limit, ...patterns]);
     return rows.map(toRunText);
   }
 
   async recentRunTexts(scope: Scope, sessionKey: string, since: string, limit: number): Promise<RunText[]> {
     const sql = RUN_TEXTS_SQL.replace('{request}', '').replace('{reply}', '').replace('{tool}', '');
-    const { rows } = await this.pool.query<RunTextRow>(sql, [scope.userId, scope.agentId, sessionKey, since, limit]);
+    const rows = await this.db.query<RunTextRow>(sql, [scope.userId, scope.agentId, sessionKey, since, limit]);
     return rows.map(toRunText);
   }
 
   async runTextVectors(items: readonly { key: string; text: string }[], embedderId: string): Promise<Map<string, Float32Array | null>> {
     const found = new Map<string, Float32Array | null>();
     if (items.length === 0) return found;
-    const { rows } = await this.pool.query<{ text_key: string; text_hash: string; embedding: string | null }>(
-      `SELECT text_key, text_hash, embedding::text AS embedding FROM run_text_vectors WHERE text_key = ANY($1::text[]) AND embedder = $2`,
+    const rows = await this.db.query<{ text_key: string; text_hash: string; embedding: number[] | null }>(
+      `SELECT text_key, text_hash, embedding FROM run_text_vectors WHERE text_key = ANY($1::text[]) AND embedder = $2`,
       [items.map((i) => i.key), embedderId],
     );
     const byKey = new Map(rows.map((r) => [r.text_key, r]));
     for (const item of items) {
       const row = byKey.get(item.key);
-      if (row && row.text_hash === sha256(item.text)) found.set(item.key, vectorFromText(row.embedding));
+      if (row && row.text_hash === sha256(item.text)) found.set(item.key, row.embedding === null ? null : Float32Array.from(row.embedding));
     }
     return found;
   }
@@ -317,19 +313,19 @@ export class PostgresHistoryTables implements HistoryStore {
   async saveRunTextVectors(embedderId: string, items: readonly { key: string; text: string; vector: Float32Array | null }[]): Promise<void> {
     if (items.length === 0) return;
     // The run is found from the key; a key whose run is gone (pruned meanwhile) is not saved.
-    await this.pool.query(
+    await this.db.query(
       `INSERT INTO run_text_vectors (text_key, run_seq, embedder, text_hash, embedding)
        SELECT i.key, ${RUN_OF_TEXT_KEY}, $1, i.hash, i.embedding::vector
        FROM unnest($2::text[], $3::text[], $4::text[]) AS i(key, hash, embedding)
        WHERE ${RUN_OF_TEXT_KEY} IS NOT NULL
        ON CONFLICT (text_key) DO UPDATE SET run_seq = excluded.run_seq, embedder = excluded.embedder, text_hash = excluded.text_hash, embedding = excluded.embedding`,
-      [embedderId, items.map((i) => i.key), items.map((i) => sha256(i.text)), items.map((i) => vectorParam(i.vector))],
+      [embedderId, items.map((i) => i.key), items.map((i) => sha256(i.text)), items.map((i) => toVector(i.vector))],
     );
   }
 
   async pruneRuns(before: string): Promise<number> {
     // Tool calls and cached vectors go with their run by cascade; withheld marks are keyed by task id.
-    const { rows } = await this.pool.query<{ n: string }>(
+    const rows = await this.db.query<{ n: string }>(
       `WITH gone AS (DELETE FROM runs WHERE updated_at < $1 RETURNING user_id, agent_id, session_key, task_id),
             marks AS (DELETE FROM run_withheld w USING gone g
                       WHERE w.user_id = g.user_id AND w.agent_id = g.agent_id AND w.session_key = g.session_key AND w.task_id = g.task_id)
@@ -340,16 +336,16 @@ export class PostgresHistoryTables implements HistoryStore {
   }
 
   async markWithheld(scope: Scope, sessionKey: string, taskId: string): Promise<boolean> {
-    const result = await this.pool.query(
-      `INSERT INTO run_withheld (user_id, agent_id, session_key, task_id, at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+    const rows = await this.db.query(
+      `INSERT INTO run_withheld (user_id, agent_id, session_key, task_id, at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1`,
       [scope.userId, scope.agentId, sessionKey, taskId, new Date().toISOString()],
     );
-    return (result.rowCount ?? 0) > 0;
+    return rows.length > 0;
   }
 
   async withheldRuns(scope: Scope, sessionKey: string, taskIds: readonly string[]): Promise<Set<string>> {
     if (taskIds.length === 0) return new Set();
-    const { rows } = await this.pool.query<{ task_id: string }>(
+    const rows = await this.db.query<{ task_id: string }>(
       `SELECT task_id FROM run_withheld WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 AND task_id = ANY($4::text[])`,
       [scope.userId, scope.agentId, sessionKey, [...taskIds]],
     );
@@ -360,9 +356,9 @@ export class PostgresHistoryTables implements HistoryStore {
 
   async saveErrorRecord(scope: Scope, record: ErrorRecordWrite): Promise<ErrorRecord> {
     const now = new Date().toISOString();
-    const row = await inTransaction(this.pool, async (client) => {
+    const row = await this.db.transaction(async (client) => {
       // Every error-record write takes the position lock first, so two writers of one id see each other.
-      await client.query('SELECT pg_advisory_xact_lock($1)', [ERROR_SEQ_LOCK]);
+      await lockPositions(client, 'errorRecords');
       const existing = (
         await client.query<ErrorRow>(`SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id = $3 FOR UPDATE`, [
           scope.userId,
@@ -405,7 +401,7 @@ export class PostgresHistoryTables implements HistoryStore {
 
   async getErrorRecords(scope: Scope, ids: readonly string[]): Promise<ErrorRecord[]> {
     if (ids.length === 0) return [];
-    const { rows } = await this.pool.query<ErrorRow>(
+    const rows = await this.db.query<ErrorRow>(
       `SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`,
       [scope.userId, scope.agentId, [...ids]],
     );
@@ -418,7 +414,7 @@ export class PostgresHistoryTables implements HistoryStore {
 
   async findErrorRecordsByPrefix(scope: Scope, prefix: string, limit: number): Promise<ErrorRecord[]> {
     if (!/^[0-9a-f]*$/.test(prefix)) return [];
-    const { rows } = await this.pool.query<ErrorRow>(
+    const rows = await this.db.query<ErrorRow>(
       `SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id LIKE $3 ORDER BY id COLLATE "C" LIMIT $4`,
       [scope.userId, scope.agentId, `${likeLiteral(prefix)}%`, limit],
     );
@@ -433,27 +429,27 @@ export class PostgresHistoryTables implements HistoryStore {
     if (filter.toolName !== undefined) params.push(filter.toolName);
     // Candidates hold any query term (GIN on the terms array); the scope's totals give the BM25 statistics.
     const [candidates, totals] = await Promise.all([
-      this.pool.query<{ id: string; seq: string; terms: string[] }>(
+      this.db.query<{ id: string; seq: number; terms: string[] }>(
         `SELECT id, seq, terms FROM error_records WHERE user_id = $1 AND agent_id = $2 AND terms && $3::text[] ${tool}`,
         params,
       ),
-      this.pool.query<{ docs: string; tokens: string }>(
+      this.db.query<{ docs: number; tokens: number }>(
         `SELECT count(*) AS docs, coalesce(sum(cardinality(terms)), 0) AS tokens FROM error_records WHERE user_id = $1 AND agent_id = $2`,
         [scope.userId, scope.agentId],
       ),
     ]);
-    const docs = Number(totals.rows[0]!.docs);
-    const avgLength = docs > 0 ? Number(totals.rows[0]!.tokens) / docs : 0;
-    return rankBm25(candidates.rows, wanted, docs, avgLength, limit);
+    const docs = Number(totals[0]!.docs);
+    const avgLength = docs > 0 ? Number(totals[0]!.tokens) / docs : 0;
+    return rankBm25(candidates, wanted, docs, avgLength, limit);
   }
 
   async searchErrorRecordsByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]> {
     const tool = filter.toolName === undefined ? '' : 'AND e.tool_name = $6';
-    const params: unknown[] = [vectorParam(vector), scope.userId, scope.agentId, embedderId, limit];
+    const params: unknown[] = [toVector(vector), scope.userId, scope.agentId, embedderId, limit];
     if (filter.toolName !== undefined) params.push(filter.toolName);
     // An exact scan of the scope's records: error records are few per scope, and their vectors of several
     // embedders (several dimensions) share one column, which an HNSW index cannot cover.
-    const { rows } = await this.pool.query<{ id: string; distance: number }>(
+    const rows = await this.db.query<{ id: string; distance: number }>(
       `SELECT e.id, v.embedding <=> $1::vector AS distance
        FROM error_records e JOIN error_record_vectors v ON v.error_seq = e.seq
        WHERE e.user_id = $2 AND e.agent_id = $3 AND v.embedder = $4 AND v.embedding IS NOT NULL AND vector_dims(v.embedding) = vector_dims($1::vector) ${tool}
@@ -468,7 +464,7 @@ export class PostgresHistoryTables implements HistoryStore {
     const tool = filter.toolName === undefined ? '' : 'AND tool_name = $5';
     const params: unknown[] = [scope.userId, scope.agentId, `%${likeLiteral(needle)}%`, limit];
     if (filter.toolName !== undefined) params.push(filter.toolName);
-    const { rows } = await this.pool.query<{ id: string }>(
+    const rows = await this.db.query<{ id: string }>(
       `SELECT id FROM error_records
        WHERE user_id = $1 AND agent_id = $2 ${tool}
          AND (tool_name || ' ' || keywords || ' ' || symptom || ' ' || coalesce(cause, '') || ' ' || action) ILIKE $3
@@ -479,7 +475,7 @@ export class PostgresHistoryTables implements HistoryStore {
   }
 
   async errorRecordsWithoutVector(scope: Scope, embedderId: string, limit: number): Promise<{ id: string; text: string }[]> {
-    const { rows } = await this.pool.query<ErrorRow>(
+    const rows = await this.db.query<ErrorRow>(
       `SELECT ${ERROR_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')}
        FROM error_records e LEFT JOIN error_record_vectors v ON v.error_seq = e.seq AND v.embedder = $1
        WHERE e.user_id = $2 AND e.agent_id = $3 AND v.error_seq IS NULL ORDER BY e.seq LIMIT $4`,
@@ -490,16 +486,16 @@ export class PostgresHistoryTables implements HistoryStore {
 
   async saveErrorRecordVectors(embedderId: string, items: readonly { id: string; text: string; vector: Float32Array | null }[]): Promise<void> {
     if (items.length === 0) return;
-    await inTransaction(this.pool, async (client) => {
+    await this.db.transaction(async (client) => {
       const { rows } = await client.query<ErrorRow>(`SELECT ${ERROR_COLUMNS} FROM error_records WHERE id = ANY($1::text[]) FOR UPDATE`, [items.map((i) => i.id)]);
-      const seqs: string[] = [];
+      const seqs: number[] = [];
       const vectors: (string | null)[] = [];
       for (const item of items) {
         for (const row of rows) {
           // A record refreshed since its text was read keeps no stale vector.
           if (row.id !== item.id || errorRecordText(toErrorRecord(row)) !== item.text) continue;
           seqs.push(row.seq);
-          vectors.push(vectorParam(item.vector));
+          vectors.push(toVector(item.vector));
         }
       }
       if (seqs.length === 0) return;
@@ -524,12 +520,11 @@ export function errorRecordText(record: Pick<ErrorRecord, 'toolName' | 'keywords
 
 /** The analysed terms of a record's text, as stored in `error_records.terms`. */
 export function errorTerms(record: Pick<ErrorRecord, 'toolName' | 'keywords' | 'symptom' | 'cause' | 'action'>): string[] {
-  const analysed = analyzeForIndex(errorRecordText(record));
-  return analysed === '' ? [] : analysed.split(' ');
+  return analyze(errorRecordText(record));
 }
 
 /** Okapi BM25 (k1 = 1.2, b = 0.75) of each candidate for the query terms, best first, ties by storage order. */
-function rankBm25(candidates: readonly { id: string; seq: string; terms: string[] }[], query: readonly string[], docs: number, avgLength: number, limit: number): RankedHit[] {
+function rankBm25(candidates: readonly { id: string; seq: number; terms: string[] }[], query: readonly string[], docs: number, avgLength: number, limit: number): RankedHit[] {
   const df = new Map<string, number>();
   for (const c of candidates) for (const t of new Set(c.terms)) if (query.includes(t)) df.set(t, (df.get(t) ?? 0) + 1);
   const scored = candidates.map((c) => {
@@ -597,6 +592,11 @@ function toErrorRecord(row: ErrorRow): ErrorRecord {
 
 function toFlag(value: NewRunToolCall['reusable']): number | null {
   return value === undefined || value === null ? null : value ? 1 : 0;
+}
+
+/** A vector as a query parameter (pgvector's text form), or null. */
+function toVector(vector: Float32Array | null): string | null {
+  return vector === null ? null : pgvector.toSql(Array.from(vector)) as string;
 }
 
 function sha256(text: string): string {

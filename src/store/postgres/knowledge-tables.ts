@@ -1,7 +1,7 @@
-import type pg from 'pg';
 import { CairnError } from '../../errors.js';
 import type { Scope } from '../../types.js';
-import { inTransaction } from './pg-transaction.js';
+import type { PostgresMigration } from './migrations.js';
+import type { PostgresDatabase, Queryable } from './postgres-db.js';
 import type {
   KnowledgeFileRecord,
   KnowledgeResourcePatch,
@@ -17,12 +17,13 @@ import type {
  * The knowledge schema on PostgreSQL, with SQLite's columns. File records reference their resource with
  * ON DELETE CASCADE, so a resource removed while a sync runs leaves no file record behind.
  */
-export const KNOWLEDGE_MIGRATIONS: readonly string[] = [
-  `
+export const KNOWLEDGE_MIGRATION: PostgresMigration = {
+  name: 'knowledge',
+  up: `
   CREATE TABLE knowledge_resources (
-    id text PRIMARY KEY,
-    user_id text NOT NULL,
-    agent_id text NOT NULL,
+    id text COLLATE "C" PRIMARY KEY,
+    user_id text COLLATE "C" NOT NULL,
+    agent_id text COLLATE "C" NOT NULL,
     type text NOT NULL CHECK (type IN ('wiki', 'code')),
     name text NOT NULL,
     root text NOT NULL,
@@ -36,8 +37,8 @@ export const KNOWLEDGE_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX knowledge_resources_by_scope ON knowledge_resources (user_id, agent_id, created_at);
   CREATE TABLE knowledge_files (
-    resource_id text NOT NULL REFERENCES knowledge_resources (id) ON DELETE CASCADE,
-    path text NOT NULL,
+    resource_id text COLLATE "C" NOT NULL REFERENCES knowledge_resources (id) ON DELETE CASCADE,
+    path text COLLATE "C" NOT NULL,
     hash text NOT NULL,
     size bigint NOT NULL,
     mtime_ms double precision NOT NULL,
@@ -45,7 +46,7 @@ export const KNOWLEDGE_MIGRATIONS: readonly string[] = [
     PRIMARY KEY (resource_id, path)
   );
   `,
-];
+};
 
 type ResourceRow = {
   id: string;
@@ -63,7 +64,7 @@ type ResourceRow = {
   version: number;
 };
 
-type FileRow = { path: string; hash: string; size: string; mtime_ms: number; data: string };
+type FileRow = { path: string; hash: string; size: number; mtime_ms: number; data: string };
 
 /** Patchable fields and their columns; fixed strings, never user input. */
 const PATCH_COLUMNS = { status: 'status', error: 'error', summary: 'summary', stats: 'stats', syncedAt: 'synced_at' } as const;
@@ -73,10 +74,10 @@ const PATCH_COLUMNS = { status: 'status', error: 'error', summary: 'summary', st
  * read and write is filtered by that scope in SQL, file records through their resource.
  */
 export class PostgresKnowledgeTables implements KnowledgeStore {
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(private readonly db: PostgresDatabase) {}
 
   async createKnowledgeResource(scope: Scope, input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {
-    const { rows } = await this.pool.query<ResourceRow>(
+    const rows = await this.db.query<ResourceRow>(
       `INSERT INTO knowledge_resources (id, user_id, agent_id, type, name, root, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'indexing', $7)
        ON CONFLICT (id) DO NOTHING RETURNING *`,
       [input.id, scope.userId, scope.agentId, input.type, input.name, input.root, new Date().toISOString()],
@@ -86,7 +87,7 @@ export class PostgresKnowledgeTables implements KnowledgeStore {
   }
 
   async getKnowledgeResource(scope: Scope, id: string): Promise<KnowledgeResourceRecord | null> {
-    const { rows } = await this.pool.query<ResourceRow>('SELECT * FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3', [
+    const rows = await this.db.query<ResourceRow>('SELECT * FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3', [
       id,
       scope.userId,
       scope.agentId,
@@ -95,41 +96,41 @@ export class PostgresKnowledgeTables implements KnowledgeStore {
   }
 
   async listKnowledgeResources(scope: Scope): Promise<KnowledgeResourceRecord[]> {
-    const { rows } = await this.pool.query<ResourceRow>(
-      'SELECT * FROM knowledge_resources WHERE user_id = $1 AND agent_id = $2 ORDER BY created_at, id COLLATE "C"',
+    const rows = await this.db.query<ResourceRow>(
+      'SELECT * FROM knowledge_resources WHERE user_id = $1 AND agent_id = $2 ORDER BY created_at, id',
       [scope.userId, scope.agentId],
     );
     return rows.map(toResource);
   }
 
   async listAllKnowledgeResources(): Promise<KnowledgeResourceRecord[]> {
-    const { rows } = await this.pool.query<ResourceRow>('SELECT * FROM knowledge_resources ORDER BY created_at, id COLLATE "C"');
+    const rows = await this.db.query<ResourceRow>('SELECT * FROM knowledge_resources ORDER BY created_at, id');
     return rows.map(toResource);
   }
 
   async updateKnowledgeResource(scope: Scope, id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
-    const row = await patchResource(this.pool, scope, id, patch, false);
+    const row = await this.db.transaction((client) => patchResource(client, scope, id, patch, false));
     return row ? toResource(row) : null;
   }
 
   async deleteKnowledgeResource(scope: Scope, id: string): Promise<boolean> {
     // File records go with it (ON DELETE CASCADE).
-    const result = await this.pool.query('DELETE FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3', [id, scope.userId, scope.agentId]);
-    return (result.rowCount ?? 0) > 0;
+    const rows = await this.db.query('DELETE FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3 RETURNING id', [id, scope.userId, scope.agentId]);
+    return rows.length > 0;
   }
 
   async listKnowledgeFiles(scope: Scope, resourceId: string, options: { withData?: boolean } = {}): Promise<KnowledgeFileRecord[]> {
     const data = options.withData === false ? `'' AS data` : 'f.data';
-    const { rows } = await this.pool.query<FileRow>(
+    const rows = await this.db.query<FileRow>(
       `SELECT f.path, f.hash, f.size, f.mtime_ms, ${data} FROM knowledge_files f JOIN knowledge_resources r ON r.id = f.resource_id
-       WHERE f.resource_id = $1 AND r.user_id = $2 AND r.agent_id = $3 ORDER BY f.path COLLATE "C"`,
+       WHERE f.resource_id = $1 AND r.user_id = $2 AND r.agent_id = $3 ORDER BY f.path`,
       [resourceId, scope.userId, scope.agentId],
     );
     return rows.map((r) => ({ path: r.path, hash: r.hash, size: Number(r.size), mtimeMs: r.mtime_ms, data: r.data }));
   }
 
   async applyKnowledgeSync(scope: Scope, resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
-    const row = await inTransaction(this.pool, async (client) => {
+    const row = await this.db.transaction(async (client) => {
       // The resource row stays locked until commit: a delete racing this sync waits, then removes the
       // resource and (by cascade) every file record written here; it never leaves orphans.
       const owned = await client.query('SELECT 1 FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3 FOR UPDATE', [
@@ -158,7 +159,7 @@ export class PostgresKnowledgeTables implements KnowledgeStore {
 
 /** Applies a patch to a resource of `scope` (bumping `version` for a sync); the updated row, or null when there is none. */
 async function patchResource(
-  db: pg.Pool | pg.PoolClient,
+  db: Queryable,
   scope: Scope,
   id: string,
   patch: KnowledgeResourcePatch,
@@ -177,7 +178,7 @@ async function patchResource(
       ? 'SELECT * FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3'
       : `UPDATE knowledge_resources SET ${sets.join(', ')} WHERE id = $1 AND user_id = $2 AND agent_id = $3 RETURNING *`;
   const { rows } = await db.query<ResourceRow>(sql, params);
-  return rows[0] ?? null;
+  return (rows[0] as ResourceRow | undefined) ?? null;
 }
 
 function toResource(row: ResourceRow): KnowledgeResourceRecord {

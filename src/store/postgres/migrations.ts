@@ -1,4 +1,6 @@
 import type pg from 'pg';
+import { HISTORY_MIGRATION } from './history-tables.js';
+import { KNOWLEDGE_MIGRATION } from './knowledge-tables.js';
 import { LOCK_NAMESPACE, MIGRATION_LOCK } from './postgres-db.js';
 
 /**
@@ -198,7 +200,7 @@ const CORE = `
  * and knowledge steps from `history-tables.ts` / `knowledge-tables.ts` here, e.g.
  * `{ name: 'history', up: HISTORY_DDL }`.
  */
-export const MIGRATIONS: readonly PostgresMigration[] = [{ name: 'core', up: CORE }];
+export const MIGRATIONS: readonly PostgresMigration[] = [{ name: 'core', up: CORE }, HISTORY_MIGRATION, KNOWLEDGE_MIGRATION];
 
 /** The schema version this build writes. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
