@@ -52,6 +52,7 @@ export async function run({ log = () => {} } = {}) {
   const { SqliteStore } = await lib('store/sqlite/sqlite-store.js');
   const { analyze } = await lib('text/analyze.js');
   const { hybridSearch } = await lib('search/hybrid.js');
+  const { rankKeywordCandidates } = await lib('search/bm25.js');
   const { createEmbedder } = await lib('embed/create-embedder.js');
   const { parseConfig } = await lib('config.js');
   const { createCairn } = await lib('cairn.js');
@@ -67,7 +68,7 @@ export async function run({ log = () => {} } = {}) {
     const sourcesOf = await loadSamples(store, samples, observations);
     const targets = [
       { name: 'conversation_search', kind: 'message', keyword: (...a) => store.searchMessagesByKeyword(...a), vector: (...a) => store.searchMessagesByVector(...a), covered: (id) => [id] },
-      { name: 'memory_search', kind: 'memory', keyword: (...a) => store.searchMemoriesByKeyword(...a), vector: (...a) => store.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
+      { name: 'memory_search', kind: 'memory', keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memoryKeywordCandidates(scope, terms, filter), limit), vector: (...a) => store.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
     ];
     const keywordLists = new Map();
     for (const target of targets) {
@@ -163,12 +164,18 @@ async function listKeyword(target, q, analyze) {
 export async function embedAll(store, embedder) {
   for (const kind of ['message', 'memory']) {
     let cursor = 0;
+    const indexed = new Set();
     for (;;) {
-      const pending = await store.pendingEmbeddings(kind, embedder.id, cursor, 1000);
+      const pending = await store.pendingEmbeddings(kind, embedder.id, { after: cursor, limit: 1000 });
       if (pending.length === 0) break;
       const vectors = await embedder.embed(pending.map((p) => p.text));
-      await store.saveEmbeddings(kind, embedder.id, pending.map((p, i) => ({ ...p, vector: vectors[i] })));
-      cursor = pending.at(-1).key;
+      const dimensions = vectors.find((v) => v)?.length;
+      if (dimensions !== undefined && !indexed.has(dimensions)) {
+        await store.indexVectors(kind, embedder.id, dimensions);
+        indexed.add(dimensions);
+      }
+      await store.saveEmbeddings(kind, embedder.id, pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })));
+      cursor = pending.at(-1).position;
     }
   }
 }

@@ -63,6 +63,7 @@ async function measureQuality({ cacheDir, work, log }) {
   const { analyze } = await lib('text/analyze.js');
   const { hybridSearch } = await lib('search/hybrid.js');
   const { rrfFuse, RRF_K } = await lib('search/rrf.js');
+  const { rankKeywordCandidates } = await lib('search/bm25.js');
   const { createEmbedder } = await lib('embed/create-embedder.js');
   const { parseConfig } = await lib('config.js');
   const { loadWordVectorCache, findWord, wordAt } = await lib('embed/word-vectors/word-vector-cache.js');
@@ -79,7 +80,7 @@ async function measureQuality({ cacheDir, work, log }) {
 
   const targets = [
     { name: 'conversation_search', keyword: (...a) => store.searchMessagesByKeyword(...a), vector: (...a) => store.searchMessagesByVector(...a), covered: (id) => [id] },
-    { name: 'memory_search', keyword: (...a) => store.searchMemoriesByKeyword(...a), vector: (...a) => store.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
+    { name: 'memory_search', keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memoryKeywordCandidates(scope, terms, filter), limit), vector: (...a) => store.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
   ];
   const rows = [];
   const queryVectors = await embedder.embed(queries.map((q) => q.text));

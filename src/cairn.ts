@@ -1,6 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import type { z } from 'zod';
 import { loadConfig, parseConfig, type CairnConfig, type CairnConfigInput } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
@@ -29,8 +28,7 @@ import { RuleExtractor } from './memory/rules.js';
 import { ExtractionScheduler, type PipelineSessionStatus } from './memory/scheduler.js';
 import type { MemoryAuditEntry } from './store/store.js';
 import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
-import { toStoreError, withStoreErrors } from './store/sqlite/sqlite-errors.js';
-import { SqliteStore } from './store/sqlite/sqlite-store.js';
+import { openStore } from './store/open-store.js';
 import type { AddMessagesResult, ApiKey, DataSnapshot, DumpRecord, Store } from './store/store.js';
 import { checkQueryLength } from './text/query-bounds.js';
 import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMemory, type NewMessage, type Scope } from './types.js';
@@ -203,7 +201,7 @@ export class Cairn {
       vectorWeight: vectorFusionWeight(this.embedder, config.embedding.fusion_weight),
       vectorFloor: vectorSimilarityFloor(this.embedder, config.embedding.similarity_floor),
     };
-    this.history = new History({ store: store.history, config, embedder: this.embedder, judge: options.relevanceJudge, warn });
+    this.history = new History({ store: store.history, embeddings: store, config, embedder: this.embedder, judge: options.relevanceJudge, warn });
     this.tools = new ToolHub(config.tools, {
       clientVersion: CAIRN_VERSION,
       recorder: options.toolCallRecorder === undefined ? this.history : options.toolCallRecorder,
@@ -547,7 +545,8 @@ export class Cairn {
 }
 
 /**
- * Opens Cairn on the configured data directory (embedded SQLite). `config` takes the keys of the config
+ * Opens Cairn on the configured store (`store.url`: the embedded SQLite file in the data directory by
+ * default, or a PostgreSQL server). `config` takes the keys of the config
  * file (`{ data_dir: './data', embedding: { provider: 'hash' } }`), validated as the file is
  * (`config_invalid` naming the key); omitted, it is loaded from `CAIRN_*` variables like the CLI's.
  * Every failure, the store's included, is a {@link CairnError}.
@@ -556,14 +555,7 @@ export async function createCairn(config: CairnConfigInput = loadConfig(), optio
   const valid = parseConfig(config);
   const logger = options.logger ?? createLogger(valid.log);
   const warn = options.warn ?? ((message: string) => logger.warn(message));
-  const path = join(valid.data_dir, 'cairn.db');
-  let opened: Store;
-  try {
-    opened = SqliteStore.open({ path, readWorkers: options.readWorkers, warn, busyTimeoutMs: valid.store.busy_timeout_ms });
-  } catch (err) {
-    throw toStoreError(err, path);
-  }
-  const store = withStoreErrors(opened, path);
+  const store = await openStore(valid, { readWorkers: options.readWorkers, warn });
   try {
     return new Cairn(valid, store, { ...options, logger, warn });
   } catch (err) {

@@ -341,9 +341,24 @@ const knowledgeSchema = z
   })
   .strict();
 
-/** The embedded store's write contention (DESIGN.md, "Concurrency"). */
+/**
+ * Which backend holds the data and, for the embedded one, its write contention (DESIGN.md, "The store
+ * contract", "Concurrency").
+ */
 const storeSchema = z
   .object({
+    /**
+     * Where the data lives: absent or `sqlite:` is the embedded SQLite file `<data_dir>/cairn.db`;
+     * `postgres://user:password@host:port/db` (or `postgresql://`) is a PostgreSQL server. The password
+     * is never printed. Also `CAIRN_STORE_URL`.
+     */
+    url: z
+      .string()
+      .superRefine((value, ctx) => {
+        const problem = storeUrlProblem(value);
+        if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+      })
+      .optional(),
     /**
      * Milliseconds a write waits, with backoff, for the write lock another process holds (a `cairn import`,
      * a second server) before it fails with the retryable `busy` error: HTTP 503 with Retry-After.
@@ -351,6 +366,24 @@ const storeSchema = z
     busy_timeout_ms: positiveInt.max(600_000).default(5_000),
   })
   .strict();
+
+/** Why `value` is not a store URL (never quoting it: it may hold a password), or null when it is one. */
+function storeUrlProblem(value: string): string | null {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value)?.[1]?.toLowerCase();
+  if (scheme === 'sqlite') {
+    return /^sqlite:(\/\/)?$/i.test(value) ? null : 'a sqlite: store URL takes no path (the file is <data_dir>/cairn.db); write just "sqlite:"';
+  }
+  if (scheme !== 'postgres' && scheme !== 'postgresql') {
+    return `must be "sqlite:" or a postgres:// (postgresql://) URL${scheme === undefined ? '' : `, not a ${scheme}: URL`}`;
+  }
+  try {
+    const url = new URL(value);
+    if (url.hostname === '' && !url.searchParams.has('host')) return 'a postgres:// URL needs a host, e.g. postgres://user@127.0.0.1:5432/cairn';
+  } catch {
+    return 'is not a valid postgres:// URL (e.g. postgres://user:password@127.0.0.1:5432/cairn; percent-encode special characters in the password)';
+  }
+  return null;
+}
 
 /** Operational logs on stderr (DESIGN.md, "Operations"). */
 const logSchema = z

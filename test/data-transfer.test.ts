@@ -45,7 +45,7 @@ describe('export snapshot and restore (SqliteStore)', () => {
     const restored = await target.restoreRecords(from(records));
     expect(restored).toMatchObject({ message: 2, memory: 2, memory_audit: 5, fts_totals: 2 });
     const terms = analyze('harbour Porto');
-    expect(await target.searchMemoriesByKeyword(scope, terms, {}, 10)).toEqual(await store.searchMemoriesByKeyword(scope, terms, {}, 10));
+    expect(await target.memoryKeywordCandidates(scope, terms, {})).toEqual(await store.memoryKeywordCandidates(scope, terms, {}));
     expect(await target.searchMessagesByKeyword(scope, analyze('harbour charts'), {}, 10)).toEqual(await store.searchMessagesByKeyword(scope, analyze('harbour charts'), {}, 10));
     expect(await target.listMemories(scope, { limit: 10 })).toEqual(await store.listMemories(scope, { limit: 10 }));
     expect(await target.listMessages(scope, { limit: 10 })).toEqual(await store.listMessages(scope, { limit: 10 }));

@@ -49,11 +49,12 @@ function exactTop(stored: readonly Stored[], query: Float32Array, k: number): nu
 async function write(store: SqliteStore, target: typeof scope, vectors: Float32Array[], embedderId: string, from: number): Promise<Stored[]> {
   await store.addMessages(vectors.map((_, i) => ({ id: `m${from + i}`, scope: target, sessionKey: `s${(from + i) % 5}`, role: 'user' as const, content: `message ${from + i}` })));
   const byText = new Map(vectors.map((v, i) => [`message ${from + i}`, v]));
-  const pending = (await store.pendingEmbeddings('message', embedderId, 0, 1_000_000)).filter((p) => byText.has(p.text));
+  const pending = (await store.pendingEmbeddings('message', embedderId, { after: 0, limit: 1_000_000 })).filter((p) => byText.has(p.text));
+  await store.indexVectors('message', embedderId, vectors[0]!.length);
   await store.saveEmbeddings('message', embedderId, pending.map((p) => ({ key: p.key, text: p.text, vector: byText.get(p.text)! })));
   return pending.map((p) => {
     const n = Number(p.text.slice(8));
-    return { id: `m${n}`, seq: p.key, session: `s${n % 5}`, vector: byText.get(p.text)! };
+    return { id: `m${n}`, seq: p.position, session: `s${n % 5}`, vector: byText.get(p.text)! };
   });
 }
 
@@ -120,13 +121,13 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
 
     // A vector saved as "no vector" (null) leaves the index.
     const cleared = stored.slice(0, 30);
-    await store.saveEmbeddings('message', 'e', cleared.map((s) => ({ key: s.seq, text: `message ${s.id.slice(1)}`, vector: null })));
+    await store.saveEmbeddings('message', 'e', cleared.map((s) => ({ key: String(s.seq), text: `message ${s.id.slice(1)}`, vector: null })));
     stored = stored.slice(30);
     check('e', stored);
 
     // Another embedder's vectors replace these: the old embedder has none left, the new one has them all.
     const replaced = gaussianVectors(stored.length, dims, 14);
-    await store.saveEmbeddings('message', 'f', stored.map((s, i) => ({ key: s.seq, text: `message ${s.id.slice(1)}`, vector: replaced[i]! })));
+    await store.saveEmbeddings('message', 'f', stored.map((s, i) => ({ key: String(s.seq), text: `message ${s.id.slice(1)}`, vector: replaced[i]! })));
     expect(index.search(scope, 'e', queries[0]!, undefined, 5)).toEqual([]);
     check('f', stored.map((s, i) => ({ ...s, vector: replaced[i]! })));
     reader.close();

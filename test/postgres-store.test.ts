@@ -1,21 +1,206 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate, SCHEMA_VERSION } from '../src/store/postgres/migrations.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
+import { indexedOrder, messageVectorQuery, prepareIndexScan } from '../src/store/postgres/vector-tables.js';
+import type { Store } from '../src/store/store.js';
+import type { Scope } from '../src/types.js';
 import { freshPostgresDatabase, type FreshPostgresDatabase } from './postgres-fixture.js';
+import { describeStoreContract } from './store-contract.js';
 
-describe('PostgresStore', () => {
-  let database: FreshPostgresDatabase;
-  beforeAll(async () => {
-    database = await freshPostgresDatabase('pgcore_store');
+/** A store on a database of its own, dropped when the store is closed. */
+async function freshStore(): Promise<Store> {
+  const database = await freshPostgresDatabase('pgcore_contract');
+  const store = await PostgresStore.open({ url: database.url });
+  const close = store.close.bind(store);
+  store.close = async () => {
+    await close();
+    await database.drop();
+  };
+  return store;
+}
+
+describeStoreContract('postgres', freshStore);
+
+/** Runs `work` on a plain connection to `url` (for looking at what the store wrote). */
+async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** `n` unit vectors of `dims` from a seeded generator. */
+function randomUnitVectors(n: number, dims: number, seed: number): Float32Array[] {
+  let state = seed >>> 0;
+  const random = () => {
+    state = (state * 1664525 + 1013904223) >>> 0;
+    return state / 2 ** 32 - 0.5;
+  };
+  return Array.from({ length: n }, () => {
+    const v = Float32Array.from({ length: dims }, random);
+    const norm = Math.hypot(...v);
+    return v.map((x) => x / norm);
   });
+}
+
+describe('PostgresStore migrations', () => {
+  const databases: FreshPostgresDatabase[] = [];
   afterAll(async () => {
+    for (const database of databases) await database.drop();
+  });
+  const fresh = async () => {
+    const database = await freshPostgresDatabase('pgcore_migrate');
+    databases.push(database);
+    return database;
+  };
+
+  it('opens, reports itself as the postgres backend with a redacted location, and closes twice', async () => {
+    const database = await fresh();
+    const withPassword = new URL(database.url);
+    withPassword.password = 'not-a-real-secret';
+    const store = await PostgresStore.open({ url: database.url });
+    expect(store.capabilities).toMatchObject({ backend: 'postgres', keywordSearch: true, vectorSearch: true, location: database.url });
+    await store.close();
+    await store.close();
+    // A wrong password fails (trust auth ignores it) or succeeds; either way the secret is never shown.
+    const opened = await PostgresStore.open({ url: withPassword.toString() }).then(
+      async (s) => {
+        const location = s.capabilities.location;
+        await s.close();
+        return location;
+      },
+      (err: Error) => err.message,
+    );
+    expect(opened).not.toContain('not-a-real-secret');
+    expect(opened).toContain('***');
+  });
+
+  it('applies every step once: a second open changes nothing', async () => {
+    const database = await fresh();
+    await (await PostgresStore.open({ url: database.url })).close();
+    await (await PostgresStore.open({ url: database.url })).close();
+    const applied = await withClient(database.url, async (client) => (await client.query('SELECT version FROM schema_migrations ORDER BY version')).rows);
+    expect(applied.map((r: { version: number }) => r.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1));
+    expect(await withClient(database.url, (client) => migrate(client))).toBe(0);
+  });
+
+  it('migrates once when servers start at the same time', async () => {
+    const database = await fresh();
+    const counts = await Promise.all([1, 2, 3].map(() => withClient(database.url, (client) => migrate(client))));
+    expect(counts.sort()).toEqual([0, 0, SCHEMA_VERSION]);
+    const stores = await Promise.all([1, 2].map(() => PostgresStore.open({ url: database.url })));
+    await stores[0]!.addMessages([{ id: 'm1', scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', role: 'user', content: 'hello from one server' }]);
+    expect((await stores[1]!.getMessages({ userId: 'u', agentId: 'a' }, ['m1']))[0]?.content).toBe('hello from one server');
+    await Promise.all(stores.map((s) => s.close()));
+  });
+
+  it('refuses a database written by a newer Cairn', async () => {
+    const database = await fresh();
+    await (await PostgresStore.open({ url: database.url })).close();
+    await withClient(database.url, (client) => client.query(`INSERT INTO schema_migrations (version, name) VALUES (${SCHEMA_VERSION + 1}, 'future')`));
+    await expect(PostgresStore.open({ url: database.url })).rejects.toThrow(/newer than this Cairn/);
+  });
+
+  it('fails with a clear unavailable error when the server cannot be reached', async () => {
+    await expect(PostgresStore.open({ url: 'postgres://cairn:hunter2@127.0.0.1:1/none' })).rejects.toMatchObject({
+      code: 'unavailable',
+      message: expect.stringMatching(/PostgreSQL store at postgres:\/\/cairn:\*\*\*@127\.0\.0\.1:1\/none/),
+    });
+    await expect(PostgresStore.open({ url: 'postgres://cairn:hunter2@127.0.0.1:1/none' })).rejects.not.toThrow(/hunter2/);
+  });
+});
+
+describe('PostgresStore vector index', () => {
+  let database: FreshPostgresDatabase;
+  let store: PostgresStore;
+  const big: Scope = { userId: 'big', agentId: 'a' };
+  const small: Scope = { userId: 'small', agentId: 'a' };
+  const embedder = 'hash:test:32';
+  const dims = 32;
+  const bigVectors = randomUnitVectors(4_000, dims, 7);
+  const smallVectors = randomUnitVectors(12, dims, 11);
+  const cosine = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);
+
+  beforeAll(async () => {
+    database = await freshPostgresDatabase('pgcore_hnsw');
+    store = await PostgresStore.open({ url: database.url });
+    // The small tenant's rows sit among the big one's, as they would in a shared table.
+    const messages = bigVectors.map((_, i) => ({ id: `b${i}`, scope: big, sessionKey: `s${i % 7}`, role: 'user' as const, content: `big message ${i}` }));
+    smallVectors.forEach((_, i) => messages.splice(i * 300, 0, { id: `s${i}`, scope: small, sessionKey: 's', role: 'user' as const, content: `small message ${i}` }));
+    await store.addMessages(messages);
+    const pending = await store.pendingEmbeddings('message', embedder, 0, 10_000);
+    const vectorOf = (text: string) => (text.startsWith('big') ? bigVectors : smallVectors)[Number(text.split(' ')[2])]!;
+    await store.indexVectors('message', embedder, dims);
+    await store.saveEmbeddings('message', embedder, pending.map((p) => ({ key: p.key, text: p.text, vector: vectorOf(p.text) })));
+    await withClient(database.url, (client) => client.query('ANALYZE'));
+  }, 120_000);
+  afterAll(async () => {
+    await store?.close();
     await database?.drop();
   });
 
-  it('opens, reports itself as the postgres backend and closes', async () => {
-    const store = await PostgresStore.open({ url: database.url });
-    expect(store.capabilities.backend).toBe('postgres');
-    expect(store.capabilities.location).toBe(database.url);
-    await store.close();
-    await store.close();
+  it('indexVectors creates one partial HNSW index per embedder, idempotently', async () => {
+    await store.indexVectors('message', embedder, dims);
+    await store.indexVectors('message', 'hash:other:8', 8);
+    const indexes = await withClient(database.url, async (client) =>
+      (await client.query<{ indexdef: string }>(`SELECT indexdef FROM pg_indexes WHERE tablename = 'message_vectors' AND indexdef LIKE '%hnsw%' ORDER BY indexname`)).rows,
+    );
+    expect(indexes).toHaveLength(2);
+    expect(indexes.map((i) => i.indexdef).join('\n')).toMatch(/USING hnsw \(\(\(embedding\)::vector\(32\)\) vector_cosine_ops\) WHERE \(embedder = 'hash:test:32'/);
+  });
+
+  it('a search of a large scope walks the HNSW index', async () => {
+    const query = messageVectorQuery(big, bigVectors[3]!, embedder, {}, 10);
+    const plan = await withClient(database.url, async (client) => {
+      await client.query('BEGIN');
+      await prepareIndexScan(client, 10);
+      const explained = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${query.select(indexedOrder(dims)!)}`, [...query.values]);
+      await client.query('ROLLBACK');
+      return explained.rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+    expect(plan).toMatch(/Index Scan using message_vectors_hnsw_[0-9a-f]{12}_32/);
+    const hits = await store.searchMessagesByVector(big, bigVectors[3]!, embedder, {}, 10);
+    expect(hits).toHaveLength(10);
+    expect(hits[0]).toMatchObject({ id: 'b3' });
+    expect(hits[0]!.score).toBeCloseTo(1, 5);
+  });
+
+  it('a small tenant in a big table gets its k nearest, exactly, and nothing of another tenant', async () => {
+    const probe = randomUnitVectors(1, dims, 99)[0]!;
+    const exact = smallVectors
+      .map((v, i) => ({ id: `s${i}`, score: cosine(v, probe) }))
+      .sort((a, b) => b.score - a.score)
+      .slice(0, 10);
+    const hits = await store.searchMessagesByVector(small, probe, embedder, {}, 10);
+    expect(hits.map((h) => h.id)).toEqual(exact.map((h) => h.id));
+    hits.forEach((h, i) => expect(h.score).toBeCloseTo(exact[i]!.score, 5));
+    // The planner reads so small a tenant through the btree. Through the HNSW index (sorting made
+    // prohibitive), the iterative scan walks past the other tenant's 4,000 rows until 10 of this one's
+    // passed the filter; a plain scan stops after ef_search candidates with next to none of them.
+    const query = messageVectorQuery(small, probe, embedder, {}, 10);
+    const throughIndex = (iterative: boolean) =>
+      withClient(database.url, async (client) => {
+        await client.query('BEGIN');
+        await prepareIndexScan(client, 10);
+        if (!iterative) await client.query(`SET LOCAL hnsw.iterative_scan = off`);
+        await client.query('SET LOCAL enable_sort = off');
+        const plan = (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${query.select(indexedOrder(dims)!)}`, [...query.values])).rows;
+        const found = (await client.query<{ id: string }>(query.select(indexedOrder(dims)!), [...query.values])).rows;
+        await client.query('ROLLBACK');
+        return { plan: plan.map((r) => r['QUERY PLAN']).join('\n'), ids: found.map((r) => r.id) };
+      });
+    const iterative = await throughIndex(true);
+    expect(iterative.plan).toMatch(/Index Scan using message_vectors_hnsw_/);
+    expect(iterative.ids).toEqual(exact.map((h) => h.id));
+    expect((await throughIndex(false)).ids.length).toBeLessThan(10);
+    // A session of the big tenant: filtered in the index scan, still k rows, all of that session.
+    const session = await store.searchMessagesByVector(big, probe, embedder, { sessionKey: 's3' }, 10);
+    expect(session).toHaveLength(10);
+    const sessions = await store.getMessages(big, session.map((h) => h.id));
+    expect(new Set(sessions.map((m) => m.sessionKey))).toEqual(new Set(['s3']));
   });
 });

@@ -41,7 +41,8 @@ describe('SqliteStore message KNN index', () => {
   async function storeWithVectors(path: string, vectors: Float32Array[]): Promise<SqliteStore> {
     const store = SqliteStore.open({ path, memoryVectors: false });
     await store.addMessages(vectors.map((_, i) => ({ id: `m${i}`, scope, sessionKey: `s${i % 3}`, role: 'user' as const, content: `message ${i}` })));
-    const pending = await store.pendingEmbeddings('message', 'e', 0, vectors.length);
+    const pending = await store.pendingEmbeddings('message', 'e', { after: 0, limit: vectors.length });
+    await store.indexVectors('message', 'e', vectors[0]!.length);
     await store.saveEmbeddings('message', 'e', pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i]! })));
     return store;
   }

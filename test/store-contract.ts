@@ -1,7 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Store } from '../src/store/store.js';
+import type { MemoryFilter, Store } from '../src/store/store.js';
+import { rankKeywordCandidates } from '../src/search/bm25.js';
 import { analyze } from '../src/text/analyze.js';
 import type { NewMessage, Scope } from '../src/types.js';
+
+/** Memory keyword search as the memory tools run it: the store's candidates, ranked above the store. */
+async function searchMemories(store: Store, scope: Scope, terms: string[], filter: MemoryFilter, limit: number) {
+  return rankKeywordCandidates(terms, await store.memoryKeywordCandidates(scope, terms, filter), limit);
+}
 
 /**
  * The behaviour every Store backend must show. Each backend's test file calls this with a factory that
@@ -93,8 +99,8 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
       expect(created).toMatchObject({ content: 'Likes green tea', type: 'persona', priority: 50, sceneName: 'Drinks', version: 1, sourceMessageIds: ['m1'] });
       const updated = await store.updateMemory(alice, created.id, { content: 'Likes oolong tea', priority: 80 });
       expect(updated).toMatchObject({ content: 'Likes oolong tea', priority: 80, version: 2, sceneName: 'Drinks' });
-      expect(await store.searchMemoriesByKeyword(alice, analyze('green'), {}, 5)).toEqual([]);
-      expect((await store.searchMemoriesByKeyword(alice, analyze('oolong'), {}, 5)).map((h) => h.id)).toEqual([created.id]);
+      expect(await searchMemories(store, alice, analyze('green'), {}, 5)).toEqual([]);
+      expect((await searchMemories(store, alice, analyze('oolong'), {}, 5)).map((h) => h.id)).toEqual([created.id]);
       await expect(store.updateMemory(bob, created.id, { priority: 1 })).rejects.toMatchObject({ code: 'not_found' });
       expect(await store.deleteMemory(bob, created.id)).toBe(false);
       expect(await store.deleteMemory(alice, created.id)).toBe(true);
@@ -104,9 +110,9 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     it('pushes memory filters into the candidate query so they never starve results', async () => {
       for (let i = 0; i < 30; i++) await store.createMemory(alice, { content: `coffee note ${i} coffee coffee`, type: 'episodic', sceneName: 'Morning' });
       const persona = await store.createMemory(alice, { content: 'drinks coffee', type: 'persona', sceneName: 'Work Café' });
-      expect((await store.searchMemoriesByKeyword(alice, analyze('coffee'), { type: 'persona' }, 1)).map((h) => h.id)).toEqual([persona.id]);
-      expect((await store.searchMemoriesByKeyword(alice, analyze('coffee'), { scene: 'CAFÉ' }, 1)).map((h) => h.id)).toEqual([persona.id]);
-      expect(await store.searchMemoriesByKeyword(alice, analyze('coffee'), { scene: '%' }, 5)).toEqual([]);
+      expect((await searchMemories(store, alice, analyze('coffee'), { type: 'persona' }, 1)).map((h) => h.id)).toEqual([persona.id]);
+      expect((await searchMemories(store, alice, analyze('coffee'), { scene: 'CAFÉ' }, 1)).map((h) => h.id)).toEqual([persona.id]);
+      expect(await searchMemories(store, alice, analyze('coffee'), { scene: '%' }, 5)).toEqual([]);
       const listed = await store.listMemories(alice, { type: 'persona', limit: 10 });
       expect(listed.map((m) => m.id)).toEqual([persona.id]);
     });
@@ -120,7 +126,7 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         expect(await store.searchMessagesByKeyword(other, analyze('secret alpha'), {}, 10)).toEqual([]);
         expect(await store.getMemories(other, [mem.id])).toEqual([]);
         expect(await store.listMemories(other, { limit: 10 })).toEqual([]);
-        expect(await store.searchMemoriesByKeyword(other, analyze('secret alpha'), {}, 10)).toEqual([]);
+        expect(await searchMemories(store, other, analyze('secret alpha'), {}, 10)).toEqual([]);
         expect(await store.deleteMessage(other, 'shared-id')).toBe(false);
         expect(await store.deleteSession(other, 's1')).toBe(0);
       }
@@ -131,7 +137,7 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
       if (!store.capabilities.vectorSearch) return;
       await store.addMessages([msg(alice, 'x', 'east'), msg(alice, 'y', 'north'), msg(bob, 'z', 'east too')]);
       expect(await store.countPendingEmbeddings('message', 'e1')).toBe(3);
-      const pending = await store.pendingEmbeddings('message', 'e1', 0, 10);
+      const pending = await store.pendingEmbeddings('message', 'e1', { after: 0, limit: 10 });
       expect(pending.map((p) => p.text)).toEqual(['east', 'north', 'east too']);
       const vectors: Record<string, Float32Array | null> = { east: unit([1, 0, 0]), north: unit([0, 1, 0]), 'east too': unit([1, 0.1, 0]) };
       await store.saveEmbeddings('message', 'e1', pending.map((p) => ({ key: p.key, text: p.text, vector: vectors[p.text] ?? null })));
@@ -142,7 +148,7 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
       expect(await store.searchMessagesByVector(alice, unit([1, 0, 0]), 'other-model', {}, 5)).toEqual([]);
       expect(await store.countPendingEmbeddings('message', 'e2')).toBe(3);
       // After the cursor, only later rows are pending.
-      expect((await store.pendingEmbeddings('message', 'e2', pending[0]!.key, 10)).map((p) => p.text)).toEqual(['north', 'east too']);
+      expect((await store.pendingEmbeddings('message', 'e2', { after: pending[0]!.position, limit: 10 })).map((p) => p.text)).toEqual(['north', 'east too']);
     });
 
     it('message vector search: session filter, scope isolation, deletion, null vectors and a model change', async () => {
@@ -155,7 +161,7 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
       ]);
       const vectors: Record<string, Float32Array | null> = { east: unit([1, 0, 0]), 'east again': unit([1, 0.2, 0]), 'no words': null, 'east too': unit([1, 0, 0]) };
       const embedAll = async (embedder: string, of: (text: string) => Float32Array | null) => {
-        const pending = await store.pendingEmbeddings('message', embedder, 0, 100);
+        const pending = await store.pendingEmbeddings('message', embedder, { after: 0, limit: 100 });
         await store.saveEmbeddings('message', embedder, pending.map((p) => ({ key: p.key, text: p.text, vector: of(p.text) })));
       };
       await embedAll('e1', (text) => vectors[text] ?? null);
@@ -181,11 +187,11 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     it('drops a vector computed for text that changed meanwhile, and re-queues the changed memory', async () => {
       if (!store.capabilities.vectorSearch) return;
       const mem = await store.createMemory(alice, { content: 'old text', type: 'episodic' });
-      const [pending] = await store.pendingEmbeddings('memory', 'e1', 0, 10);
+      const [pending] = await store.pendingEmbeddings('memory', 'e1', { after: 0, limit: 10 });
       await store.updateMemory(alice, mem.id, { content: 'new text' });
       await store.saveEmbeddings('memory', 'e1', [{ key: pending!.key, text: pending!.text, vector: unit([1, 0]) }]);
       expect(await store.countPendingEmbeddings('memory', 'e1')).toBe(1);
-      const [fresh] = await store.pendingEmbeddings('memory', 'e1', 0, 10);
+      const [fresh] = await store.pendingEmbeddings('memory', 'e1', { after: 0, limit: 10 });
       expect(fresh!.text).toBe('new text');
       await store.saveEmbeddings('memory', 'e1', [{ key: fresh!.key, text: fresh!.text, vector: null }]);
       expect(await store.countPendingEmbeddings('memory', 'e1')).toBe(0);

@@ -1,5 +1,5 @@
 import { describeError } from '../errors.js';
-import type { EmbeddingTarget, Store } from '../store/store.js';
+import type { QueuedEmbeddingTarget, Store } from '../store/store.js';
 import type { Embedder } from './embedder.js';
 
 export type EmbedQueueOptions = {
@@ -11,7 +11,7 @@ export type EmbedQueueOptions = {
   onBatch?: (saved: number) => void;
 };
 
-const TARGETS: readonly EmbeddingTarget[] = ['message', 'memory'];
+const TARGETS: readonly QueuedEmbeddingTarget[] = ['message', 'memory', 'error_record'];
 const MAX_BACKOFF_MS = 60_000;
 /**
  * How long one count of pending rows answers {@link EmbedQueue.depth}. Counting scans every base row, so
@@ -36,6 +36,8 @@ export class EmbedQueue {
   private idle = false;
   private failures = 0;
   private lastDepth: { at: number; value: Promise<number> } | null = null;
+  /** Targets and dimensions whose vector index this queue has prepared (`target:dimensions`). */
+  private readonly indexed = new Set<string>();
   lastError: string | null = null;
 
   constructor(
@@ -138,19 +140,25 @@ export class EmbedQueue {
     }
   }
 
-  private async pass(target: EmbeddingTarget): Promise<void> {
+  private async pass(target: QueuedEmbeddingTarget): Promise<void> {
     let cursor = 0;
     while (!this.stopped) {
-      const pending = await this.store.pendingEmbeddings(target, this.embedder.id, cursor, this.batchSize);
+      const pending = await this.store.pendingEmbeddings(target, this.embedder.id, { after: cursor, limit: this.batchSize });
       if (pending.length === 0) return;
       const vectors = await this.embedder.embed(pending.map((p) => p.text));
+      // The explicit index step, before the first batch of each dimension this embedder produces.
+      const dimensions = vectors.find((v) => v !== null && v !== undefined)?.length;
+      if (dimensions !== undefined && !this.indexed.has(`${target}:${dimensions}`)) {
+        await this.store.indexVectors(target, this.embedder.id, dimensions);
+        this.indexed.add(`${target}:${dimensions}`);
+      }
       await this.store.saveEmbeddings(
         target,
         this.embedder.id,
         pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })),
       );
       this.options.onBatch?.(pending.length);
-      cursor = pending[pending.length - 1]!.key;
+      cursor = pending[pending.length - 1]!.position;
     }
   }
 }

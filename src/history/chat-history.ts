@@ -5,7 +5,7 @@ import { CairnError, describeError } from '../errors.js';
 import { Bm25Index } from '../search/bm25-index.js';
 import { RRF_K, rrfFuse } from '../search/rrf.js';
 import { clampLimit } from '../memory/search-params.js';
-import type { HistoryStore, Run, RunText, RunToolCall } from '../store/store.js';
+import type { EmbeddingStore, HistoryStore, Run, RunText, RunToolCall } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
 import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
 import type { Scope } from '../types.js';
@@ -93,6 +93,8 @@ export type WithholdPolicy = {
 
 export type ChatHistoryDeps = {
   store: HistoryStore;
+  /** The cache of run texts' vectors (target `run_text`). */
+  embeddings: EmbeddingStore;
   runs: RunLog;
   embedder: Embedder | null;
   /** Null: nothing is ever withheld. */
@@ -274,7 +276,7 @@ export class ChatHistory {
       const [queryVector] = await embedder.embed([query], signal);
       if (!queryVector) return null;
       const items = texts.map((t) => ({ key: t.key, text: searchableText(t) }));
-      const vectors = await this.deps.store.runTextVectors(items, embedder.id);
+      const vectors = await this.deps.embeddings.embeddingsOf('run_text', embedder.id, items);
       const missing = items.filter((i) => !vectors.has(i.key));
       for (let start = 0; start < missing.length; start += EMBED_BATCH) {
         const batch = missing.slice(start, start + EMBED_BATCH);
@@ -283,7 +285,7 @@ export class ChatHistory {
           signal,
         );
         const saved = batch.map((item, i) => ({ ...item, vector: made[i] ?? null }));
-        await this.deps.store.saveRunTextVectors(embedder.id, saved);
+        await this.deps.embeddings.saveEmbeddings('run_text', embedder.id, saved);
         for (const s of saved) vectors.set(s.key, s.vector);
       }
       return texts

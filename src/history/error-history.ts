@@ -4,10 +4,11 @@ import { readyEmbedder, type Embedder } from '../embed/embedder.js';
 import { CairnError, describeError } from '../errors.js';
 import { clampLimit } from '../memory/search-params.js';
 import { RRF_K, rrfFuse } from '../search/rrf.js';
-import type { ErrorRecord, ErrorRecordFilter, HistoryStore } from '../store/store.js';
+import type { EmbeddingStore, ErrorRecord, ErrorRecordFilter, HistoryStore } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
 import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
 import type { RankedHit, Scope } from '../types.js';
+import { rankKeywordCandidates } from '../search/bm25.js';
 
 /**
  * The failure memory: tool errors kept across sessions with the fix that resolved them. Only fixes that
@@ -64,6 +65,8 @@ export type FailureHint = { relatedErrors: string[]; text: string };
 
 export type ErrorHistoryDeps = {
   store: HistoryStore;
+  /** Where error records' vectors are found and saved (target `error_record`). */
+  embeddings: EmbeddingStore;
   embedder: Embedder | null;
   queryTimeoutMs: number;
   /** RRF weight of the vector ranking against BM25's 1 (see `vectorFusionWeight`). */
@@ -139,7 +142,7 @@ export class ErrorHistory {
     checkQueryLength(keyword);
     const terms = boundTerms(analyze(keyword));
     const [keywordHits, vectorHits] = await Promise.all([
-      terms.length > 0 ? this.deps.store.searchErrorRecordsByKeyword(scope, terms, filter, limit * 4) : Promise.resolve([]),
+      terms.length > 0 ? this.keywordHits(scope, terms, filter, limit * 4) : Promise.resolve([]),
       this.vectorHits(scope, keyword, filter, limit * 4),
     ]);
     let hits: RankedHit[] = rrfFuse([keywordHits, vectorHits], RRF_K, [1, this.deps.vectorWeight]);
@@ -191,20 +194,25 @@ export class ErrorHistory {
     return { relatedErrors, text: lines.join('\n') };
   }
 
+  private async keywordHits(scope: Scope, terms: readonly string[], filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]> {
+    return rankKeywordCandidates(terms, await this.deps.store.errorKeywordCandidates(scope, terms, filter), limit);
+  }
+
   private async vectorHits(scope: Scope, query: string, filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]> {
     const embedder = readyEmbedder(this.deps.embedder, this.deps.warn);
     if (!embedder) return [];
     try {
       const signal = AbortSignal.timeout(this.deps.queryTimeoutMs);
-      const pending = await this.deps.store.errorRecordsWithoutVector(scope, embedder.id, EMBED_CATCH_UP);
+      const pending = await this.deps.embeddings.pendingEmbeddings('error_record', embedder.id, { after: 0, limit: EMBED_CATCH_UP, scope });
       if (pending.length > 0) {
         const vectors = await embedder.embed(
           pending.map((p) => p.text),
           signal,
         );
-        await this.deps.store.saveErrorRecordVectors(
+        await this.deps.embeddings.saveEmbeddings(
+          'error_record',
           embedder.id,
-          pending.map((p, i) => ({ ...p, vector: vectors[i] ?? null })),
+          pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })),
         );
       }
       const [vector] = await embedder.embed([query], signal);

@@ -5,7 +5,7 @@ import { vectorFusionWeight, vectorSimilarityFloor, type Embedder } from '../emb
 import { CairnError, describeError } from '../errors.js';
 import { createChatModel } from '../llm/chat-client.js';
 import { scopeSchema } from '../memory/schemas.js';
-import type { HistoryStore, Run } from '../store/store.js';
+import type { EmbeddingStore, HistoryStore, Run } from '../store/store.js';
 import type { Scope } from '../types.js';
 import { ChatHistory, chatHistoryParams, type ChatHistoryResult } from './chat-history.js';
 import { ErrorHistory, errorHistoryParams, writeErrorParams, type ErrorHistoryResult, type FailureHint, type WriteErrorResult } from './error-history.js';
@@ -37,6 +37,8 @@ export type HistoryToolCallNote = ToolCallNote & {
 
 export type HistoryDeps = {
   store: HistoryStore;
+  /** The vectors of run texts and error records. */
+  embeddings: EmbeddingStore;
   config: CairnConfig;
   embedder: Embedder | null;
   /** Overrides the judge `history.judge` selects; null withholds nothing. */
@@ -60,7 +62,7 @@ export class History implements ToolCallRecorder {
   private readonly warn: (message: string) => void;
 
   constructor(deps: HistoryDeps) {
-    const { store, config, embedder, warn } = deps;
+    const { store, embeddings, config, embedder, warn } = deps;
     this.warn = warn;
     const h = config.history;
     this.runs = new RunLog(store, { retentionDays: h.retention_days, referenceTools: h.reference_tools });
@@ -68,6 +70,7 @@ export class History implements ToolCallRecorder {
     const vectorWeight = vectorFusionWeight(embedder, config.embedding.fusion_weight);
     this.chat = new ChatHistory({
       store,
+      embeddings,
       runs: this.runs,
       embedder,
       judge: this.judge,
@@ -78,6 +81,7 @@ export class History implements ToolCallRecorder {
     });
     this.errors = new ErrorHistory({
       store,
+      embeddings,
       embedder,
       queryTimeoutMs: config.embedding.query_timeout_ms,
       vectorWeight,

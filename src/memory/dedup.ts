@@ -7,6 +7,7 @@ import { MEMORY_TYPES, type Memory, type Scope } from '../types.js';
 import type { CandidateMemory } from './extract.js';
 import { ruleSlot, slotProbe } from './rules.js';
 import { runHybrid, type SearchContext } from './search-context.js';
+import { rankKeywordCandidates } from '../search/bm25.js';
 
 /** Existing memories each new memory is compared with. */
 const CANDIDATES_PER_MEMORY = 5;
@@ -143,7 +144,7 @@ async function nearest(ctx: SearchContext, scope: Scope, content: string): Promi
     ctx,
     'dedup',
     content,
-    (terms) => ctx.store.searchMemoriesByKeyword(scope, terms, {}, CANDIDATES_PER_MEMORY * 2),
+    async (terms) => rankKeywordCandidates(terms, await ctx.store.memoryKeywordCandidates(scope, terms, {}), CANDIDATES_PER_MEMORY * 2),
     (vector, embedderId) => ctx.store.searchMemoriesByVector(scope, vector, embedderId, {}, CANDIDATES_PER_MEMORY * 2),
   );
   return ctx.store.getMemories(
@@ -154,7 +155,8 @@ async function nearest(ctx: SearchContext, scope: Scope, content: string): Promi
 
 /** Live memories holding the same single-valued fact as a new one (another name, another employer). */
 async function slotHolders(ctx: SearchContext, scope: Scope, slot: string, key: string): Promise<Memory[]> {
-  const hits = await ctx.store.searchMemoriesByKeyword(scope, analyze(slotProbe(slot)), {}, SLOT_SCAN);
+  const terms = analyze(slotProbe(slot));
+  const hits = rankKeywordCandidates(terms, await ctx.store.memoryKeywordCandidates(scope, terms, {}), SLOT_SCAN);
   const memories = await ctx.store.getMemories(
     scope,
     hits.map((h) => h.id),

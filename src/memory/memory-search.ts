@@ -2,6 +2,7 @@ import type { Scope, SearchStrategy } from '../types.js';
 import { formatMemoryResults, SEARCH_UNAVAILABLE_MESSAGE } from './format.js';
 import { runSearch, type SearchContext } from './search-context.js';
 import type { MemorySearchParams } from './search-params.js';
+import { rankKeywordCandidates } from '../search/bm25.js';
 
 /** One memory_search result (the seed's result item fields). */
 export type MemoryHit = {
@@ -33,7 +34,7 @@ export async function memorySearch(ctx: SearchContext, scope: Scope, params: Mem
     query: params.query,
     limit: params.limit,
     candidates: (limit) => limit * 3,
-    keyword: (terms, k) => ctx.store.searchMemoriesByKeyword(scope, terms, filter, k),
+    keyword: async (terms, k) => rankKeywordCandidates(terms, await ctx.store.memoryKeywordCandidates(scope, terms, filter), k),
     vector: (vector, embedderId, k) => ctx.store.searchMemoriesByVector(scope, vector, embedderId, filter, k),
     load: (ids) => ctx.store.getMemories(scope, ids),
   });

@@ -1,47 +1,109 @@
 import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, RankedHit, Scope } from '../types.js';
 
 /**
- * The storage contract every backend implements (embedded SQLite now, PostgreSQL later). All methods are
- * async so a networked backend fits. Every method takes a scope and filters by it inside the query.
- * Search methods return ranked ids only; hydration and fusion happen above the store (DESIGN.md).
+ * The storage contract every backend implements (embedded SQLite, PostgreSQL): the union of one small
+ * interface per aggregate. All methods are async so a networked backend fits. Every method takes a scope
+ * and filters by it inside the query, except the operator- and worker-level methods whose doc says why
+ * (API keys are global; the embedding queue, the extraction backlog and run pruning work across scopes).
+ * Search methods return ranked ids or keyword candidates; BM25 ranking of candidates, hydration and
+ * fusion happen above the store (DESIGN.md, "The store contract").
+ *
+ * **Ordering guarantee.** Every storage position (message seq, memory seq, error record seq, tool-call
+ * seq, the vector save counter) becomes visible in increasing order: a reader that has seen position p
+ * never later sees a new row with a position <= p. Cursors (`messagesAfter`, `commitExtraction`,
+ * `pendingEmbeddings`' `after`) rely on it. SQLite holds it with its single writer; PostgreSQL by taking a
+ * per-table advisory transaction lock before drawing the next position, so positions are handed out in
+ * commit order.
  */
-export interface Store extends KeyStore, PipelineStore, KnowledgeStore, TransferStore {
+export interface Store
+  extends MessageStore,
+    MemoryStore,
+    EmbeddingStore,
+    KeyStore,
+    PipelineStore,
+    KnowledgeStore,
+    TransferStore {
   readonly capabilities: StoreCapabilities;
   /** The action log and failure memory behind the history tools. */
   readonly history: HistoryStore;
+  close(): Promise<void>;
+}
 
-  /** Records messages in one transaction. Ids already present in the same scope are skipped, not changed. */
+/** Messages (L0): the raw conversation, append-only apart from deletes. */
+export interface MessageStore {
+  /**
+   * Records messages in one transaction (or one per `commitEvery` chunk). Ids already present in the same
+   * scope are skipped, not changed. Each message names its own scope.
+   */
   addMessages(messages: readonly NewMessage[], options?: AddMessagesOptions): Promise<AddMessagesResult>;
   /** Messages by id, in the order asked; unknown ids are left out. */
   getMessages(scope: Scope, ids: readonly string[]): Promise<Message[]>;
-  /** Messages oldest first, optionally in one session. */
+  /** Messages oldest first (storage order), optionally in one session. */
   listMessages(scope: Scope, query: ListMessagesQuery): Promise<Message[]>;
   deleteMessage(scope: Scope, id: string): Promise<boolean>;
   /** Deletes every message of a session; returns how many were deleted. */
   deleteSession(scope: Scope, sessionKey: string): Promise<number>;
-  /** BM25 over analysed message text. `terms` are already analysed (text/analyze.ts). */
+  /**
+   * Best messages by BM25 over their analysed text (search/top-k-index.ts, the same formula on every
+   * engine). `terms` are already analysed (text/analyze.ts).
+   */
   searchMessagesByKeyword(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]>;
-  /** Nearest messages by cosine similarity among vectors made by `embedderId`. */
+  /** Nearest messages by cosine similarity (1 − cosine distance) among vectors made by `embedderId`. */
   searchMessagesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): Promise<RankedHit[]>;
+}
 
+/** Memories (L1): extracted or written facts, versioned, with an audit trail of every change. */
+export interface MemoryStore {
+  /** Throws `conflict` when the id is taken. */
   createMemory(scope: Scope, input: NewMemory): Promise<Memory>;
   getMemories(scope: Scope, ids: readonly string[]): Promise<Memory[]>;
   /** Memories newest first. */
   listMemories(scope: Scope, query: ListMemoriesQuery): Promise<Memory[]>;
-  /** Applies a patch and bumps `version`; throws `not_found` for an unknown id. */
+  /** Applies a patch and bumps `version`, reading and writing in one transaction; throws `not_found` for an unknown id. */
   updateMemory(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory>;
   deleteMemory(scope: Scope, id: string): Promise<boolean>;
-  searchMemoriesByKeyword(scope: Scope, terms: readonly string[], filter: MemoryFilter, limit: number): Promise<RankedHit[]>;
+  /**
+   * The memories the filter selects that hold any of `terms` (analysed, text/analyze.ts), with their
+   * analysed terms and the collection's totals, for ranking by search/bm25.ts.
+   */
+  memoryKeywordCandidates(scope: Scope, terms: readonly string[], filter: MemoryFilter): Promise<KeywordCandidates>;
+  /** Nearest memories by cosine similarity (1 − cosine distance) among vectors made by `embedderId`. */
   searchMemoriesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): Promise<RankedHit[]>;
+}
 
-  /** Rows after `cursor` (in storage order) that have no vector from `embedderId` yet, across all scopes. */
-  pendingEmbeddings(target: EmbeddingTarget, embedderId: string, cursor: number, limit: number): Promise<PendingEmbedding[]>;
-  /** Stores vectors (null = the text has no vector) made by `embedderId`, replacing older ones. */
+/**
+ * Vectors of every embedded target, one API for all of them (DESIGN.md, "Embeddings"). Queued targets
+ * (messages, memories, error records) are found by the embedding queue; run texts are embedded when a
+ * search needs them and cached through {@link EmbeddingStore.embeddingsOf}.
+ *
+ * The queue methods are worker-level: without `scope` they work across scopes (one background queue per
+ * server embeds every tenant's rows); a key comes from a scoped read or from the queue itself.
+ */
+export interface EmbeddingStore {
+  /**
+   * Rows of `target` past position `after` that have no vector from `embedderId` for their current text,
+   * in position order, at most `limit`; with `scope`, only that scope's rows.
+   */
+  pendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, query: PendingEmbeddingsQuery): Promise<PendingEmbedding[]>;
+  /**
+   * Stores vectors (null = the text has no vector) made by `embedderId`, replacing older ones; an item is
+   * saved only where the row still has `text`. Saving a row twice leaves one vector. Never builds an
+   * index: that is {@link EmbeddingStore.indexVectors}.
+   */
   saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void>;
-  /** How many rows still lack a vector from `embedderId`. */
-  countPendingEmbeddings(target: EmbeddingTarget, embedderId: string): Promise<number>;
-
-  close(): Promise<void>;
+  /** How many rows of `target` still lack a vector from `embedderId`, across scopes. */
+  countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string): Promise<number>;
+  /**
+   * Stored vectors from `embedderId` by key, only where the row's text is still `text` (null: saved as
+   * having no vector); keys with no such vector are absent from the map.
+   */
+  embeddingsOf(target: EmbeddingTarget, embedderId: string, items: readonly { key: string; text: string }[]): Promise<Map<string, Float32Array | null>>;
+  /**
+   * Prepares the vector index of `target` for `embedderId` at `dimensions` (idempotent): SQLite moves
+   * its message KNN index to that embedder, PostgreSQL creates the partial HNSW index. The embedding
+   * queue calls it before saving the first batch of an embedder or dimension.
+   */
+  indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<void>;
 }
 
 /** What a backend can do; the façade and search code read this instead of checking classes. */
@@ -86,11 +148,32 @@ export type MemoryFilter = {
 };
 export type ListMemoriesQuery = MemoryFilter & { limit: number; offset?: number | undefined };
 
-export type EmbeddingTarget = 'message' | 'memory';
-/** `key` is the row's position in storage order, used as the queue cursor. */
-export type PendingEmbedding = { key: number; text: string };
+/** What has vectors: messages, memories, error records (their {@link ErrorRecord} text) and run texts. */
+export type EmbeddingTarget = 'message' | 'memory' | 'error_record' | 'run_text';
+/** The targets the embedding queue walks; run texts are embedded on demand instead. */
+export type QueuedEmbeddingTarget = Exclude<EmbeddingTarget, 'run_text'>;
+export type PendingEmbeddingsQuery = { after: number; limit: number; scope?: Scope | undefined };
+/**
+ * `key` names the row within its target (a message's seq in decimal, a memory's or error record's id, a
+ * run text's key); `position` is its storage position, the queue cursor.
+ */
+export type PendingEmbedding = { key: string; position: number; text: string };
 /** `text` must be the text that was embedded: a vector for a row whose text changed since is dropped. */
-export type SavedEmbedding = { key: number; text: string; vector: Float32Array | null };
+export type SavedEmbedding = { key: string; text: string; vector: Float32Array | null };
+
+/**
+ * What a keyword search of memories or error records hands up for ranking (search/bm25.ts): the
+ * candidates, and the size of the collection they were drawn from (the scope's rows the filter selects).
+ */
+export type KeywordCandidates = {
+  /** Rows holding at least one query term, in storage order, each with its analysed terms in text order. */
+  candidates: KeywordCandidate[];
+  /** Rows in the collection. */
+  documents: number;
+  /** Analysed terms over every row of the collection (the average document length times `documents`). */
+  totalTerms: number;
+};
+export type KeywordCandidate = { id: string; terms: string[] };
 
 /** API keys: only a hash of each secret is stored. Keys are global, not scoped: each binds one user. */
 export interface KeyStore {
@@ -123,7 +206,7 @@ export type StoredApiKey = ApiKey & { secretHash: string };
 export interface PipelineStore {
   /** One session's extraction state; a session never extracted has cursor 0. */
   pipelineState(scope: Scope, sessionKey: string): Promise<PipelineState>;
-  /** Every session, across scopes, with messages past its cursor or a failure on record. */
+  /** Every session, across scopes, with messages past its cursor or a failure on record: worker-level, for the extraction scheduler. */
   pipelineBacklog(): Promise<PipelineState[]>;
   /** Messages of a session stored after `cursor` (a storage position), oldest first. */
   messagesAfter(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]>;
@@ -201,13 +284,17 @@ export type MemoryAuditEntry = {
 
 /**
  * The action log (runs of an agent and the tool calls they made) and the failure memory (tool errors with
- * the fix that worked) behind the history tools. Runs belong to one session of one scope; error records to
- * a scope, across its sessions. Times are ISO-8601 UTC strings.
+ * the fix that worked) behind the history tools, reached as `store.history`. Runs belong to one session of
+ * one scope; error records to a scope, across its sessions. Times are ISO-8601 UTC strings. Their vectors
+ * go through the {@link EmbeddingStore} (targets `run_text` and `error_record`).
  */
-export interface HistoryStore {
+export interface HistoryStore extends RunStore, ErrorStore {}
+
+/** Runs of an agent and the tool calls they made. */
+export interface RunStore {
   /**
-   * Creates the run or merges into it: given fields replace stored ones, tool calls are appended. Returns
-   * the whole run.
+   * Creates the run or merges into it: given fields replace stored ones, tool calls are appended (each
+   * gets the next tool-call position). Returns the whole run.
    */
   saveRun(scope: Scope, run: RunWrite): Promise<Run>;
   /** Runs by task id, in the order asked; unknown ids are left out. */
@@ -218,35 +305,42 @@ export interface HistoryStore {
   openRunId(scope: Scope, sessionKey: string): Promise<string | null>;
   /**
    * Texts of the session's runs (requests, replies, tool results) at or after `since` that contain every
-   * term as a substring (case-insensitive; trigram index for terms of three characters or more), newest first.
+   * term as a substring (case-insensitive; a tool text also matches on its name and arguments), newest first.
    */
   searchRunTexts(scope: Scope, sessionKey: string, terms: readonly string[], since: string, limit: number): Promise<RunText[]>;
   /** The session's newest run texts at or after `since`, newest first. */
   recentRunTexts(scope: Scope, sessionKey: string, since: string, limit: number): Promise<RunText[]>;
-  /** Cached vectors of run texts by `key`, for `embedderId`, only where the text is still the one embedded. */
-  runTextVectors(items: readonly { key: string; text: string }[], embedderId: string): Promise<Map<string, Float32Array | null>>;
-  saveRunTextVectors(embedderId: string, items: readonly { key: string; text: string; vector: Float32Array | null }[]): Promise<void>;
-  /** Deletes runs (of every scope) whose last activity is before `before`; returns how many. */
+  /**
+   * Deletes runs of every scope whose last activity is before `before`; returns how many. Operator-level
+   * (the retention sweep), so it takes no scope.
+   */
   pruneRuns(before: string): Promise<number>;
   /** Notes that a run was withheld from the session once; false when it already had been. */
   markWithheld(scope: Scope, sessionKey: string, taskId: string): Promise<boolean>;
   /** Which of these runs were already withheld from the session once. */
   withheldRuns(scope: Scope, sessionKey: string, taskIds: readonly string[]): Promise<Set<string>>;
+}
 
-  /** Stores an error record; a record with the same id is refreshed (keywords merged, `updatedAt` moved). */
+/** Tool failures with the fix that resolved them; searched by {@link errorRecordText} (history/error-record-text.ts). */
+export interface ErrorStore {
+  /** Stores an error record; a record with the same id is refreshed (keywords merged, cause replaced when given, `updatedAt` moved). */
   saveErrorRecord(scope: Scope, record: ErrorRecordWrite): Promise<ErrorRecord>;
+  /** Records by id, in the order asked; unknown ids are left out. */
   getErrorRecords(scope: Scope, ids: readonly string[]): Promise<ErrorRecord[]>;
-  /** Records whose id starts with `prefix` (lower-case hex), at most `limit`. */
+  /** Records whose id starts with `prefix` (lower-case hex; anything else finds none), by id, at most `limit`. */
   findErrorRecordsByPrefix(scope: Scope, prefix: string, limit: number): Promise<ErrorRecord[]>;
-  /** BM25 over the analysed record text. `terms` are already analysed (text/analyze.ts). */
-  searchErrorRecordsByKeyword(scope: Scope, terms: readonly string[], filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]>;
-  /** Nearest records by cosine similarity among vectors made by `embedderId`. */
+  /**
+   * The records the filter selects whose analysed text holds any of `terms` (analysed), with their
+   * analysed terms and the collection's totals, for ranking by search/bm25.ts.
+   */
+  errorKeywordCandidates(scope: Scope, terms: readonly string[], filter: ErrorRecordFilter): Promise<KeywordCandidates>;
+  /** Nearest records by cosine similarity (1 − cosine distance) among vectors made by `embedderId`. */
   searchErrorRecordsByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]>;
-  /** Records whose tool name, symptom, cause, action or keywords contain `needle` (case-insensitive), newest first. */
+  /**
+   * Records whose tool name, keywords, symptom, cause or action contain `needle` (case-insensitive),
+   * newest first (by `updatedAt`); the score is 1 / (rank + 2), a rank and no more.
+   */
   scanErrorRecords(scope: Scope, needle: string, filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]>;
-  /** Records of the scope that have no vector from `embedderId` yet, with the text to embed. */
-  errorRecordsWithoutVector(scope: Scope, embedderId: string, limit: number): Promise<{ id: string; text: string }[]>;
-  saveErrorRecordVectors(embedderId: string, items: readonly { id: string; text: string; vector: Float32Array | null }[]): Promise<void>;
 }
 
 /** Who made a recorded tool call: the host itself, or Cairn's tool hub on the host's behalf (a downstream MCP tool). */
@@ -294,7 +388,7 @@ export type Run = {
 
 export type RunSummary = Omit<Run, 'toolCalls'>;
 
-/** What {@link HistoryStore.saveRun} writes: undefined fields keep their stored value. */
+/** What {@link RunStore.saveRun} writes: undefined fields keep their stored value. */
 export type RunWrite = {
   taskId: string;
   sessionKey: string;
@@ -402,7 +496,8 @@ export type KnowledgeSyncChange = {
 
 /**
  * Moving a whole database out and in (DESIGN.md, "Export, restore and backup"): a snapshot of every
- * stored row for `cairn export`, a restore into an empty store, and an online copy of the live file.
+ * stored row for `cairn export`, a restore into an empty store, and an online copy of the live database.
+ * Operator-level: each covers the whole database, every scope, so none takes one.
  */
 export interface TransferStore {
   /** A consistent snapshot of every stored row (derived indexes left out); close it when done. */
@@ -412,7 +507,10 @@ export interface TransferStore {
    * changed), all in one transaction, then rebuilds the derived indexes. Returns rows written per type.
    */
   restoreRecords(records: AsyncIterable<DumpRecord>, onProgress?: (done: number) => void): Promise<Record<string, number>>;
-  /** Copies the live database to `path` (which must not exist) without stopping writers. */
+  /**
+   * Copies the live database to `path` (which must not exist) without stopping writers; a backend
+   * without a file to copy throws `invalid_input`.
+   */
   backup(path: string, onProgress?: (done: number, total: number) => void): Promise<void>;
 }
 

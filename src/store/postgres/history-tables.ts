@@ -1,16 +1,16 @@
-import { createHash } from 'node:crypto';
-import pgvector from 'pgvector';
-import { BM25_B, BM25_K1 } from '../../search/bm25-index.js';
+import { errorRecordText } from '../../history/error-record-text.js';
 import { analyze } from '../../text/analyze.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { PostgresMigration } from './migrations.js';
 import { lockPositions, type PostgresDatabase } from './postgres-db.js';
 import { likeLiteral } from './sql-text.js';
+import { toVector } from './history-embeddings.js';
 import type {
   ErrorRecord,
   ErrorRecordFilter,
   ErrorRecordWrite,
   HistoryStore,
+  KeywordCandidates,
   NewRunToolCall,
   Run,
   RunSummary,
@@ -295,34 +295,6 @@ export class PostgresHistoryTables implements HistoryStore {
     return rows.map(toRunText);
   }
 
-  async runTextVectors(items: readonly { key: string; text: string }[], embedderId: string): Promise<Map<string, Float32Array | null>> {
-    const found = new Map<string, Float32Array | null>();
-    if (items.length === 0) return found;
-    const rows = await this.db.query<{ text_key: string; text_hash: string; embedding: number[] | null }>(
-      `SELECT text_key, text_hash, embedding FROM run_text_vectors WHERE text_key = ANY($1::text[]) AND embedder = $2`,
-      [items.map((i) => i.key), embedderId],
-    );
-    const byKey = new Map(rows.map((r) => [r.text_key, r]));
-    for (const item of items) {
-      const row = byKey.get(item.key);
-      if (row && row.text_hash === sha256(item.text)) found.set(item.key, row.embedding === null ? null : Float32Array.from(row.embedding));
-    }
-    return found;
-  }
-
-  async saveRunTextVectors(embedderId: string, items: readonly { key: string; text: string; vector: Float32Array | null }[]): Promise<void> {
-    if (items.length === 0) return;
-    // The run is found from the key; a key whose run is gone (pruned meanwhile) is not saved.
-    await this.db.query(
-      `INSERT INTO run_text_vectors (text_key, run_seq, embedder, text_hash, embedding)
-       SELECT i.key, ${RUN_OF_TEXT_KEY}, $1, i.hash, i.embedding::vector
-       FROM unnest($2::text[], $3::text[], $4::text[]) AS i(key, hash, embedding)
-       WHERE ${RUN_OF_TEXT_KEY} IS NOT NULL
-       ON CONFLICT (text_key) DO UPDATE SET run_seq = excluded.run_seq, embedder = excluded.embedder, text_hash = excluded.text_hash, embedding = excluded.embedding`,
-      [embedderId, items.map((i) => i.key), items.map((i) => sha256(i.text)), items.map((i) => toVector(i.vector))],
-    );
-  }
-
   async pruneRuns(before: string): Promise<number> {
     // Tool calls and cached vectors go with their run by cascade; withheld marks are keyed by task id.
     const rows = await this.db.query<{ n: string }>(
@@ -421,26 +393,24 @@ export class PostgresHistoryTables implements HistoryStore {
     return rows.map(toErrorRecord);
   }
 
-  async searchErrorRecordsByKeyword(scope: Scope, terms: readonly string[], filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]> {
+  async errorKeywordCandidates(scope: Scope, terms: readonly string[], filter: ErrorRecordFilter): Promise<KeywordCandidates> {
     const wanted = [...new Set(terms)];
-    if (wanted.length === 0) return [];
-    const tool = filter.toolName === undefined ? '' : 'AND tool_name = $4';
-    const params: unknown[] = [scope.userId, scope.agentId, wanted];
-    if (filter.toolName !== undefined) params.push(filter.toolName);
-    // Candidates hold any query term (GIN on the terms array); the scope's totals give the BM25 statistics.
+    if (wanted.length === 0) return { candidates: [], documents: 0, totalTerms: 0 };
+    const tool = filter.toolName === undefined ? '' : 'AND tool_name = $3';
+    const values: unknown[] = [scope.userId, scope.agentId];
+    if (filter.toolName !== undefined) values.push(filter.toolName);
+    // Candidates hold any query term (the GIN index on the terms array); the totals are over the rows the filter selects.
     const [candidates, totals] = await Promise.all([
-      this.db.query<{ id: string; seq: number; terms: string[] }>(
-        `SELECT id, seq, terms FROM error_records WHERE user_id = $1 AND agent_id = $2 AND terms && $3::text[] ${tool}`,
-        params,
+      this.db.query<{ id: string; terms: string[] }>(
+        `SELECT id, terms FROM error_records WHERE user_id = $1 AND agent_id = $2 ${tool} AND terms && $${values.length + 1}::text[] ORDER BY seq`,
+        [...values, wanted],
       ),
-      this.db.query<{ docs: number; tokens: number }>(
-        `SELECT count(*) AS docs, coalesce(sum(cardinality(terms)), 0) AS tokens FROM error_records WHERE user_id = $1 AND agent_id = $2`,
-        [scope.userId, scope.agentId],
+      this.db.query<{ documents: number; total: number }>(
+        `SELECT count(*) AS documents, coalesce(sum(cardinality(terms)), 0) AS total FROM error_records WHERE user_id = $1 AND agent_id = $2 ${tool}`,
+        values,
       ),
     ]);
-    const docs = Number(totals[0]!.docs);
-    const avgLength = docs > 0 ? Number(totals[0]!.tokens) / docs : 0;
-    return rankBm25(candidates, wanted, docs, avgLength, limit);
+    return { candidates, documents: Number(totals[0]!.documents), totalTerms: Number(totals[0]!.total) };
   }
 
   async searchErrorRecordsByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]> {
@@ -473,75 +443,11 @@ export class PostgresHistoryTables implements HistoryStore {
     );
     return rows.map((r, rank) => ({ id: r.id, score: 1 / (rank + 2) }));
   }
-
-  async errorRecordsWithoutVector(scope: Scope, embedderId: string, limit: number): Promise<{ id: string; text: string }[]> {
-    const rows = await this.db.query<ErrorRow>(
-      `SELECT ${ERROR_COLUMNS.split(', ').map((c) => `e.${c}`).join(', ')}
-       FROM error_records e LEFT JOIN error_record_vectors v ON v.error_seq = e.seq AND v.embedder = $1
-       WHERE e.user_id = $2 AND e.agent_id = $3 AND v.error_seq IS NULL ORDER BY e.seq LIMIT $4`,
-      [embedderId, scope.userId, scope.agentId, limit],
-    );
-    return rows.map((r) => ({ id: r.id, text: errorRecordText(toErrorRecord(r)) }));
-  }
-
-  async saveErrorRecordVectors(embedderId: string, items: readonly { id: string; text: string; vector: Float32Array | null }[]): Promise<void> {
-    if (items.length === 0) return;
-    await this.db.transaction(async (client) => {
-      const { rows } = await client.query<ErrorRow>(`SELECT ${ERROR_COLUMNS} FROM error_records WHERE id = ANY($1::text[]) FOR UPDATE`, [items.map((i) => i.id)]);
-      const seqs: number[] = [];
-      const vectors: (string | null)[] = [];
-      for (const item of items) {
-        for (const row of rows) {
-          // A record refreshed since its text was read keeps no stale vector.
-          if (row.id !== item.id || errorRecordText(toErrorRecord(row)) !== item.text) continue;
-          seqs.push(row.seq);
-          vectors.push(toVector(item.vector));
-        }
-      }
-      if (seqs.length === 0) return;
-      await client.query(
-        `INSERT INTO error_record_vectors (error_seq, embedder, embedding)
-         SELECT s, $1, v::vector FROM unnest($2::bigint[], $3::text[]) AS i(s, v)
-         ON CONFLICT (error_seq) DO UPDATE SET embedder = excluded.embedder, embedding = excluded.embedding`,
-        [embedderId, seqs, vectors],
-      );
-    });
-  }
-}
-
-/** The run a run-text key (`request:<run seq>`, `reply:<run seq>`, `tool:<call seq>`) belongs to, in SQL over `i.key`. */
-const RUN_OF_TEXT_KEY = `(CASE WHEN i.key LIKE 'tool:%' THEN (SELECT c.run_seq FROM run_tool_calls c WHERE c.seq::text = substr(i.key, 6))
-  ELSE (SELECT r.seq FROM runs r WHERE r.seq::text = split_part(i.key, ':', 2)) END)`;
-
-/** The text an error record is searched and embedded by: tool, keywords, symptom, cause and the fix. */
-export function errorRecordText(record: Pick<ErrorRecord, 'toolName' | 'keywords' | 'symptom' | 'cause' | 'action'>): string {
-  return [record.toolName, record.keywords.join(' '), record.symptom, record.cause ?? '', record.action].filter((s) => s !== '').join('\n');
 }
 
 /** The analysed terms of a record's text, as stored in `error_records.terms`. */
 export function errorTerms(record: Pick<ErrorRecord, 'toolName' | 'keywords' | 'symptom' | 'cause' | 'action'>): string[] {
   return analyze(errorRecordText(record));
-}
-
-/** Okapi BM25 (k1 = 1.2, b = 0.75) of each candidate for the query terms, best first, ties by storage order. */
-function rankBm25(candidates: readonly { id: string; seq: number; terms: string[] }[], query: readonly string[], docs: number, avgLength: number, limit: number): RankedHit[] {
-  const df = new Map<string, number>();
-  for (const c of candidates) for (const t of new Set(c.terms)) if (query.includes(t)) df.set(t, (df.get(t) ?? 0) + 1);
-  const scored = candidates.map((c) => {
-    const tf = new Map<string, number>();
-    for (const t of c.terms) tf.set(t, (tf.get(t) ?? 0) + 1);
-    const norm = BM25_K1 * (1 - BM25_B + (BM25_B * c.terms.length) / Math.max(avgLength, 1));
-    let score = 0;
-    for (const t of query) {
-      const f = tf.get(t) ?? 0;
-      if (f === 0) continue;
-      const n = df.get(t) ?? 0;
-      score += Math.log(1 + (docs - n + 0.5) / (n + 0.5)) * ((f * (BM25_K1 + 1)) / (f + norm));
-    }
-    return { id: c.id, seq: Number(c.seq), score };
-  });
-  scored.sort((a, b) => b.score - a.score || a.seq - b.seq);
-  return scored.slice(0, limit).map((s) => ({ id: s.id, score: s.score }));
 }
 
 function toRunSummary(row: RunRow): RunSummary {
@@ -593,13 +499,3 @@ function toErrorRecord(row: ErrorRow): ErrorRecord {
 function toFlag(value: NewRunToolCall['reusable']): number | null {
   return value === undefined || value === null ? null : value ? 1 : 0;
 }
-
-/** A vector as a query parameter (pgvector's text form), or null. */
-function toVector(vector: Float32Array | null): string | null {
-  return vector === null ? null : pgvector.toSql(Array.from(vector)) as string;
-}
-
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
-}
-

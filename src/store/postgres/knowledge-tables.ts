@@ -177,7 +177,7 @@ async function patchResource(
     sets.length === 0
       ? 'SELECT * FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3'
       : `UPDATE knowledge_resources SET ${sets.join(', ')} WHERE id = $1 AND user_id = $2 AND agent_id = $3 RETURNING *`;
-  const { rows } = await db.query<ResourceRow>(sql, params);
+  const { rows } = await db.query(sql, params);
   return (rows[0] as ResourceRow | undefined) ?? null;
 }
 

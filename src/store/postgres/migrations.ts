@@ -121,6 +121,8 @@ const CORE = `
     type text NOT NULL CHECK (type IN ('persona', 'episodic', 'instruction')),
     priority integer NOT NULL,
     scene_name text NOT NULL DEFAULT '',
+    -- scene_name lower-cased in TypeScript (as SQLite's casefold()), whatever the server's locale does to lower().
+    scene_folded text NOT NULL DEFAULT '',
     created_at text NOT NULL,
     updated_at text NOT NULL,
     activity_start text,

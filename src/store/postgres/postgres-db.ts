@@ -2,8 +2,8 @@ import pg from 'pg';
 import { registerTypes } from 'pgvector/pg';
 import { toPostgresError } from './postgres-errors.js';
 
-/** What a query runs on: the pool (autocommit) or one client inside a transaction. */
-export type Queryable = { query: pg.Pool['query'] };
+/** What a query runs on: {@link PostgresDatabase.autocommit} or one client inside a transaction. */
+export type Queryable = { query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }> };
 
 /** Options for {@link PostgresDatabase.connect}. */
 export type PostgresDatabaseOptions = {
@@ -18,6 +18,7 @@ export type PostgresDatabaseOptions = {
 };
 
 const INT8_OID = 20;
+const INT8_ARRAY_OID = 1016;
 const DEFAULT_POOL_SIZE = 10;
 const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
 
@@ -25,9 +26,14 @@ const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
  * bigint columns (storage positions, counts) come back as numbers: every position Cairn hands out stays
  * far below 2^53, and the contract's positions are numbers. Other types keep pg's parsers.
  */
+const builtinParser = pg.types.getTypeParser as (oid: number, format?: 'text' | 'binary') => (value: string) => unknown;
+const parseInt8Array = builtinParser(INT8_ARRAY_OID, 'text') as (value: string) => (string | null)[];
 const TYPES = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID && format !== 'binary' ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as pg.CustomTypesConfig['getTypeParser'],
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (format !== 'binary' && oid === INT8_OID) return (value: string) => Number(value);
+    if (format !== 'binary' && oid === INT8_ARRAY_OID) return (value: string) => parseInt8Array(value).map((item) => (item === null ? null : Number(item)));
+    return builtinParser(oid, format);
+  }) as pg.CustomTypesConfig['getTypeParser'],
 };
 
 /**
@@ -57,11 +63,22 @@ export const LOCK_NAMESPACE = 0x43616972;
 export class PostgresDatabase {
   readonly pool: pg.Pool;
   readonly location: string;
+  /** Single statements on the pool, each its own transaction, failures as CairnErrors. */
+  readonly autocommit: Queryable;
   private closed = false;
 
   private constructor(pool: pg.Pool, location: string) {
     this.pool = pool;
     this.location = location;
+    this.autocommit = {
+      query: async (text, values) => {
+        try {
+          return await pool.query(text, values);
+        } catch (err) {
+          throw toPostgresError(err, location);
+        }
+      },
+    };
   }
 
   /**
@@ -87,11 +104,7 @@ export class PostgresDatabase {
 
   /** Rows of one statement, autocommitted. */
   async query<R>(text: string, values: readonly unknown[] = []): Promise<R[]> {
-    try {
-      return (await this.pool.query(text, values as unknown[])).rows as R[];
-    } catch (err) {
-      throw toPostgresError(err, this.location);
-    }
+    return rows<R>(this.autocommit, text, values);
   }
 
   /** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */

@@ -31,9 +31,14 @@ import type {
 import { PostgresTransfer } from './data-transfer.js';
 import { PostgresHistoryTables } from './history-tables.js';
 import { PostgresKnowledgeTables } from './knowledge-tables.js';
+import { type KeywordCandidates, MemoryTables } from './memory-tables.js';
+import { MessageKeywords } from './message-keywords.js';
+import { MessageTables } from './message-tables.js';
 import { migrate } from './migrations.js';
+import { PipelineTables } from './pipeline-tables.js';
 import { PostgresDatabase } from './postgres-db.js';
 import { redactUrl, toPostgresError } from './postgres-errors.js';
+import { countPendingVectors, pendingVectors, saveVectors, VectorTables } from './vector-tables.js';
 
 /** Options for {@link PostgresStore.open}. */
 export type PostgresStoreOptions = {
@@ -63,9 +68,19 @@ export class PostgresStore implements Store {
   private readonly db: PostgresDatabase;
   private readonly knowledge: PostgresKnowledgeTables;
   private readonly transfer: PostgresTransfer;
+  private readonly messages: MessageTables;
+  private readonly messageKeywords: MessageKeywords;
+  private readonly memories: MemoryTables;
+  private readonly vectors: VectorTables;
+  private readonly pipeline: PipelineTables;
 
   private constructor(db: PostgresDatabase) {
     this.db = db;
+    this.messages = new MessageTables(db);
+    this.messageKeywords = new MessageKeywords(db);
+    this.memories = new MemoryTables(db);
+    this.vectors = new VectorTables(db);
+    this.pipeline = new PipelineTables(db);
     this.history = new PostgresHistoryTables(db);
     this.knowledge = new PostgresKnowledgeTables(db);
     this.transfer = new PostgresTransfer(db, {});
@@ -103,132 +118,148 @@ export class PostgresStore implements Store {
 
   // ---- L0 messages -------------------------------------------------------------------------
 
-  async addMessages(_messages: readonly NewMessage[], _options?: AddMessagesOptions): Promise<AddMessagesResult> {
-    throw new Error('not implemented');
+  async addMessages(messages: readonly NewMessage[], options?: AddMessagesOptions): Promise<AddMessagesResult> {
+    return this.messages.add(messages, options);
   }
 
-  async getMessages(_scope: Scope, _ids: readonly string[]): Promise<Message[]> {
-    throw new Error('not implemented');
+  async getMessages(scope: Scope, ids: readonly string[]): Promise<Message[]> {
+    return this.messages.get(scope, ids);
   }
 
-  async listMessages(_scope: Scope, _query: ListMessagesQuery): Promise<Message[]> {
-    throw new Error('not implemented');
+  async listMessages(scope: Scope, query: ListMessagesQuery): Promise<Message[]> {
+    return this.messages.list(scope, query);
   }
 
-  async deleteMessage(_scope: Scope, _id: string): Promise<boolean> {
-    throw new Error('not implemented');
+  async deleteMessage(scope: Scope, id: string): Promise<boolean> {
+    return this.messages.delete(scope, id);
   }
 
-  async deleteSession(_scope: Scope, _sessionKey: string): Promise<number> {
-    throw new Error('not implemented');
+  async deleteSession(scope: Scope, sessionKey: string): Promise<number> {
+    return this.messages.deleteSession(scope, sessionKey);
   }
 
-  async searchMessagesByKeyword(_scope: Scope, _terms: readonly string[], _filter: MessageFilter, _limit: number): Promise<RankedHit[]> {
-    throw new Error('not implemented');
+  async searchMessagesByKeyword(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]> {
+    return this.messageKeywords.search(scope, terms, filter, limit);
   }
 
-  async searchMessagesByVector(_scope: Scope, _vector: Float32Array, _embedderId: string, _filter: MessageFilter, _limit: number): Promise<RankedHit[]> {
-    throw new Error('not implemented');
+  async searchMessagesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): Promise<RankedHit[]> {
+    return this.vectors.searchMessages(scope, vector, embedderId, filter, limit);
   }
 
   // ---- L1 memories -------------------------------------------------------------------------
 
-  async createMemory(_scope: Scope, _input: NewMemory): Promise<Memory> {
-    throw new Error('not implemented');
+  async createMemory(scope: Scope, input: NewMemory): Promise<Memory> {
+    return this.memories.create(scope, input);
   }
 
-  async getMemories(_scope: Scope, _ids: readonly string[]): Promise<Memory[]> {
-    throw new Error('not implemented');
+  async getMemories(scope: Scope, ids: readonly string[]): Promise<Memory[]> {
+    return this.memories.get(scope, ids);
   }
 
-  async listMemories(_scope: Scope, _query: ListMemoriesQuery): Promise<Memory[]> {
-    throw new Error('not implemented');
+  async listMemories(scope: Scope, query: ListMemoriesQuery): Promise<Memory[]> {
+    return this.memories.list(scope, query);
   }
 
-  async updateMemory(_scope: Scope, _id: string, _patch: MemoryPatch): Promise<Memory> {
-    throw new Error('not implemented');
+  async updateMemory(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory> {
+    return this.memories.update(scope, id, patch);
   }
 
-  async deleteMemory(_scope: Scope, _id: string): Promise<boolean> {
-    throw new Error('not implemented');
+  async deleteMemory(scope: Scope, id: string): Promise<boolean> {
+    return this.memories.delete(scope, id);
   }
 
-  async searchMemoriesByKeyword(_scope: Scope, _terms: readonly string[], _filter: MemoryFilter, _limit: number): Promise<RankedHit[]> {
-    throw new Error('not implemented');
+  async searchMemoriesByKeyword(scope: Scope, terms: readonly string[], filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
+    const found = await this.memories.keywordCandidates(scope, terms, filter);
+    return rankCandidates(found, terms, limit);
   }
 
-  async searchMemoriesByVector(_scope: Scope, _vector: Float32Array, _embedderId: string, _filter: MemoryFilter, _limit: number): Promise<RankedHit[]> {
-    throw new Error('not implemented');
+  async searchMemoriesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
+    return this.vectors.searchMemories(scope, vector, embedderId, filter, limit);
   }
 
   // ---- embeddings --------------------------------------------------------------------------
 
-  async pendingEmbeddings(_target: EmbeddingTarget, _embedderId: string, _cursor: number, _limit: number): Promise<PendingEmbedding[]> {
-    throw new Error('not implemented');
+  async pendingEmbeddings(target: EmbeddingTarget, embedderId: string, cursor: number, limit: number): Promise<PendingEmbedding[]> {
+    const found = await pendingVectors(this.db.autocommit, target, embedderId, cursor, limit);
+    return found.map((row) => ({ key: row.seq, text: row.content }));
   }
 
-  async saveEmbeddings(_target: EmbeddingTarget, _embedderId: string, _items: readonly SavedEmbedding[]): Promise<void> {
-    throw new Error('not implemented');
+  async saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void> {
+    await this.db.transaction((client) => saveVectors(client, target, embedderId, items));
   }
 
-  async countPendingEmbeddings(_target: EmbeddingTarget, _embedderId: string): Promise<number> {
-    throw new Error('not implemented');
+  /** Creates the partial HNSW index of `embedderId` on `target`'s vectors if missing (DESIGN.md, "PostgreSQL backend"). */
+  async indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<void> {
+    await this.vectors.indexVectors(target, embedderId, dimensions);
+  }
+
+  async countPendingEmbeddings(target: EmbeddingTarget, embedderId: string): Promise<number> {
+    return countPendingVectors(this.db.autocommit, target, embedderId);
   }
 
   // ---- API keys ----------------------------------------------------------------------------
 
-  async createApiKey(_input: NewApiKey): Promise<ApiKey> {
-    throw new Error('not implemented');
+  async createApiKey(input: NewApiKey): Promise<ApiKey> {
+    const createdAt = new Date().toISOString();
+    const created = await this.db.query(
+      `INSERT INTO api_keys (id, secret_hash, user_id, agent_id, label, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+       ON CONFLICT (id) DO NOTHING RETURNING id`,
+      [input.id, input.secretHash, input.userId, input.agentId, input.label, createdAt],
+    );
+    if (created.length === 0) throw new CairnError('conflict', `API key ${input.id} already exists`);
+    return { id: input.id, userId: input.userId, agentId: input.agentId, label: input.label, createdAt, revokedAt: null };
   }
 
-  async findApiKey(_id: string): Promise<StoredApiKey | null> {
-    throw new Error('not implemented');
+  async findApiKey(id: string): Promise<StoredApiKey | null> {
+    const [row] = await this.db.query<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1 AND revoked_at IS NULL', [id]);
+    return row === undefined ? null : { ...toApiKey(row), secretHash: row.secret_hash };
   }
 
   async listApiKeys(): Promise<ApiKey[]> {
-    throw new Error('not implemented');
+    return (await this.db.query<ApiKeyRow>('SELECT * FROM api_keys ORDER BY created_at, id')).map(toApiKey);
   }
 
-  async revokeApiKey(_id: string): Promise<boolean> {
-    throw new Error('not implemented');
+  async revokeApiKey(id: string): Promise<boolean> {
+    const revoked = await this.db.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL RETURNING id', [new Date().toISOString(), id]);
+    return revoked.length > 0;
   }
 
   // ---- memory pipeline ---------------------------------------------------------------------
 
-  async pipelineState(_scope: Scope, _sessionKey: string): Promise<PipelineState> {
-    throw new Error('not implemented');
+  async pipelineState(scope: Scope, sessionKey: string): Promise<PipelineState> {
+    return this.pipeline.state(scope, sessionKey);
   }
 
   async pipelineBacklog(): Promise<PipelineState[]> {
-    throw new Error('not implemented');
+    return this.pipeline.backlog();
   }
 
-  async messagesAfter(_scope: Scope, _sessionKey: string, _cursor: number, _limit: number): Promise<SequencedMessage[]> {
-    throw new Error('not implemented');
+  async messagesAfter(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
+    return this.messages.after(scope, sessionKey, cursor, limit);
   }
 
-  async messagesBefore(_scope: Scope, _sessionKey: string, _cursor: number, _limit: number): Promise<SequencedMessage[]> {
-    throw new Error('not implemented');
+  async messagesBefore(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
+    return this.messages.before(scope, sessionKey, cursor, limit);
   }
 
-  async commitExtraction(_commit: ExtractionCommit): Promise<void> {
-    throw new Error('not implemented');
+  async commitExtraction(commit: ExtractionCommit): Promise<void> {
+    return this.pipeline.commit(commit);
   }
 
-  async recordPipelineFailure(_scope: Scope, _sessionKey: string, _error: string): Promise<void> {
-    throw new Error('not implemented');
+  async recordPipelineFailure(scope: Scope, sessionKey: string, error: string): Promise<void> {
+    return this.pipeline.recordFailure(scope, sessionKey, error);
   }
 
-  async topMemories(_scope: Scope, _types: readonly MemoryType[], _limit: number): Promise<Memory[]> {
-    throw new Error('not implemented');
+  async topMemories(scope: Scope, types: readonly MemoryType[], limit: number): Promise<Memory[]> {
+    return this.pipeline.topMemories(scope, types, limit);
   }
 
-  async restoreSuperseded(_scope: Scope, _id: string, _actor: string): Promise<Memory[]> {
-    throw new Error('not implemented');
+  async restoreSuperseded(scope: Scope, id: string, actor: string): Promise<Memory[]> {
+    return this.pipeline.restoreSuperseded(scope, id, actor);
   }
 
-  async memoryAudit(_scope: Scope, _id: string): Promise<MemoryAuditEntry[]> {
-    throw new Error('not implemented');
+  async memoryAudit(scope: Scope, id: string): Promise<MemoryAuditEntry[]> {
+    return this.pipeline.audit(scope, id);
   }
 
   // ---- knowledge resources (knowledge-tables.ts) ----------------------------------------------
@@ -292,4 +323,38 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     await this.db.close();
   }
+}
+
+/** BM25 (k1 1.2, b 0.75) of the candidates, until the shared ranking lands. */
+function rankCandidates(found: KeywordCandidates, terms: readonly string[], limit: number): RankedHit[] {
+  const query = [...new Set(terms)];
+  const avg = found.documents > 0 ? found.tokens / found.documents : 1;
+  const scored = found.candidates.map((c) => {
+    const tf = new Map<string, number>();
+    for (const t of c.terms) tf.set(t, (tf.get(t) ?? 0) + 1);
+    let score = 0;
+    for (const t of query) {
+      const f = tf.get(t) ?? 0;
+      if (f === 0) continue;
+      const n = found.documentFrequency.get(t) ?? 0;
+      const idf = Math.log(1 + (found.documents - n + 0.5) / (n + 0.5));
+      score += (idf * f * 2.2) / (f + 1.2 * (0.25 + (0.75 * c.terms.length) / avg));
+    }
+    return { id: c.id, score: score / (1 + score) };
+  });
+  return scored.sort((a, b) => b.score - a.score).slice(0, limit);
+}
+
+type ApiKeyRow = {
+  id: string;
+  secret_hash: string;
+  user_id: string;
+  agent_id: string | null;
+  label: string;
+  created_at: string;
+  revoked_at: string | null;
+};
+
+function toApiKey(row: ApiKeyRow): ApiKey {
+  return { id: row.id, userId: row.user_id, agentId: row.agent_id, label: row.label, createdAt: row.created_at, revokedAt: row.revoked_at };
 }

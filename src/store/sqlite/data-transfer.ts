@@ -1,15 +1,14 @@
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { CairnError, describeError } from '../../errors.js';
-import { analyzeForIndex } from '../../text/analyze.js';
 import type { DataSnapshot, DumpRecord } from '../store.js';
-import { errorRecordText } from './history-tables.js';
+import { indexAnalysedTerms } from './analysed-terms.js';
 import { indexStoredMessages } from './message-index.js';
 
 /**
  * The stored tables an export holds, in the order restore writes them, each under its record type.
  * Everything else is derived and rebuilt on restore: the keyword indexes (`message_terms` and its
- * statistics, `memories_fts`, `error_records_fts`, the run trigram indexes) and the KNN index over
+ * statistics, `memories_fts`, `error_records_fts` and the analysed terms beside them, the run trigram indexes) and the KNN index over
  * message vectors (`message_knn`, built on the next vector save or search). Vectors are exported, so a
  * restore needs no embedder call. `sequence` carries the AUTOINCREMENT counters, so no storage position
  * of a deleted row is handed out again after a restore.
@@ -187,35 +186,8 @@ export async function restoreRecords(
  * the rows and tokens written to each ranked FTS5 index (FTS5 writes its own totals only at commit).
  */
 function rebuildDerivedIndexes(db: Database.Database): Map<string, { rows: number; tokens: number }> {
-  const written = new Map<string, { rows: number; tokens: number }>(RANKED_FTS.map((t) => [t, { rows: 0, tokens: 0 }]));
-  const count = (table: string, terms: string) => {
-    const totals = written.get(table)!;
-    totals.rows++;
-    totals.tokens += terms === '' ? 0 : terms.split(' ').length;
-  };
   indexStoredMessages(db);
-  const memoryFts = db.prepare('INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)');
-  for (const row of db.prepare('SELECT seq, content FROM memories').all() as { seq: number; content: string }[]) {
-    const terms = analyzeForIndex(row.content);
-    memoryFts.run(row.seq, terms);
-    count('memories_fts', terms);
-  }
-  const errorFts = db.prepare('INSERT INTO error_records_fts (rowid, terms) VALUES (?, ?)');
-  const errors = db.prepare('SELECT seq, tool_name, keywords, symptom, cause, action FROM error_records').all() as {
-    seq: number;
-    tool_name: string;
-    keywords: string;
-    symptom: string;
-    cause: string | null;
-    action: string;
-  }[];
-  for (const r of errors) {
-    const text = errorRecordText({ toolName: r.tool_name, keywords: JSON.parse(r.keywords) as string[], symptom: r.symptom, cause: r.cause, action: r.action });
-    const terms = analyzeForIndex(text);
-    errorFts.run(r.seq, terms);
-    count('error_records_fts', terms);
-  }
-  return written;
+  return indexAnalysedTerms(db, { fts: true });
 }
 
 /** The document and token totals bm25() uses, from the index's averages record (id 1 of `<table>_data`). */

@@ -1,17 +1,17 @@
-import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { CairnError } from '../../errors.js';
-import { analyzeForIndex } from '../../text/analyze.js';
 import { buildFtsQuery } from '../../text/fts-query.js';
 import type { RankedHit, Scope } from '../../types.js';
 import { Statements } from './statements.js';
-import { fromBlob, toBlob } from './vector-blob.js';
+import { toBlob } from './vector-blob.js';
+import { errorRowText, storedTerms } from './analysed-terms.js';
 import type { WriteLock } from './write-lock.js';
 import type {
   ErrorRecord,
   ErrorRecordFilter,
   ErrorRecordWrite,
   HistoryStore,
+  KeywordCandidates,
   NewRunToolCall,
   Run,
   RunSummary,
@@ -219,26 +219,6 @@ export class HistoryTables implements HistoryStore {
     return rows.map(toRunText);
   }
 
-  async runTextVectors(items: readonly { key: string; text: string }[], embedderId: string): Promise<Map<string, Float32Array | null>> {
-    const found = new Map<string, Float32Array | null>();
-    const get = this.stmt('SELECT text_hash, embedding FROM run_text_vectors WHERE text_key = ? AND embedder = ?');
-    for (const item of items) {
-      const row = get.get(item.key, embedderId) as { text_hash: string; embedding: Buffer | null } | undefined;
-      if (row && row.text_hash === sha256(item.text)) found.set(item.key, row.embedding ? fromBlob(row.embedding) : null);
-    }
-    return found;
-  }
-
-  async saveRunTextVectors(embedderId: string, items: readonly { key: string; text: string; vector: Float32Array | null }[]): Promise<void> {
-    const upsert = this.stmt(
-      `INSERT INTO run_text_vectors (text_key, embedder, text_hash, embedding) VALUES (?, ?, ?, ?)
-       ON CONFLICT (text_key) DO UPDATE SET embedder = excluded.embedder, text_hash = excluded.text_hash, embedding = excluded.embedding`,
-    );
-    await this.writes.run(() => {
-      for (const item of items) upsert.run(item.key, embedderId, sha256(item.text), item.vector ? toBlob(item.vector) : null);
-    });
-  }
-
   async pruneRuns(before: string): Promise<number> {
     return this.writes.run(() => this.stmt('DELETE FROM runs WHERE updated_at < ?').run(before).changes);
   }
@@ -327,18 +307,21 @@ export class HistoryTables implements HistoryStore {
     return rows.map(toErrorRecord);
   }
 
-  async searchErrorRecordsByKeyword(scope: Scope, terms: readonly string[], filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]> {
+  async errorKeywordCandidates(scope: Scope, terms: readonly string[], filter: ErrorRecordFilter): Promise<KeywordCandidates> {
     const match = buildFtsQuery(terms);
-    if (match === null) return [];
+    if (match === null) return { candidates: [], documents: 0, totalTerms: 0 };
     const tool = filter.toolName === undefined ? '' : 'AND e.tool_name = @tool';
+    const params = { user: scope.userId, agent: scope.agentId, ...(filter.toolName === undefined ? {} : { tool: filter.toolName }) };
     const rows = this.stmt(
-      `SELECT e.id AS id, bm25(error_records_fts) AS rank FROM error_records_fts JOIN error_records e ON e.seq = error_records_fts.rowid
-       WHERE error_records_fts MATCH @match AND e.user_id = @user AND e.agent_id = @agent ${tool} ORDER BY rank LIMIT @limit`,
-    ).all({ match, user: scope.userId, agent: scope.agentId, limit, ...(filter.toolName === undefined ? {} : { tool: filter.toolName }) }) as {
-      id: string;
-      rank: number;
-    }[];
-    return rows.map((r) => ({ id: r.id, score: bm25ToScore(r.rank) }));
+      `SELECT e.id AS id, t.terms AS terms FROM error_records_fts JOIN error_records e ON e.seq = error_records_fts.rowid
+         JOIN error_record_terms t ON t.error_seq = e.seq
+       WHERE error_records_fts MATCH @match AND e.user_id = @user AND e.agent_id = @agent ${tool} ORDER BY e.seq`,
+    ).all({ match, ...params }) as { id: string; terms: string }[];
+    const totals = this.stmt(
+      `SELECT count(*) AS documents, coalesce(sum(t.term_count), 0) AS total FROM error_records e JOIN error_record_terms t ON t.error_seq = e.seq
+       WHERE e.user_id = @user AND e.agent_id = @agent ${tool}`,
+    ).get(params) as { documents: number; total: number };
+    return { candidates: rows.map((r) => ({ id: r.id, terms: r.terms.split(' ') })), documents: totals.documents, totalTerms: totals.total };
   }
 
   async searchErrorRecordsByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]> {
@@ -374,30 +357,6 @@ export class HistoryTables implements HistoryStore {
     return rows.map((r, rank) => ({ id: r.id, score: 1 / (rank + 2) }));
   }
 
-  async errorRecordsWithoutVector(scope: Scope, embedderId: string, limit: number): Promise<{ id: string; text: string }[]> {
-    const rows = this.stmt(
-      `SELECT e.* FROM error_records e LEFT JOIN error_record_vectors v ON v.error_seq = e.seq AND v.embedder = ?
-       WHERE e.user_id = ? AND e.agent_id = ? AND v.error_seq IS NULL ORDER BY e.seq LIMIT ?`,
-    ).all(embedderId, scope.userId, scope.agentId, limit) as ErrorRow[];
-    return rows.map((r) => ({ id: r.id, text: errorRecordText(toErrorRecord(r)) }));
-  }
-
-  async saveErrorRecordVectors(embedderId: string, items: readonly { id: string; text: string; vector: Float32Array | null }[]): Promise<void> {
-    const rowsOf = this.stmt('SELECT * FROM error_records WHERE id = ?');
-    const upsert = this.stmt(
-      `INSERT INTO error_record_vectors (error_seq, embedder, embedding) VALUES (?, ?, ?)
-       ON CONFLICT (error_seq) DO UPDATE SET embedder = excluded.embedder, embedding = excluded.embedding`,
-    );
-    await this.writes.run(() => {
-      for (const item of items) {
-        for (const row of rowsOf.all(item.id) as ErrorRow[]) {
-          // A record refreshed since its text was read keeps no stale vector.
-          if (errorRecordText(toErrorRecord(row)) === item.text) upsert.run(row.seq, embedderId, item.vector ? toBlob(item.vector) : null);
-        }
-      }
-    });
-  }
-
   private findError(scope: Scope, id: string): ErrorRow | undefined {
     return this.stmt('SELECT * FROM error_records WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as
       | ErrorRow
@@ -405,14 +364,11 @@ export class HistoryTables implements HistoryStore {
   }
 
   private indexError(row: ErrorRow): void {
-    this.stmt('INSERT INTO error_records_fts (rowid, terms) VALUES (?, ?)').run(row.seq, analyzeForIndex(errorRecordText(toErrorRecord(row))));
+    const { terms, count } = storedTerms(errorRowText(row));
+    this.stmt('INSERT INTO error_records_fts (rowid, terms) VALUES (?, ?)').run(row.seq, terms);
+    this.stmt('INSERT OR REPLACE INTO error_record_terms (error_seq, terms, term_count) VALUES (?, ?, ?)').run(row.seq, terms, count);
     this.stmt('DELETE FROM error_record_vectors WHERE error_seq = ?').run(row.seq);
   }
-}
-
-/** The text an error record is searched and embedded by: tool, keywords, symptom, cause and the fix. */
-export function errorRecordText(record: Pick<ErrorRecord, 'toolName' | 'keywords' | 'symptom' | 'cause' | 'action'>): string {
-  return [record.toolName, record.keywords.join(' '), record.symptom, record.cause ?? '', record.action].filter((s) => s !== '').join('\n');
 }
 
 /** Recreates (and rebuilds) every trigram index whose stored definition differs from {@link FTS_DEFINITIONS}. */
@@ -481,15 +437,3 @@ function toErrorRecord(row: ErrorRow): ErrorRecord {
 function toFlag(value: NewRunToolCall['reusable']): number | null {
   return value === undefined || value === null ? null : value ? 1 : 0;
 }
-
-/** FTS5's bm25() is negative, lower is better; map it to (0, 1), higher is better. */
-function bm25ToScore(rank: number): number {
-  if (!Number.isFinite(rank)) return 0.001;
-  const r = -rank;
-  return r > 0 ? r / (1 + r) : 1 / (1 + rank);
-}
-
-function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
-}
-

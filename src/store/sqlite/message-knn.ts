@@ -15,9 +15,9 @@ export type KnnHit = { seq: number; distance: number };
  * `message_vectors` stays the record of every vector; `message_knn` is derived from it and can always be
  * rebuilt. It holds the vectors of one embedder (named in `vector_indexes`), partitioned by scope (a
  * JSON array [user_id, agent_id], so no two scopes share a key), with the session key as a filterable
- * column. A trigger removes a deleted message from it in the same transaction. Saving vectors from
- * another embedder (a model change) rebuilds it for that embedder; a search with an embedder it does not
- * hold gets `null` and the caller scans exactly.
+ * column. A trigger removes a deleted message from it in the same transaction. The store's `indexVectors`
+ * for another embedder (a model change) rebuilds it for that embedder; a search with an embedder it does
+ * not hold gets `null` and the caller scans exactly.
  */
 export class MessageKnn {
   private readonly statements: Statements;
@@ -66,9 +66,10 @@ export class MessageKnn {
     this.db.prepare(`INSERT OR REPLACE INTO vector_indexes (target, embedder, dimensions) VALUES ('message', ?, ?)`).run(embedderId, dimensions);
   }
 
-  /** Whether the index holds `embedderId`'s vectors (so that saving one must update it). */
-  holds(embedderId: string): boolean {
-    return this.current()?.embedder === embedderId;
+  /** The dimensions of `embedderId`'s vectors the index holds, or null when it holds another embedder's or none. */
+  heldDimensions(embedderId: string): number | null {
+    const held = this.current();
+    return held?.embedder === embedderId ? held.dimensions : null;
   }
 
   /** Puts message `seq`'s vector in the index (replacing any), or takes it out when `vector` is null. */

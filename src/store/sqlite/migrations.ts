@@ -1,5 +1,6 @@
 import { realpathSync } from 'node:fs';
 import type Database from 'better-sqlite3';
+import { indexAnalysedTerms } from './analysed-terms.js';
 import { buildMessageTerms, rebuildMessageIndex } from './message-index.js';
 
 /**
@@ -260,7 +261,29 @@ const MIGRATIONS: readonly Migration[] = [
   addVectorSaveOrder,
   // Knowledge resources belong to a scope; those registered before belong to the default one.
   ownKnowledgeResources,
+  // Memories and error records keep their analysed terms, which keyword search hands up for BM25 ranking above the store.
+  keepAnalysedTerms,
 ];
+
+/**
+ * The analysed terms of every memory and error record (what their FTS5 index matches), with their count:
+ * keyword candidates carry them and the collection totals sum them (search/bm25.ts). Derived rows,
+ * deleted with their base row, filled here from the stored text (a no-op on a file that has them, e.g.
+ * one put back a version by a test).
+ */
+function keepAnalysedTerms(db: Database.Database): void {
+  db.exec(`
+    CREATE TABLE IF NOT EXISTS memory_terms (memory_seq INTEGER PRIMARY KEY, terms TEXT NOT NULL, term_count INTEGER NOT NULL);
+    CREATE TABLE IF NOT EXISTS error_record_terms (error_seq INTEGER PRIMARY KEY, terms TEXT NOT NULL, term_count INTEGER NOT NULL);
+    CREATE TRIGGER IF NOT EXISTS memory_terms_after_delete AFTER DELETE ON memories BEGIN
+      DELETE FROM memory_terms WHERE memory_seq = old.seq;
+    END;
+    CREATE TRIGGER IF NOT EXISTS error_record_terms_after_delete AFTER DELETE ON error_records BEGIN
+      DELETE FROM error_record_terms WHERE error_seq = old.seq;
+    END;
+  `);
+  indexAnalysedTerms(db);
+}
 
 /** Adds `message_vectors.saved` and its index (a no-op on a file that has them, e.g. one put back a version by a test). */
 function addVectorSaveOrder(db: Database.Database): void {

@@ -5,10 +5,10 @@ import { CairnError, type CairnErrorCode } from '../../errors.js';
 import type { Store } from '../store.js';
 
 /**
- * Store methods the read workers answer: the searches, whose cost grows with the corpus. Loading the few
+ * Store methods the read workers answer: the searches (and the memory keyword candidates), whose cost grows with the corpus. Loading the few
  * winners by id is a handful of primary-key probes and stays on the main connection.
  */
-export const POOLED_READS = ['searchMessagesByKeyword', 'searchMessagesByVector', 'searchMemoriesByKeyword', 'searchMemoriesByVector'] as const satisfies readonly (keyof Store)[];
+export const POOLED_READS = ['searchMessagesByKeyword', 'searchMessagesByVector', 'memoryKeywordCandidates', 'searchMemoriesByVector'] as const satisfies readonly (keyof Store)[];
 
 export type PooledRead = (typeof POOLED_READS)[number];
 

@@ -16,6 +16,7 @@ import type {
   StoredApiKey,
   EmbeddingTarget,
   ExtractionCommit,
+  KeywordCandidates,
   ListMemoriesQuery,
   MemoryAuditAction,
   MemoryAuditEntry,
@@ -25,6 +26,8 @@ import type {
   MemoryFilter,
   MessageFilter,
   PendingEmbedding,
+  PendingEmbeddingsQuery,
+  QueuedEmbeddingTarget,
   SavedEmbedding,
   HistoryStore,
   Store,
@@ -39,7 +42,9 @@ import type {
   DataSnapshot,
   DumpRecord,
 } from '../store.js';
+import { storedTerms } from './analysed-terms.js';
 import { backupDatabase, openSnapshot, restoreRecords } from './data-transfer.js';
+import { EmbeddingTables } from './embedding-tables.js';
 import { HistoryTables } from './history-tables.js';
 import { KnowledgeTables } from './knowledge-tables.js';
 import { type IndexedTerms, MessageIndex } from './message-index.js';
@@ -124,12 +129,6 @@ const UNDO_DECISION = 'undo:';
 /** Who the audit trail names for changes made through the plain memory API. */
 const API_ACTOR = 'api';
 
-/** Per-target table names; fixed strings, never user input. */
-const VECTOR_TABLES = {
-  message: { base: 'messages', vectors: 'message_vectors', key: 'message_seq' },
-  memory: { base: 'memories', vectors: 'memory_vectors', key: 'memory_seq' },
-} as const;
-
 /** The embedded backend: one SQLite file (WAL) with FTS5 keyword indexes and sqlite-vec distance functions. */
 export class SqliteStore implements Store {
   readonly capabilities: StoreCapabilities;
@@ -138,6 +137,7 @@ export class SqliteStore implements Store {
   private readonly writes: WriteLock;
   private readonly statements: Statements;
   private readonly knowledge: KnowledgeTables;
+  private readonly embeddings: EmbeddingTables;
   readonly history: HistoryStore;
 
   private readonly messageIndex: MessageIndex;
@@ -164,6 +164,7 @@ export class SqliteStore implements Store {
     this.memoryVectors = vectorSearch && memoryVectors;
     this.knowledge = new KnowledgeTables(db, this.writes);
     this.history = new HistoryTables(db, vectorSearch, this.writes);
+    this.embeddings = new EmbeddingTables(db, this.writes, this.messageKnn);
     this.capabilities = {
       backend: 'sqlite',
       keywordSearch: true,
@@ -434,7 +435,7 @@ export class SqliteStore implements Store {
       });
       if (next.content !== current.content) {
         this.stmt('DELETE FROM memories_fts WHERE rowid = ?').run(row.seq);
-        this.stmt('INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)').run(row.seq, analyzeForIndex(next.content));
+        this.indexMemory(row.seq, next.content);
         // The old vector no longer describes the text; the embedding queue will make a new one.
         this.stmt('DELETE FROM memory_vectors WHERE memory_seq = ?').run(row.seq);
       }
@@ -455,16 +456,20 @@ export class SqliteStore implements Store {
     });
   }
 
-  async searchMemoriesByKeyword(scope: Scope, terms: readonly string[], filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
-    if (this.readers?.usable) return this.readers.run('searchMemoriesByKeyword', [scope, terms, filter, limit]);
+  async memoryKeywordCandidates(scope: Scope, terms: readonly string[], filter: MemoryFilter): Promise<KeywordCandidates> {
+    if (this.readers?.usable) return this.readers.run('memoryKeywordCandidates', [scope, terms, filter]);
     const match = buildFtsQuery(terms);
-    if (match === null) return [];
+    if (match === null) return { candidates: [], documents: 0, totalTerms: 0 };
     const { clause, params } = memoryFilterSql(filter);
     const rows = this.stmt(
-      `SELECT m.id AS id, bm25(memories_fts) AS rank FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid
-       WHERE memories_fts MATCH ? AND m.user_id = ? AND m.agent_id = ? ${clause} ORDER BY rank LIMIT ?`,
-    ).all(match, scope.userId, scope.agentId, ...params, limit) as { id: string; rank: number }[];
-    return rows.map((r) => ({ id: r.id, score: bm25ToScore(r.rank) }));
+      `SELECT m.id AS id, t.terms AS terms FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid JOIN memory_terms t ON t.memory_seq = m.seq
+       WHERE memories_fts MATCH ? AND m.user_id = ? AND m.agent_id = ? ${clause} ORDER BY m.seq`,
+    ).all(match, scope.userId, scope.agentId, ...params) as { id: string; terms: string }[];
+    const totals = this.stmt(
+      `SELECT count(*) AS documents, coalesce(sum(t.term_count), 0) AS total FROM memories m JOIN memory_terms t ON t.memory_seq = m.seq
+       WHERE m.user_id = ? AND m.agent_id = ? ${clause}`,
+    ).get(scope.userId, scope.agentId, ...params) as { documents: number; total: number };
+    return { candidates: rows.map((r) => ({ id: r.id, terms: r.terms.split(' ') })), documents: totals.documents, totalTerms: totals.total };
   }
 
   async searchMemoriesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
@@ -480,56 +485,26 @@ export class SqliteStore implements Store {
     return rows.map((r) => ({ id: r.id, score: 1 - r.distance }));
   }
 
-  // ---- embeddings --------------------------------------------------------------------------
+  // ---- embeddings (embedding-tables.ts) ---------------------------------------------------
 
-  async pendingEmbeddings(target: EmbeddingTarget, embedderId: string, cursor: number, limit: number): Promise<PendingEmbedding[]> {
-    const t = VECTOR_TABLES[target];
-    return this.stmt(
-      `SELECT b.seq AS key, b.content AS text FROM ${t.base} b LEFT JOIN ${t.vectors} v ON v.${t.key} = b.seq
-       WHERE b.seq > ? AND (v.${t.key} IS NULL OR v.embedder != ?) ORDER BY b.seq LIMIT ?`,
-    ).all(cursor, embedderId, limit) as PendingEmbedding[];
+  pendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, query: PendingEmbeddingsQuery): Promise<PendingEmbedding[]> {
+    return this.embeddings.pendingEmbeddings(target, embedderId, query);
   }
 
-  async saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void> {
-    const t = VECTOR_TABLES[target];
-    // Only if the row still exists with the text that was embedded (it may have changed meanwhile). Message
-    // vectors carry the number of the write that saved them, so readers add only what is new (message-vector-index.ts).
-    const save =
-      target === 'message'
-        ? this.stmt(
-            `INSERT OR REPLACE INTO message_vectors (message_seq, embedder, embedding, saved)
-             SELECT seq, ?, ?, (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'message_vector_saves') FROM messages WHERE seq = ? AND content = ?`,
-          )
-        : this.stmt(
-            `INSERT OR REPLACE INTO ${t.vectors} (${t.key}, embedder, embedding)
-             SELECT seq, ?, ? FROM ${t.base} WHERE seq = ? AND content = ?`,
-          );
-    const knn = target === 'message' ? this.messageKnn : null;
-    const dimensions = items.find((i) => i.vector !== null)?.vector?.length;
-    await this.writes.run(() => {
-      if (target === 'message') {
-        this.stmt(
-          `INSERT INTO meta (key, value) VALUES ('message_vector_saves', '1')
-           ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`,
-        ).run();
-      }
-      // Saving vectors moves the KNN index to this embedder (rebuilding it after a model change).
-      if (knn !== null && dimensions !== undefined) knn.prepare(embedderId, dimensions);
-      const indexed = knn !== null && knn.holds(embedderId);
-      for (const item of items) {
-        const blob = item.vector ? toBlob(item.vector) : null;
-        const saved = save.run(embedderId, blob, item.key, item.text).changes > 0;
-        if (indexed && saved) knn.put(item.key, item.vector?.length === dimensions ? blob : null);
-      }
-    });
+  saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void> {
+    return this.embeddings.saveEmbeddings(target, embedderId, items);
   }
 
-  async countPendingEmbeddings(target: EmbeddingTarget, embedderId: string): Promise<number> {
-    const t = VECTOR_TABLES[target];
-    const row = this.stmt(
-      `SELECT count(*) AS n FROM ${t.base} b LEFT JOIN ${t.vectors} v ON v.${t.key} = b.seq WHERE v.${t.key} IS NULL OR v.embedder != ?`,
-    ).get(embedderId) as { n: number };
-    return row.n;
+  countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string): Promise<number> {
+    return this.embeddings.countPendingEmbeddings(target, embedderId);
+  }
+
+  embeddingsOf(target: EmbeddingTarget, embedderId: string, items: readonly { key: string; text: string }[]): Promise<Map<string, Float32Array | null>> {
+    return this.embeddings.embeddingsOf(target, embedderId, items);
+  }
+
+  indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<void> {
+    return this.embeddings.indexVectors(target, embedderId, dimensions);
   }
 
   // ---- API keys --------------------------------------------------------------------------
@@ -749,8 +724,15 @@ export class SqliteStore implements Store {
       extractor,
     );
     if (info.changes === 0) return false;
-    this.stmt('INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)').run(info.lastInsertRowid, analyzeForIndex(input.content));
+    this.indexMemory(info.lastInsertRowid, input.content);
     return true;
+  }
+
+  /** Writes a memory's analysed terms and its FTS5 row (replacing none: the caller removed the old one). */
+  private indexMemory(seq: number | bigint, content: string): void {
+    const { terms, count } = storedTerms(content);
+    this.stmt('INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)').run(seq, terms);
+    this.stmt('INSERT OR REPLACE INTO memory_terms (memory_seq, terms, term_count) VALUES (?, ?, ?)').run(seq, terms, count);
   }
 
   private audit(
@@ -879,13 +861,6 @@ function memoryFilterSql(filter: MemoryFilter): { clause: string; params: unknow
     params.push(filter.scene);
   }
   return { clause: parts.join(' '), params };
-}
-
-/** FTS5's bm25() is negative, lower is better; map it to (0, 1), higher is better. */
-function bm25ToScore(rank: number): number {
-  if (!Number.isFinite(rank)) return 0.001;
-  const r = -rank;
-  return r > 0 ? r / (1 + r) : 1 / (1 + rank);
 }
 
 function newId(prefix: string): string {

@@ -1,0 +1,66 @@
+import { join } from 'node:path';
+import type { CairnConfig } from '../config.js';
+import { CairnError } from '../errors.js';
+import { toStoreError, withStoreErrors } from './sqlite/sqlite-errors.js';
+import { SqliteStore } from './sqlite/sqlite-store.js';
+import type { Store } from './store.js';
+
+/** Options for {@link openStore}. */
+export type OpenStoreOptions = {
+  /** Worker threads that answer searches (SQLite: read-only connections of their own). Default 0. */
+  readWorkers?: number | undefined;
+  /** Where the store reports what it could not start (a read pool, an index). */
+  warn: (message: string) => void;
+};
+
+/** What the PostgreSQL backend's module exports (loaded only when `store.url` names a PostgreSQL server). */
+type PostgresModule = {
+  PostgresStore: { open(options: { url: string; warn: (message: string) => void; readWorkers?: number | undefined }): Promise<Store> };
+};
+
+/** A variable, so the build does not need the module: `pg` and the backend load only when configured. */
+const POSTGRES_MODULE = './postgres/postgres-store.js';
+
+/**
+ * Opens the store `config.store.url` names: absent or `sqlite:`, the embedded SQLite file
+ * `<data_dir>/cairn.db`; `postgres://` or `postgresql://`, a PostgreSQL server. Every failure of the
+ * returned store is a {@link CairnError}; the URL's password never appears in one.
+ */
+export async function openStore(config: CairnConfig, options: OpenStoreOptions): Promise<Store> {
+  const url = config.store.url;
+  if (url !== undefined && /^postgres(ql)?:/i.test(url)) return openPostgres(url, options);
+  const path = join(config.data_dir, 'cairn.db');
+  let store: SqliteStore;
+  try {
+    store = SqliteStore.open({ path, readWorkers: options.readWorkers, warn: options.warn, busyTimeoutMs: config.store.busy_timeout_ms });
+  } catch (err) {
+    throw toStoreError(err, path);
+  }
+  return withStoreErrors<Store>(store, path);
+}
+
+async function openPostgres(url: string, options: OpenStoreOptions): Promise<Store> {
+  let backend: PostgresModule;
+  try {
+    backend = (await import(POSTGRES_MODULE)) as PostgresModule;
+  } catch (err) {
+    if ((err as { code?: unknown } | null)?.code !== 'ERR_MODULE_NOT_FOUND') throw err;
+    throw new CairnError('config_invalid', `store.url names a PostgreSQL server (${redactStoreUrl(url)}), but this build of Cairn has no PostgreSQL backend`, {
+      cause: err,
+    });
+  }
+  return backend.PostgresStore.open({ url, warn: options.warn, readWorkers: options.readWorkers });
+}
+
+/** `url` with its password replaced by `***` (`postgres://user:***@host/db`); what logs and `capabilities.location` show. */
+export function redactStoreUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password === '') return url;
+    parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    // Unparseable: show the scheme only, since the rest may hold a password.
+    return `${/^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0] ?? ''}…`;
+  }
+}

@@ -1,0 +1,240 @@
+import { CairnError } from '../../errors.js';
+import { analyze } from '../../text/analyze.js';
+import type { Memory, MemoryPatch, NewMemory, Scope } from '../../types.js';
+import type { ListMemoriesQuery, MemoryAuditAction, MemoryFilter } from '../store.js';
+import { lockPositions, type PostgresDatabase, type Queryable, rows } from './postgres-db.js';
+import { MEMORY_COLUMNS, type MemoryRow, newId, orderBy, toMemory } from './row-mapping.js';
+
+const DEFAULT_PRIORITY = 50;
+/** Who the audit trail names for changes made through the plain memory API. */
+const API_ACTOR = 'api';
+
+/**
+ * L1 memories: writes with their audit trail, reads, and the filters every memory query shares. Each
+ * write is one transaction; an update reads the row it replaces under a row lock inside it.
+ */
+export class MemoryTables {
+  constructor(private readonly db: PostgresDatabase) {}
+
+  async create(scope: Scope, input: NewMemory): Promise<Memory> {
+    const id = input.id ?? newId('mem');
+    const now = new Date().toISOString();
+    return this.db.transaction(async (client) => {
+      await lockPositions(client, 'memories');
+      const row = await insertMemory(client, scope, { ...input, id }, 'manual', 1, now);
+      if (row === null) throw new CairnError('conflict', `memory ${id} already exists`);
+      await audit(client, scope, id, 'create', API_ACTOR, now, { newVersion: 1, newContent: input.content });
+      return toMemory(row);
+    });
+  }
+
+  async get(scope: Scope, ids: readonly string[]): Promise<Memory[]> {
+    if (ids.length === 0) return [];
+    return getMemories(this.db.autocommit, scope, ids);
+  }
+
+  async list(scope: Scope, query: ListMemoriesQuery): Promise<Memory[]> {
+    const values: unknown[] = [scope.userId, scope.agentId];
+    const clause = memoryFilterSql(query, values);
+    values.push(query.limit, query.offset ?? 0);
+    const found = await this.db.query<MemoryRow>(
+      `SELECT ${MEMORY_COLUMNS} FROM memories AS m WHERE m.user_id = $1 AND m.agent_id = $2 ${clause}
+       ORDER BY m.updated_at DESC, m.seq DESC LIMIT $${values.length - 1} OFFSET $${values.length}`,
+      values,
+    );
+    return found.map(toMemory);
+  }
+
+  /** Applies the patch to the row as locked inside the transaction, so the audit's old version is the one replaced. */
+  async update(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory> {
+    return this.db.transaction(async (client) => {
+      const [found] = await rows<MemoryRow>(client, `SELECT ${MEMORY_COLUMNS} FROM memories WHERE user_id = $1 AND agent_id = $2 AND id = $3 FOR UPDATE`, [
+        scope.userId,
+        scope.agentId,
+        id,
+      ]);
+      if (found === undefined) throw new CairnError('not_found', `memory ${id} not found`);
+      const current = toMemory(found);
+      const next = {
+        content: patch.content ?? current.content,
+        type: patch.type ?? current.type,
+        priority: patch.priority ?? current.priority,
+        sceneName: patch.sceneName ?? current.sceneName,
+        activityStart: patch.activityStart === undefined ? current.activityStart : patch.activityStart,
+        activityEnd: patch.activityEnd === undefined ? current.activityEnd : patch.activityEnd,
+        sourceMessageIds: patch.sourceMessageIds ?? current.sourceMessageIds,
+      };
+      const now = new Date().toISOString();
+      const changed = next.content !== current.content;
+      const [row] = await rows<MemoryRow>(
+        client,
+        `UPDATE memories SET content = $1, type = $2, priority = $3, scene_name = $4, scene_folded = $5, activity_start = $6, activity_end = $7,
+           source_message_ids = $8, version = version + 1, updated_at = $9, terms = CASE WHEN $10::boolean THEN $11::text[] ELSE terms END
+         WHERE seq = $12 RETURNING ${MEMORY_COLUMNS}`,
+        [
+          next.content,
+          next.type,
+          next.priority,
+          next.sceneName,
+          next.sceneName.toLowerCase(),
+          next.activityStart,
+          next.activityEnd,
+          JSON.stringify(next.sourceMessageIds),
+          now,
+          changed,
+          changed ? analyze(next.content) : [],
+          found.seq,
+        ],
+      );
+      await audit(client, scope, id, 'update', API_ACTOR, now, {
+        oldVersion: current.version,
+        newVersion: current.version + 1,
+        oldContent: current.content,
+        newContent: next.content,
+      });
+      // The old vector no longer describes the text; the embedding queue will make a new one.
+      if (changed) await client.query('DELETE FROM memory_vectors WHERE memory_seq = $1', [found.seq]);
+      return toMemory(row!);
+    });
+  }
+
+  /**
+   * Keyword candidates: the memories of the scope and filter holding any of `terms`, with their analysed
+   * terms, found through the GIN index on `terms`; plus the scope's statistics for BM25.
+   */
+  async keywordCandidates(scope: Scope, terms: readonly string[], filter: MemoryFilter): Promise<KeywordCandidates> {
+    const distinct = [...new Set(terms)];
+    if (distinct.length === 0) return { candidates: [], documents: 0, tokens: 0, documentFrequency: new Map() };
+    const values: unknown[] = [scope.userId, scope.agentId, distinct];
+    const clause = memoryFilterSql(filter, values);
+    const candidates = await this.db.query<{ id: string; seq: number; terms: string[] }>(
+      `SELECT m.id, m.seq, m.terms FROM memories AS m WHERE m.user_id = $1 AND m.agent_id = $2 AND m.terms && $3::text[] ${clause} ORDER BY m.seq`,
+      values,
+    );
+    const [totals] = await this.db.query<{ documents: number; tokens: number; frequencies: Record<string, number> | null }>(
+      `SELECT count(*) AS documents, coalesce(sum(cardinality(terms)), 0) AS tokens,
+         (SELECT json_object_agg(q.term, (SELECT count(*) FROM memories AS f WHERE f.user_id = $1 AND f.agent_id = $2 AND f.terms @> ARRAY[q.term]))
+          FROM unnest($3::text[]) AS q (term)) AS frequencies
+       FROM memories WHERE user_id = $1 AND agent_id = $2`,
+      [scope.userId, scope.agentId, distinct],
+    );
+    return {
+      candidates: candidates.map((c) => ({ id: c.id, terms: c.terms })),
+      documents: totals?.documents ?? 0,
+      tokens: totals?.tokens ?? 0,
+      documentFrequency: new Map(Object.entries(totals?.frequencies ?? {})),
+    };
+  }
+
+  async delete(scope: Scope, id: string): Promise<boolean> {
+    return this.db.transaction(async (client) => {
+      const [old] = await rows<{ version: number; content: string }>(
+        client,
+        'DELETE FROM memories WHERE user_id = $1 AND agent_id = $2 AND id = $3 RETURNING version, content',
+        [scope.userId, scope.agentId, id],
+      );
+      if (old === undefined) return false;
+      await audit(client, scope, id, 'delete', API_ACTOR, new Date().toISOString(), { oldVersion: old.version, oldContent: old.content });
+      return true;
+    });
+  }
+}
+
+/** What memory keyword search ranks: candidates with their analysed terms, and the scope's statistics. */
+export type KeywordCandidates = {
+  candidates: { id: string; terms: string[] }[];
+  documents: number;
+  tokens: number;
+  documentFrequency: Map<string, number>;
+};
+
+/** Memories of `scope` by id, in the order asked. */
+export async function getMemories(on: Queryable, scope: Scope, ids: readonly string[]): Promise<Memory[]> {
+  const found = await rows<MemoryRow>(on, `SELECT ${MEMORY_COLUMNS} FROM memories WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`, [
+    scope.userId,
+    scope.agentId,
+    [...ids],
+  ]);
+  return orderBy(ids, found.map(toMemory));
+}
+
+/**
+ * Inserts a memory with its analysed terms; null when the id exists already. The caller's transaction
+ * holds the memories ordering lock (its `seq` is the embedding queue's cursor).
+ */
+export async function insertMemory(
+  client: Queryable,
+  scope: Scope,
+  input: NewMemory & { id: string },
+  extractor: string,
+  version: number,
+  now: string,
+): Promise<MemoryRow | null> {
+  const sceneName = input.sceneName ?? '';
+  const [row] = await rows<MemoryRow>(
+    client,
+    `INSERT INTO memories (id, user_id, agent_id, content, type, priority, scene_name, scene_folded, created_at, updated_at,
+       activity_start, activity_end, source_message_ids, version, extractor, terms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING RETURNING ${MEMORY_COLUMNS}`,
+    [
+      input.id,
+      scope.userId,
+      scope.agentId,
+      input.content,
+      input.type,
+      input.priority ?? DEFAULT_PRIORITY,
+      sceneName,
+      sceneName.toLowerCase(),
+      now,
+      input.activityStart ?? null,
+      input.activityEnd ?? null,
+      JSON.stringify(input.sourceMessageIds ?? []),
+      version,
+      extractor,
+      analyze(input.content),
+    ],
+  );
+  return row ?? null;
+}
+
+/** One change to the audit trail of a memory. */
+export type AuditChange = { oldVersion?: number; newVersion?: number; oldContent?: string; newContent?: string; relatedId?: string | null };
+
+export async function audit(client: Queryable, scope: Scope, memoryId: string, action: MemoryAuditAction, actor: string, at: string, change: AuditChange): Promise<void> {
+  await client.query(
+    `INSERT INTO memory_audit (memory_id, user_id, agent_id, action, actor, at, old_version, new_version, old_content, new_content, related_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+    [
+      memoryId,
+      scope.userId,
+      scope.agentId,
+      action,
+      actor,
+      at,
+      change.oldVersion ?? null,
+      change.newVersion ?? null,
+      change.oldContent ?? null,
+      change.newContent ?? null,
+      change.relatedId ?? null,
+    ],
+  );
+}
+
+/**
+ * SQL for the optional memory filters over alias `m`, pushed into the candidate query so they never
+ * starve results; their values are appended to `values` and referenced by position.
+ */
+export function memoryFilterSql(filter: MemoryFilter, values: unknown[]): string {
+  const parts: string[] = [];
+  if (filter.includeSuperseded !== true) parts.push('AND m.superseded_by IS NULL');
+  if (filter.type !== undefined) {
+    values.push(filter.type);
+    parts.push(`AND m.type = $${values.length}`);
+  }
+  if (filter.scene !== undefined && filter.scene !== '') {
+    // strpos() rather than LIKE so that % and _ in the user's text are literal.
+    values.push(filter.scene.toLowerCase());
+    parts.push(`AND strpos(m.scene_folded, $${values.length}) > 0`);
+  }
+  return parts.join(' ');
+}

@@ -1,0 +1,219 @@
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { toSql } from 'pgvector';
+import { CairnError } from '../../errors.js';
+import type { RankedHit, Scope } from '../../types.js';
+import type { MemoryFilter, MessageFilter } from '../store.js';
+import { memoryFilterSql } from './memory-tables.js';
+import { LOCK_NAMESPACE, type PostgresDatabase, type Queryable, rows } from './postgres-db.js';
+
+/** The vector targets of this file: their base table, vector table and key column; fixed strings, never user input. */
+export const VECTOR_TARGETS = {
+  message: { base: 'messages', vectors: 'message_vectors', key: 'message_seq', copied: ['user_id', 'agent_id', 'session_key'] },
+  memory: { base: 'memories', vectors: 'memory_vectors', key: 'memory_seq', copied: ['user_id', 'agent_id'] },
+} as const;
+export type CoreVectorTarget = keyof typeof VECTOR_TARGETS;
+
+/** pgvector builds HNSW indexes over `vector` of at most this many dimensions; larger vectors are searched exactly. */
+export const HNSW_MAX_DIMENSIONS = 2_000;
+/** Advisory lock id (under LOCK_NAMESPACE) of index creation, so servers never build the same index twice at once. */
+const INDEX_LOCK = 1001;
+/** Candidates the graph walk keeps (pgvector's `hnsw.ef_search`, default 40): at least the rows asked for. */
+const MIN_EF_SEARCH = 40;
+const MAX_EF_SEARCH = 1_000;
+/** Memory for one index build (the graph is built much faster when it fits). */
+const BUILD_MEMORY = '256MB';
+
+/**
+ * pgvector storage and search for messages and memories. Vectors sit in a `vector` column without a
+ * dimension; {@link indexVectors} creates one partial HNSW index per target and embedder over
+ * `embedding::vector(N)`. A search orders by that same expression, so the planner may walk the graph
+ * (with `hnsw.iterative_scan = relaxed_order`, which keeps walking until the tenant filter has let
+ * through enough rows) or, for a small tenant, read its rows through the btree and sort them exactly;
+ * the candidates are then re-ordered by exact distance. Scores are cosine similarities (1 − distance).
+ */
+export class VectorTables {
+  /** Indexes known to exist, `target:embedder` → dimensions; another server's new index is found on the next indexVectors. */
+  private readonly indexed = new Map<string, number>();
+
+  constructor(private readonly db: PostgresDatabase) {}
+
+  /** Creates the partial HNSW index for `embedderId` and `dimensions` on `target` if missing (idempotent). */
+  async indexVectors(target: CoreVectorTarget, embedderId: string, dimensions: number): Promise<void> {
+    if (!Number.isInteger(dimensions) || dimensions < 1) throw new CairnError('invalid_input', `vector dimensions must be a positive whole number, not ${dimensions}`);
+    const known = `${target}:${embedderId}`;
+    if (this.indexed.get(known) === dimensions || dimensions > HNSW_MAX_DIMENSIONS) return;
+    const t = VECTOR_TARGETS[target];
+    const name = indexName(t.vectors, embedderId, dimensions);
+    await this.db.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE, INDEX_LOCK]);
+      await client.query(`SET LOCAL maintenance_work_mem = '${BUILD_MEMORY}'`);
+      // DDL takes no parameters: the embedder id (configuration, not request text) is quoted as a literal.
+      await client.query(
+        `CREATE INDEX IF NOT EXISTS ${pg.escapeIdentifier(name)} ON ${t.vectors}
+         USING hnsw ((embedding::vector(${dimensions})) vector_cosine_ops) WHERE embedder = ${pg.escapeLiteral(embedderId)}`,
+      );
+      await client.query(
+        `INSERT INTO vector_indexes (target, embedder, dimensions, index_name) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (target, embedder) DO UPDATE SET dimensions = excluded.dimensions, index_name = excluded.index_name`,
+        [target, embedderId, dimensions, name],
+      );
+    });
+    this.indexed.set(known, dimensions);
+  }
+
+  async searchMessages(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): Promise<RankedHit[]> {
+    return this.nearest(vector.length, limit, messageVectorQuery(scope, vector, embedderId, filter, limit));
+  }
+
+  async searchMemories(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
+    return this.nearest(vector.length, limit, memoryVectorQuery(scope, vector, embedderId, filter, limit));
+  }
+
+  /**
+   * Runs the query ordered by the indexed expression (the HNSW index when the planner takes it), and
+   * again ordered by the plain distance (exact) when that returned fewer than `limit` rows: an
+   * iterative scan stops after `hnsw.max_scan_tuples`, which a very selective filter can reach.
+   */
+  private async nearest(dimensions: number, limit: number, query: VectorQuery): Promise<RankedHit[]> {
+    if (limit <= 0) return [];
+    if (!Number.isInteger(dimensions) || dimensions < 1) throw new CairnError('invalid_input', 'the query vector is empty');
+    const order = indexedOrder(dimensions);
+    const found =
+      order === null
+        ? []
+        : await this.db.transaction(async (client) => {
+            await prepareIndexScan(client, limit);
+            return rows<{ id: string; distance: number }>(client, query.select(order), query.values);
+          });
+    const answer = found.length >= limit ? found : await this.db.query<{ id: string; distance: number }>(query.select(EXACT_ORDER), query.values);
+    return answer.map((row) => ({ id: row.id, score: 1 - row.distance }));
+  }
+}
+
+/** A nearest-neighbour query of one scope: its SQL for an ORDER BY expression, and its parameters. */
+export type VectorQuery = { select(order: string): string; values: readonly unknown[] };
+
+/** The ORDER BY of an exact scan: the plain distance, which no HNSW index serves. */
+export const EXACT_ORDER = 'v.embedding <=> $1::vector';
+
+/** The ORDER BY that the partial HNSW index of a `dimensions`-wide embedder serves; null past HNSW's limit. */
+export function indexedOrder(dimensions: number): string | null {
+  return dimensions <= HNSW_MAX_DIMENSIONS ? `v.embedding::vector(${dimensions}) <=> $1::vector(${dimensions})` : null;
+}
+
+/** Sets, for the transaction `client` is in, how an HNSW scan walks: on past filtered-out rows, with at least `limit` candidates. */
+export async function prepareIndexScan(client: Queryable, limit: number): Promise<void> {
+  await client.query("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', $1, true)", [
+    String(Math.min(MAX_EF_SEARCH, Math.max(MIN_EF_SEARCH, limit))),
+  ]);
+}
+
+/**
+ * The nearest messages of a scope (and session). The candidates are re-ordered by exact distance (a
+ * relaxed-order scan may return them slightly out of order), ties by position; the id comes from the
+ * scope's own message row, so no other tenant's row can answer.
+ */
+export function messageVectorQuery(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): VectorQuery {
+  const values: unknown[] = [toSql(Array.from(vector)), embedderId, scope.userId, scope.agentId];
+  let where = 'v.embedder = $2 AND v.user_id = $3 AND v.agent_id = $4 AND v.embedding IS NOT NULL';
+  if (filter.sessionKey !== undefined) {
+    values.push(filter.sessionKey);
+    where += ` AND v.session_key = $${values.length}`;
+  }
+  values.push(limit);
+  const limitAt = `$${values.length}`;
+  return {
+    values,
+    select: (order) => `
+      WITH nearest AS MATERIALIZED (
+        SELECT v.message_seq AS seq, v.embedding <=> $1::vector AS distance FROM message_vectors AS v
+        WHERE ${where} ORDER BY ${order} LIMIT ${limitAt}
+      )
+      SELECT m.id, n.distance FROM nearest AS n JOIN messages AS m ON m.seq = n.seq
+      WHERE m.user_id = $3 AND m.agent_id = $4 ORDER BY n.distance, n.seq`,
+  };
+}
+
+/** The nearest memories of a scope passing the filter, re-ordered like {@link messageVectorQuery}. */
+export function memoryVectorQuery(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): VectorQuery {
+  const values: unknown[] = [toSql(Array.from(vector)), embedderId, scope.userId, scope.agentId];
+  const clause = memoryFilterSql(filter, values);
+  values.push(limit);
+  const limitAt = `$${values.length}`;
+  return {
+    values,
+    select: (order) => `
+      WITH nearest AS MATERIALIZED (
+        SELECT m.id, m.seq, v.embedding <=> $1::vector AS distance FROM memory_vectors AS v JOIN memories AS m ON m.seq = v.memory_seq
+        WHERE v.embedder = $2 AND v.user_id = $3 AND v.agent_id = $4 AND v.embedding IS NOT NULL
+          AND m.user_id = $3 AND m.agent_id = $4 ${clause}
+        ORDER BY ${order} LIMIT ${limitAt}
+      )
+      SELECT id, distance FROM nearest ORDER BY distance, seq`,
+  };
+}
+
+/** Saves `items` of `target` where the row still holds the text that was embedded; null vectors mark "no vector". */
+export async function saveVectors(
+  client: Queryable,
+  target: CoreVectorTarget,
+  embedderId: string,
+  items: readonly { key: number; text: string; vector: Float32Array | null }[],
+): Promise<void> {
+  const t = VECTOR_TARGETS[target];
+  // One row per key (the last given wins), in key order: concurrent savers lock rows in the same order.
+  const byKey = new Map(items.map((item) => [item.key, item]));
+  const unique = [...byKey.values()].sort((a, b) => a.key - b.key);
+  if (unique.length === 0) return;
+  const copied = t.copied.map((c) => `b.${c}`).join(', ');
+  await client.query(
+    `INSERT INTO ${t.vectors} (${t.key}, ${t.copied.join(', ')}, embedder, embedding)
+     SELECT b.seq, ${copied}, $1, i.embedding::vector
+     FROM unnest($2::bigint[], $3::text[], $4::text[]) AS i (key, text, embedding)
+     JOIN ${t.base} AS b ON b.seq = i.key AND b.content = i.text
+     ORDER BY b.seq
+     ON CONFLICT (${t.key}) DO UPDATE SET embedder = excluded.embedder, embedding = excluded.embedding`,
+    [embedderId, unique.map((i) => i.key), unique.map((i) => i.text), unique.map((i) => (i.vector === null ? null : toSql(Array.from(i.vector))))],
+  );
+}
+
+/** Rows of `target` after position `after` without a vector from `embedderId`, across all scopes (or one). */
+export async function pendingVectors(
+  on: Queryable,
+  target: CoreVectorTarget,
+  embedderId: string,
+  after: number,
+  limit: number,
+  scope?: Scope,
+): Promise<{ seq: number; content: string }[]> {
+  const t = VECTOR_TARGETS[target];
+  const values: unknown[] = [after, embedderId, limit];
+  let scoped = '';
+  if (scope !== undefined) {
+    values.push(scope.userId, scope.agentId);
+    scoped = 'AND b.user_id = $4 AND b.agent_id = $5';
+  }
+  return rows(
+    on,
+    `SELECT b.seq, b.content FROM ${t.base} AS b LEFT JOIN ${t.vectors} AS v ON v.${t.key} = b.seq
+     WHERE b.seq > $1 AND (v.${t.key} IS NULL OR v.embedder <> $2) ${scoped} ORDER BY b.seq LIMIT $3`,
+    values,
+  );
+}
+
+/** How many rows of `target` lack a vector from `embedderId`. */
+export async function countPendingVectors(on: Queryable, target: CoreVectorTarget, embedderId: string): Promise<number> {
+  const t = VECTOR_TARGETS[target];
+  const [row] = await rows<{ n: number }>(
+    on,
+    `SELECT count(*) AS n FROM ${t.base} AS b LEFT JOIN ${t.vectors} AS v ON v.${t.key} = b.seq WHERE v.${t.key} IS NULL OR v.embedder <> $1`,
+    [embedderId],
+  );
+  return row?.n ?? 0;
+}
+
+/** A stable index name per table, embedder and dimension (identifiers are at most 63 bytes). */
+function indexName(table: string, embedderId: string, dimensions: number): string {
+  return `${table}_hnsw_${createHash('sha256').update(embedderId).digest('hex').slice(0, 12)}_${dimensions}`;
+}
