@@ -170,8 +170,8 @@ describe('cairn migrate (real processes)', () => {
     try {
       const [run] = await store.history.getRuns({ userId: 'default', agentId: 'default' }, 'run-session', ['t1']);
       expect(run?.toolCalls.map((c) => c.name)).toEqual(['timetable', 'fares']);
-      const errors = await store.history.searchErrorRecordsByKeyword({ userId: 'default', agentId: 'default' }, analyze('timetable dates'), {}, 5);
-      expect(errors).toHaveLength(1);
+      const errors = await store.history.errorKeywordCandidates({ userId: 'default', agentId: 'default' }, analyze('timetable dates'), {});
+      expect(errors.candidates).toHaveLength(1);
       const [resource] = await store.listKnowledgeResources({ userId: 'default', agentId: 'default' });
       expect((await store.listKnowledgeFiles(resource!.scope, resource!.id, { withData: false })).map((f) => f.path)).toEqual(['deploy.md', 'rollback.md']);
     } finally {

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorRecordText } from '../src/store/postgres/history-tables.js';
+import { errorRecordText } from '../src/history/error-record-text.js';
+import { rankKeywordCandidates } from '../src/search/bm25.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import type { HistoryStore, KnowledgeStore } from '../src/store/store.js';
 import { freshPostgresDatabase, type FreshPostgresDatabase } from './postgres-fixture.js';
@@ -103,13 +104,13 @@ describe('PostgreSQL runs', () => {
     await history.saveRun(scope, { taskId: 'new', sessionKey: 's', objective: 'new one', startedAt: '2099-01-01T00:00:00.000Z' });
     const texts = await history.recentRunTexts(scope, 's', since, 10);
     expect(texts.map((t) => t.taskId)).toEqual(['new', 'old', 'old']);
-    await history.saveRunTextVectors('e', texts.map((t) => ({ key: t.key, text: t.content, vector: Float32Array.from([1, 0]) })));
+    await store.saveEmbeddings('run_text', 'e', texts.map((t) => ({ key: t.key, text: t.content, vector: Float32Array.from([1, 0]) })));
     expect(await history.markWithheld(scope, 's', 'old')).toBe(true);
     expect(await history.markWithheld(scope, 's', 'old')).toBe(false);
     expect([...(await history.withheldRuns(scope, 's', ['old', 'new']))]).toEqual(['old']);
-    const cached = await history.runTextVectors(texts.map((t) => ({ key: t.key, text: t.content })), 'e');
+    const cached = await store.embeddingsOf('run_text', 'e', texts.map((t) => ({ key: t.key, text: t.content })));
     expect([...cached.values()].map((v) => Array.from(v!))).toEqual([[1, 0], [1, 0], [1, 0]]);
-    expect((await history.runTextVectors([{ key: texts[0]!.key, text: 'changed' }], 'e')).size).toBe(0);
+    expect((await store.embeddingsOf('run_text', 'e', [{ key: texts[0]!.key, text: 'changed' }])).size).toBe(0);
 
     expect(await history.pruneRuns('2001-01-01T00:00:00.000Z')).toBeGreaterThanOrEqual(1);
     expect((await history.listRuns(scope, 's', 10)).map((r) => r.taskId)).toEqual(['new']);
@@ -137,13 +138,15 @@ describe('PostgreSQL error records', () => {
     const id = 'ab'.repeat(32);
     await history.saveErrorRecord(scope, record(id));
     await history.saveErrorRecord(scope, record('cd'.repeat(32), { toolName: 'shell', keywords: ['permission'], symptom: 'permission denied', action: 'use sudo' }));
-    const pending = await history.errorRecordsWithoutVector(scope, 'e', 10);
-    expect(pending.map((p) => p.id)).toEqual([id, 'cd'.repeat(32)]);
-    await history.saveErrorRecordVectors('e', [
-      { id, text: pending[0]!.text, vector: Float32Array.from([1, 0, 0]) },
-      { id: 'cd'.repeat(32), text: pending[1]!.text, vector: Float32Array.from([0, 1, 0]) },
+    const pending = await store.pendingEmbeddings('error_record', 'e', { after: 0, limit: 10, scope });
+    expect(pending.map((p) => p.key)).toEqual([id, 'cd'.repeat(32)]);
+    expect(pending[0]!.position).toBeLessThan(pending[1]!.position);
+    await store.saveEmbeddings('error_record', 'e', [
+      { key: id, text: pending[0]!.text, vector: Float32Array.from([1, 0, 0]) },
+      { key: 'cd'.repeat(32), text: pending[1]!.text, vector: Float32Array.from([0, 1, 0]) },
     ]);
-    expect(await history.errorRecordsWithoutVector(scope, 'e', 10)).toEqual([]);
+    expect(await store.pendingEmbeddings('error_record', 'e', { after: 0, limit: 10, scope })).toEqual([]);
+    expect([...(await store.embeddingsOf('error_record', 'e', [{ key: id, text: pending[0]!.text }])).values()].map((v) => Array.from(v!))).toEqual([[1, 0, 0]]);
     const hits = await history.searchErrorRecordsByVector(scope, Float32Array.from([0.9, 0.1, 0]), 'e', {}, 5);
     expect(hits.map((h) => h.id)).toEqual([id, 'cd'.repeat(32)]);
     expect(hits[0]!.score).toBeGreaterThan(0.9);
@@ -152,16 +155,19 @@ describe('PostgreSQL error records', () => {
     const refreshed = await history.saveErrorRecord(scope, record(id, { keywords: ['network'], cause: 'slow upstream' }));
     expect(refreshed.keywords).toEqual(['timeout', 'network']);
     expect(refreshed.cause).toBe('slow upstream');
-    expect((await history.errorRecordsWithoutVector(scope, 'e', 10)).map((p) => p.text)).toEqual([errorRecordText(refreshed)]);
+    expect((await store.pendingEmbeddings('error_record', 'e', { after: 0, limit: 10, scope })).map((p) => p.text)).toEqual([errorRecordText(refreshed)]);
+    expect((await store.embeddingsOf('error_record', 'e', [{ key: id, text: pending[0]!.text }])).size).toBe(0);
 
     expect((await history.findErrorRecordsByPrefix(scope, 'abab', 5)).map((r) => r.id)).toEqual([id]);
     expect(await history.findErrorRecordsByPrefix(scope, 'a%', 5)).toEqual([]);
     expect(await history.findErrorRecordsByPrefix(freshScope(), 'abab', 5)).toEqual([]);
 
-    const keyword = await history.searchErrorRecordsByKeyword(scope, ['permiss'], {}, 5);
+    const keywords = async (terms: string[], filter: { toolName?: string } = {}) => rankKeywordCandidates(terms, await history.errorKeywordCandidates(scope, terms, filter), 5);
+    const keyword = await keywords(['permiss']);
     expect(keyword.map((h) => h.id)).toEqual(['cd'.repeat(32)]);
     expect(keyword[0]!.score).toBeGreaterThan(0);
-    expect(await history.searchErrorRecordsByKeyword(scope, ['permiss'], { toolName: 'fetch' }, 5)).toEqual([]);
+    expect(await keywords(['permiss'], { toolName: 'fetch' })).toEqual([]);
+    expect((await history.errorKeywordCandidates(scope, ['permiss'], { toolName: 'shell' })).documents).toBe(1);
     expect((await history.scanErrorRecords(scope, 'SLOW UP', {}, 5)).map((h) => h.id)).toEqual([id]);
     expect(await history.scanErrorRecords(scope, '%', {}, 5)).toEqual([]);
     expect((await history.getErrorRecords(scope, ['cd'.repeat(32), 'ff', id])).map((r) => r.id)).toEqual(['cd'.repeat(32), id]);
@@ -172,7 +178,9 @@ describe('PostgreSQL error records', () => {
     await history.saveErrorRecord(scope, record('01'.repeat(32), { symptom: 'disk full error', keywords: ['disk'] }));
     await history.saveErrorRecord(scope, record('02'.repeat(32), { symptom: 'network error', keywords: ['net'] }));
     await history.saveErrorRecord(scope, record('03'.repeat(32), { symptom: 'another error', keywords: ['misc'] }));
-    const hits = await history.searchErrorRecordsByKeyword(scope, ['disk', 'error'], {}, 5);
+    const found = await history.errorKeywordCandidates(scope, ['disk', 'error'], {});
+    expect(found.documents).toBe(3);
+    const hits = rankKeywordCandidates(['disk', 'error'], found, 5);
     expect(hits[0]!.id).toBe('01'.repeat(32));
     expect(hits).toHaveLength(3);
     expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);

@@ -132,7 +132,7 @@ describe('PostgresStore vector index', () => {
     const messages = bigVectors.map((_, i) => ({ id: `b${i}`, scope: big, sessionKey: `s${i % 7}`, role: 'user' as const, content: `big message ${i}` }));
     smallVectors.forEach((_, i) => messages.splice(i * 300, 0, { id: `s${i}`, scope: small, sessionKey: 's', role: 'user' as const, content: `small message ${i}` }));
     await store.addMessages(messages);
-    const pending = await store.pendingEmbeddings('message', embedder, 0, 10_000);
+    const pending = await store.pendingEmbeddings('message', embedder, { after: 0, limit: 10_000 });
     const vectorOf = (text: string) => (text.startsWith('big') ? bigVectors : smallVectors)[Number(text.split(' ')[2])]!;
     await store.indexVectors('message', embedder, dims);
     await store.saveEmbeddings('message', embedder, pending.map((p) => ({ key: p.key, text: p.text, vector: vectorOf(p.text) })));

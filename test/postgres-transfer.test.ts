@@ -59,10 +59,10 @@ beforeAll(async () => {
   await sqlite.history.pruneRuns('2001-01-01T00:00:00.000Z');
   await sqlite.history.markWithheld(scope, 's', 't1');
   const texts = await sqlite.history.recentRunTexts(scope, 's', since, 10);
-  await sqlite.history.saveRunTextVectors('e', texts.map((t, i) => ({ key: t.key, text: t.content, vector: Float32Array.from([i, 0.5, -1.25]) })));
+  await sqlite.saveEmbeddings('run_text', 'e', texts.map((t, i) => ({ key: t.key, text: t.content, vector: Float32Array.from([i, 0.5, -1.25]) })));
   await sqlite.history.saveErrorRecord(scope, { id: 'ab'.repeat(32), toolName: 'shell', keywords: ['boom'], symptom: 'it went boom', cause: null, action: 'defuse', outcome: 'resolved' });
-  const pending = await sqlite.history.errorRecordsWithoutVector(scope, 'e', 10);
-  await sqlite.history.saveErrorRecordVectors('e', pending.map((p) => ({ ...p, vector: Float32Array.from([0.1, 0.2, 0.3]) })));
+  const pending = await sqlite.pendingEmbeddings('error_record', 'e', { after: 0, limit: 10 });
+  await sqlite.saveEmbeddings('error_record', 'e', pending.map((p) => ({ key: p.key, text: p.text, vector: Float32Array.from([0.1, 0.2, 0.3]) })));
   await sqlite.createKnowledgeResource(scope, { id: 'wiki-1', type: 'wiki', name: 'docs', root: '/tmp/docs' });
   await sqlite.applyKnowledgeSync(scope, 'wiki-1', { upserts: [{ path: 'a.md', hash: 'h', size: 3, mtimeMs: 1.5, data: '{"t":"A"}' }], deletes: [], patch: { status: 'ready', stats: { pages: 1 } } });
   records = await collect(await sqlite.exportSnapshot());
@@ -81,9 +81,10 @@ describe('PostgreSQL transfer (history and knowledge)', () => {
     expect([...(await history.withheldRuns(scope, 's', ['t1']))]).toEqual(['t1']);
     const texts = await sqlite.history.recentRunTexts(scope, 's', since, 10);
     const items = texts.map((t) => ({ key: t.key, text: t.content }));
-    expect(await history.runTextVectors(items, 'e')).toEqual(await sqlite.history.runTextVectors(items, 'e'));
+    expect(await transfer.embeddingsOf('run_text', 'e', items)).toEqual(await sqlite.embeddingsOf('run_text', 'e', items));
     expect(await history.getErrorRecords(scope, ['ab'.repeat(32)])).toEqual(await sqlite.history.getErrorRecords(scope, ['ab'.repeat(32)]));
-    expect((await history.searchErrorRecordsByKeyword(scope, ['boom'], {}, 5)).map((h) => h.id)).toEqual(['ab'.repeat(32)]);
+    expect(await history.errorKeywordCandidates(scope, ['boom'], {})).toEqual(await sqlite.history.errorKeywordCandidates(scope, ['boom'], {}));
+    expect((await history.errorKeywordCandidates(scope, ['boom'], {})).candidates.map((c) => c.id)).toEqual(['ab'.repeat(32)]);
     expect((await history.searchErrorRecordsByVector(scope, Float32Array.from([0.1, 0.2, 0.3]), 'e', {}, 5))[0]!.score).toBeCloseTo(1, 5);
     expect(await knowledge.listKnowledgeResources(scope)).toEqual(await sqlite.listKnowledgeResources(scope));
     expect(await knowledge.listKnowledgeFiles(scope, 'wiki-1')).toEqual(await sqlite.listKnowledgeFiles(scope, 'wiki-1'));
@@ -100,7 +101,7 @@ describe('PostgreSQL transfer (history and knowledge)', () => {
     const back = SqliteStore.open({ path: join(dir, 'back.db') });
     await back.restoreRecords(from(exported));
     expect(await back.history.getRuns(scope, 's', ['t1', 't2'])).toEqual(await history.getRuns(scope, 's', ['t1', 't2']));
-    expect(await back.history.runTextVectors(items, 'e')).toEqual(await sqlite.history.runTextVectors(items, 'e'));
+    expect(await back.embeddingsOf('run_text', 'e', items)).toEqual(await sqlite.embeddingsOf('run_text', 'e', items));
     expect(await back.listKnowledgeFiles(scope, 'wiki-1')).toEqual(await sqlite.listKnowledgeFiles(scope, 'wiki-1'));
     expect(await back.history.searchErrorRecordsByVector(scope, Float32Array.from([0.1, 0.2, 0.3]), 'e', {}, 5)).toEqual(
       await sqlite.history.searchErrorRecordsByVector(scope, Float32Array.from([0.1, 0.2, 0.3]), 'e', {}, 5),

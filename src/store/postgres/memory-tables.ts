@@ -1,7 +1,7 @@
 import { CairnError } from '../../errors.js';
 import { analyze } from '../../text/analyze.js';
 import type { Memory, MemoryPatch, NewMemory, Scope } from '../../types.js';
-import type { ListMemoriesQuery, MemoryAuditAction, MemoryFilter } from '../store.js';
+import type { KeywordCandidates, ListMemoriesQuery, MemoryAuditAction, MemoryFilter } from '../store.js';
 import { lockPositions, type PostgresDatabase, type Queryable, rows } from './postgres-db.js';
 import { MEMORY_COLUMNS, type MemoryRow, newId, orderBy, toMemory } from './row-mapping.js';
 
@@ -100,30 +100,23 @@ export class MemoryTables {
 
   /**
    * Keyword candidates: the memories of the scope and filter holding any of `terms`, with their analysed
-   * terms, found through the GIN index on `terms`; plus the scope's statistics for BM25.
+   * terms, found through the GIN index on `terms`; and the size of that collection (search/bm25.ts ranks them).
    */
   async keywordCandidates(scope: Scope, terms: readonly string[], filter: MemoryFilter): Promise<KeywordCandidates> {
-    const distinct = [...new Set(terms)];
-    if (distinct.length === 0) return { candidates: [], documents: 0, tokens: 0, documentFrequency: new Map() };
-    const values: unknown[] = [scope.userId, scope.agentId, distinct];
+    const distinct = [...new Set(terms.filter((t) => t !== ''))];
+    if (distinct.length === 0) return { candidates: [], documents: 0, totalTerms: 0 };
+    const values: unknown[] = [scope.userId, scope.agentId];
     const clause = memoryFilterSql(filter, values);
-    const candidates = await this.db.query<{ id: string; seq: number; terms: string[] }>(
-      `SELECT m.id, m.seq, m.terms FROM memories AS m WHERE m.user_id = $1 AND m.agent_id = $2 AND m.terms && $3::text[] ${clause} ORDER BY m.seq`,
+    values.push(distinct);
+    const [found] = await this.db.query<{ documents: number; total_terms: number; candidates: { id: string; terms: string[] }[] | null }>(
+      `SELECT t.documents, t.total_terms,
+         (SELECT json_agg(json_build_object('id', m.id, 'terms', m.terms) ORDER BY m.seq) FROM memories AS m
+          WHERE m.user_id = $1 AND m.agent_id = $2 AND m.terms && $${values.length}::text[] ${clause}) AS candidates
+       FROM (SELECT count(*) AS documents, coalesce(sum(cardinality(m.terms)), 0) AS total_terms FROM memories AS m
+             WHERE m.user_id = $1 AND m.agent_id = $2 ${clause}) AS t`,
       values,
     );
-    const [totals] = await this.db.query<{ documents: number; tokens: number; frequencies: Record<string, number> | null }>(
-      `SELECT count(*) AS documents, coalesce(sum(cardinality(terms)), 0) AS tokens,
-         (SELECT json_object_agg(q.term, (SELECT count(*) FROM memories AS f WHERE f.user_id = $1 AND f.agent_id = $2 AND f.terms @> ARRAY[q.term]))
-          FROM unnest($3::text[]) AS q (term)) AS frequencies
-       FROM memories WHERE user_id = $1 AND agent_id = $2`,
-      [scope.userId, scope.agentId, distinct],
-    );
-    return {
-      candidates: candidates.map((c) => ({ id: c.id, terms: c.terms })),
-      documents: totals?.documents ?? 0,
-      tokens: totals?.tokens ?? 0,
-      documentFrequency: new Map(Object.entries(totals?.frequencies ?? {})),
-    };
+    return { candidates: found?.candidates ?? [], documents: found?.documents ?? 0, totalTerms: found?.total_terms ?? 0 };
   }
 
   async delete(scope: Scope, id: string): Promise<boolean> {
@@ -139,14 +132,6 @@ export class MemoryTables {
     });
   }
 }
-
-/** What memory keyword search ranks: candidates with their analysed terms, and the scope's statistics. */
-export type KeywordCandidates = {
-  candidates: { id: string; terms: string[] }[];
-  documents: number;
-  tokens: number;
-  documentFrequency: Map<string, number>;
-};
 
 /** Memories of `scope` by id, in the order asked. */
 export async function getMemories(on: Queryable, scope: Scope, ids: readonly string[]): Promise<Memory[]> {

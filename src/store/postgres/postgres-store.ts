@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { CairnError } from '../../errors.js';
 import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, RankedHit, Scope } from '../../types.js';
 import type {
   AddMessagesOptions,
@@ -6,9 +7,11 @@ import type {
   ApiKey,
   DataSnapshot,
   DumpRecord,
+  EmbeddingStore,
   EmbeddingTarget,
   ExtractionCommit,
   HistoryStore,
+  KeywordCandidates,
   KnowledgeFileRecord,
   KnowledgeResourcePatch,
   KnowledgeResourceRecord,
@@ -21,6 +24,8 @@ import type {
   NewApiKey,
   NewKnowledgeResource,
   PendingEmbedding,
+  PendingEmbeddingsQuery,
+  QueuedEmbeddingTarget,
   PipelineState,
   SavedEmbedding,
   SequencedMessage,
@@ -29,16 +34,17 @@ import type {
   StoredApiKey,
 } from '../store.js';
 import { PostgresTransfer } from './data-transfer.js';
+import { HistoryEmbeddings } from './history-embeddings.js';
 import { PostgresHistoryTables } from './history-tables.js';
 import { PostgresKnowledgeTables } from './knowledge-tables.js';
-import { type KeywordCandidates, MemoryTables } from './memory-tables.js';
+import { MemoryTables } from './memory-tables.js';
 import { MessageKeywords } from './message-keywords.js';
 import { MessageTables } from './message-tables.js';
 import { migrate } from './migrations.js';
 import { PipelineTables } from './pipeline-tables.js';
 import { PostgresDatabase } from './postgres-db.js';
 import { redactUrl, toPostgresError } from './postgres-errors.js';
-import { countPendingVectors, pendingVectors, saveVectors, VectorTables } from './vector-tables.js';
+import { type CoreVectorTarget, VectorTables } from './vector-tables.js';
 
 /** Options for {@link PostgresStore.open}. */
 export type PostgresStoreOptions = {
@@ -65,6 +71,11 @@ export class PostgresStore implements Store {
    * `this.history = new PostgresHistoryTables(db)`, its tables as migration steps appended in migrations.ts.
    */
   readonly history: HistoryStore;
+  /**
+   * Vectors of error records and run texts: `pgrest`'s history tables implement the EmbeddingStore for
+   * those two targets (`this.historyEmbeddings = historyTables`); messages and memories are in vector-tables.ts.
+   */
+  private readonly historyEmbeddings: EmbeddingStore;
   private readonly db: PostgresDatabase;
   private readonly knowledge: PostgresKnowledgeTables;
   private readonly transfer: PostgresTransfer;
@@ -82,6 +93,7 @@ export class PostgresStore implements Store {
     this.vectors = new VectorTables(db);
     this.pipeline = new PipelineTables(db);
     this.history = new PostgresHistoryTables(db);
+    this.historyEmbeddings = new HistoryEmbeddings(db);
     this.knowledge = new PostgresKnowledgeTables(db);
     this.transfer = new PostgresTransfer(db, {});
     this.capabilities = {
@@ -168,9 +180,8 @@ export class PostgresStore implements Store {
     return this.memories.delete(scope, id);
   }
 
-  async searchMemoriesByKeyword(scope: Scope, terms: readonly string[], filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
-    const found = await this.memories.keywordCandidates(scope, terms, filter);
-    return rankCandidates(found, terms, limit);
+  memoryKeywordCandidates(scope: Scope, terms: readonly string[], filter: MemoryFilter): Promise<KeywordCandidates> {
+    return this.memories.keywordCandidates(scope, terms, filter);
   }
 
   async searchMemoriesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
@@ -179,22 +190,25 @@ export class PostgresStore implements Store {
 
   // ---- embeddings --------------------------------------------------------------------------
 
-  async pendingEmbeddings(target: EmbeddingTarget, embedderId: string, cursor: number, limit: number): Promise<PendingEmbedding[]> {
-    const found = await pendingVectors(this.db.autocommit, target, embedderId, cursor, limit);
-    return found.map((row) => ({ key: row.seq, text: row.content }));
+  pendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, query: PendingEmbeddingsQuery): Promise<PendingEmbedding[]> {
+    return isCoreTarget(target) ? this.vectors.pending(target, embedderId, query) : this.historyEmbeddings.pendingEmbeddings(target, embedderId, query);
   }
 
-  async saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void> {
-    await this.db.transaction((client) => saveVectors(client, target, embedderId, items));
+  saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void> {
+    return isCoreTarget(target) ? this.vectors.save(target, embedderId, items) : this.historyEmbeddings.saveEmbeddings(target, embedderId, items);
+  }
+
+  countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string): Promise<number> {
+    return isCoreTarget(target) ? this.vectors.countPending(target, embedderId) : this.historyEmbeddings.countPendingEmbeddings(target, embedderId);
+  }
+
+  embeddingsOf(target: EmbeddingTarget, embedderId: string, items: readonly { key: string; text: string }[]): Promise<Map<string, Float32Array | null>> {
+    return isCoreTarget(target) ? this.vectors.vectorsOf(target, embedderId, items) : this.historyEmbeddings.embeddingsOf(target, embedderId, items);
   }
 
   /** Creates the partial HNSW index of `embedderId` on `target`'s vectors if missing (DESIGN.md, "PostgreSQL backend"). */
-  async indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<void> {
-    await this.vectors.indexVectors(target, embedderId, dimensions);
-  }
-
-  async countPendingEmbeddings(target: EmbeddingTarget, embedderId: string): Promise<number> {
-    return countPendingVectors(this.db.autocommit, target, embedderId);
+  indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<void> {
+    return isCoreTarget(target) ? this.vectors.indexVectors(target, embedderId, dimensions) : this.historyEmbeddings.indexVectors(target, embedderId, dimensions);
   }
 
   // ---- API keys ----------------------------------------------------------------------------
@@ -325,24 +339,9 @@ export class PostgresStore implements Store {
   }
 }
 
-/** BM25 (k1 1.2, b 0.75) of the candidates, until the shared ranking lands. */
-function rankCandidates(found: KeywordCandidates, terms: readonly string[], limit: number): RankedHit[] {
-  const query = [...new Set(terms)];
-  const avg = found.documents > 0 ? found.tokens / found.documents : 1;
-  const scored = found.candidates.map((c) => {
-    const tf = new Map<string, number>();
-    for (const t of c.terms) tf.set(t, (tf.get(t) ?? 0) + 1);
-    let score = 0;
-    for (const t of query) {
-      const f = tf.get(t) ?? 0;
-      if (f === 0) continue;
-      const n = found.documentFrequency.get(t) ?? 0;
-      const idf = Math.log(1 + (found.documents - n + 0.5) / (n + 0.5));
-      score += (idf * f * 2.2) / (f + 1.2 * (0.25 + (0.75 * c.terms.length) / avg));
-    }
-    return { id: c.id, score: score / (1 + score) };
-  });
-  return scored.sort((a, b) => b.score - a.score).slice(0, limit);
+/** Messages and memories have their vectors here; error records and run texts in the history tables. */
+function isCoreTarget(target: EmbeddingTarget): target is CoreVectorTarget {
+  return target === 'message' || target === 'memory';
 }
 
 type ApiKeyRow = {

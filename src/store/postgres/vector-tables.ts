@@ -3,14 +3,19 @@ import pg from 'pg';
 import { toSql } from 'pgvector';
 import { CairnError } from '../../errors.js';
 import type { RankedHit, Scope } from '../../types.js';
-import type { MemoryFilter, MessageFilter } from '../store.js';
+import type { MemoryFilter, MessageFilter, PendingEmbedding, PendingEmbeddingsQuery, SavedEmbedding } from '../store.js';
 import { memoryFilterSql } from './memory-tables.js';
 import { LOCK_NAMESPACE, type PostgresDatabase, type Queryable, rows } from './postgres-db.js';
 
 /** The vector targets of this file: their base table, vector table and key column; fixed strings, never user input. */
+/**
+ * `name` is the column that names a row to the contract (a message's seq, since message ids are unique
+ * per scope only; a memory's id), `nameType` its SQL type; `copied` are the base columns kept beside each
+ * vector for the index scan's filter.
+ */
 export const VECTOR_TARGETS = {
-  message: { base: 'messages', vectors: 'message_vectors', key: 'message_seq', copied: ['user_id', 'agent_id', 'session_key'] },
-  memory: { base: 'memories', vectors: 'memory_vectors', key: 'memory_seq', copied: ['user_id', 'agent_id'] },
+  message: { base: 'messages', vectors: 'message_vectors', key: 'message_seq', name: 'seq', nameType: 'bigint', copied: ['user_id', 'agent_id', 'session_key'] },
+  memory: { base: 'memories', vectors: 'memory_vectors', key: 'memory_seq', name: 'id', nameType: 'text', copied: ['user_id', 'agent_id'] },
 } as const;
 export type CoreVectorTarget = keyof typeof VECTOR_TARGETS;
 
@@ -60,6 +65,72 @@ export class VectorTables {
       );
     });
     this.indexed.set(known, dimensions);
+  }
+
+  /** Rows of `target` after position `after` without a vector from `embedderId`, across all scopes (or one). */
+  async pending(target: CoreVectorTarget, embedderId: string, query: PendingEmbeddingsQuery): Promise<PendingEmbedding[]> {
+    const t = VECTOR_TARGETS[target];
+    const values: unknown[] = [query.after, embedderId, query.limit];
+    let scoped = '';
+    if (query.scope !== undefined) {
+      values.push(query.scope.userId, query.scope.agentId);
+      scoped = 'AND b.user_id = $4 AND b.agent_id = $5';
+    }
+    const found = await this.db.query<{ seq: number; name: string | number; content: string }>(
+      `SELECT b.seq, b.${t.name} AS name, b.content FROM ${t.base} AS b LEFT JOIN ${t.vectors} AS v ON v.${t.key} = b.seq
+       WHERE b.seq > $1 AND (v.${t.key} IS NULL OR v.embedder <> $2) ${scoped} ORDER BY b.seq LIMIT $3`,
+      values,
+    );
+    return found.map((row) => ({ key: String(row.name), position: row.seq, text: row.content }));
+  }
+
+  /**
+   * Saves vectors where the row still holds the text that was embedded; null vectors mark "no vector".
+   * One statement: rows are upserted once each (the last item of a key wins), in position order, so two
+   * savers of the same rows wait for each other instead of deadlocking.
+   */
+  async save(target: CoreVectorTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void> {
+    const t = VECTOR_TARGETS[target];
+    const unique = [...new Map(items.filter((item) => validName(target, item.key)).map((item) => [item.key, item])).values()];
+    if (unique.length === 0) return;
+    await this.db.query(
+      `INSERT INTO ${t.vectors} (${t.key}, ${t.copied.join(', ')}, embedder, embedding)
+       SELECT b.seq, ${t.copied.map((c) => `b.${c}`).join(', ')}, $1, i.embedding::vector
+       FROM unnest($2::${t.nameType}[], $3::text[], $4::text[]) AS i (name, text, embedding)
+       JOIN ${t.base} AS b ON b.${t.name} = i.name AND b.content = i.text
+       ORDER BY b.seq
+       ON CONFLICT (${t.key}) DO UPDATE SET embedder = excluded.embedder, embedding = excluded.embedding`,
+      [embedderId, unique.map((i) => i.key), unique.map((i) => i.text), unique.map((i) => (i.vector === null ? null : toSql(Array.from(i.vector))))],
+    );
+  }
+
+  /** How many rows of `target` lack a vector from `embedderId`. */
+  async countPending(target: CoreVectorTarget, embedderId: string): Promise<number> {
+    const t = VECTOR_TARGETS[target];
+    const [row] = await this.db.query<{ n: number }>(
+      `SELECT count(*) AS n FROM ${t.base} AS b LEFT JOIN ${t.vectors} AS v ON v.${t.key} = b.seq WHERE v.${t.key} IS NULL OR v.embedder <> $1`,
+      [embedderId],
+    );
+    return row?.n ?? 0;
+  }
+
+  /** Stored vectors by key, where the row's text is still the one given. */
+  async vectorsOf(target: CoreVectorTarget, embedderId: string, items: readonly { key: string; text: string }[]): Promise<Map<string, Float32Array | null>> {
+    const t = VECTOR_TARGETS[target];
+    const wanted = items.filter((item) => validName(target, item.key));
+    const found = new Map<string, Float32Array | null>();
+    if (wanted.length === 0) return found;
+    const stored = await this.db.query<{ name: string | number; content: string; embedding: number[] | null }>(
+      `SELECT b.${t.name} AS name, b.content, v.embedding FROM ${t.base} AS b JOIN ${t.vectors} AS v ON v.${t.key} = b.seq
+       WHERE b.${t.name} = ANY($1::${t.nameType}[]) AND v.embedder = $2`,
+      [wanted.map((item) => item.key), embedderId],
+    );
+    const byName = new Map(stored.map((row) => [String(row.name), row]));
+    for (const item of wanted) {
+      const row = byName.get(item.key);
+      if (row !== undefined && row.content === item.text) found.set(item.key, row.embedding === null ? null : Float32Array.from(row.embedding));
+    }
+    return found;
   }
 
   async searchMessages(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): Promise<RankedHit[]> {
@@ -154,63 +225,9 @@ export function memoryVectorQuery(scope: Scope, vector: Float32Array, embedderId
   };
 }
 
-/** Saves `items` of `target` where the row still holds the text that was embedded; null vectors mark "no vector". */
-export async function saveVectors(
-  client: Queryable,
-  target: CoreVectorTarget,
-  embedderId: string,
-  items: readonly { key: number; text: string; vector: Float32Array | null }[],
-): Promise<void> {
-  const t = VECTOR_TARGETS[target];
-  // One row per key (the last given wins), in key order: concurrent savers lock rows in the same order.
-  const byKey = new Map(items.map((item) => [item.key, item]));
-  const unique = [...byKey.values()].sort((a, b) => a.key - b.key);
-  if (unique.length === 0) return;
-  const copied = t.copied.map((c) => `b.${c}`).join(', ');
-  await client.query(
-    `INSERT INTO ${t.vectors} (${t.key}, ${t.copied.join(', ')}, embedder, embedding)
-     SELECT b.seq, ${copied}, $1, i.embedding::vector
-     FROM unnest($2::bigint[], $3::text[], $4::text[]) AS i (key, text, embedding)
-     JOIN ${t.base} AS b ON b.seq = i.key AND b.content = i.text
-     ORDER BY b.seq
-     ON CONFLICT (${t.key}) DO UPDATE SET embedder = excluded.embedder, embedding = excluded.embedding`,
-    [embedderId, unique.map((i) => i.key), unique.map((i) => i.text), unique.map((i) => (i.vector === null ? null : toSql(Array.from(i.vector))))],
-  );
-}
-
-/** Rows of `target` after position `after` without a vector from `embedderId`, across all scopes (or one). */
-export async function pendingVectors(
-  on: Queryable,
-  target: CoreVectorTarget,
-  embedderId: string,
-  after: number,
-  limit: number,
-  scope?: Scope,
-): Promise<{ seq: number; content: string }[]> {
-  const t = VECTOR_TARGETS[target];
-  const values: unknown[] = [after, embedderId, limit];
-  let scoped = '';
-  if (scope !== undefined) {
-    values.push(scope.userId, scope.agentId);
-    scoped = 'AND b.user_id = $4 AND b.agent_id = $5';
-  }
-  return rows(
-    on,
-    `SELECT b.seq, b.content FROM ${t.base} AS b LEFT JOIN ${t.vectors} AS v ON v.${t.key} = b.seq
-     WHERE b.seq > $1 AND (v.${t.key} IS NULL OR v.embedder <> $2) ${scoped} ORDER BY b.seq LIMIT $3`,
-    values,
-  );
-}
-
-/** How many rows of `target` lack a vector from `embedderId`. */
-export async function countPendingVectors(on: Queryable, target: CoreVectorTarget, embedderId: string): Promise<number> {
-  const t = VECTOR_TARGETS[target];
-  const [row] = await rows<{ n: number }>(
-    on,
-    `SELECT count(*) AS n FROM ${t.base} AS b LEFT JOIN ${t.vectors} AS v ON v.${t.key} = b.seq WHERE v.${t.key} IS NULL OR v.embedder <> $1`,
-    [embedderId],
-  );
-  return row?.n ?? 0;
+/** Whether `key` can name a row of `target` (a message key is its seq in decimal). */
+function validName(target: CoreVectorTarget, key: string): boolean {
+  return target !== 'message' || (/^\d{1,15}$/.test(key) && Number.isSafeInteger(Number(key)));
 }
 
 /** A stable index name per table, embedder and dimension (identifiers are at most 63 bytes). */
