@@ -56,7 +56,7 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
   const cairnLib = await import(pathToFileURL(join(REPO, 'dist', 'index.js')).href);
   const text = {
     ...(await import(pathToFileURL(join(REPO, 'dist', 'text', 'analyze.js')).href)),
-    ...(await import(pathToFileURL(join(REPO, 'dist', 'text', 'fts-query.js')).href)),
+    ...(await import(pathToFileURL(join(REPO, 'dist', 'store', 'sqlite', 'fts-query.js')).href)),
     ...(await import(pathToFileURL(join(REPO, 'dist', 'text', 'stopwords.js')).href)),
   };
   const questions = realisticQueries(options.warmupQueries + options.queries);

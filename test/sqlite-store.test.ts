@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { migrate, SCHEMA_VERSION } from '../src/store/sqlite/migrations.js';
-import { describeStoreContract } from './store-contract.js';
+import { runStoreContract } from './store-contract.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -17,7 +17,7 @@ function tempDb(): string {
   return join(dir, 'cairn.db');
 }
 
-describeStoreContract('sqlite', async () => SqliteStore.open({ path: tempDb() }));
+runStoreContract('sqlite', async () => SqliteStore.open({ path: tempDb() }));
 
 /** `n` unit vectors of `dims` from a seeded generator. */
 function randomUnitVectors(n: number, dims: number, seed: number): Float32Array[] {

@@ -54,7 +54,7 @@ export interface MessageStore {
 
 /** Memories (L1): extracted or written facts, versioned, with an audit trail of every change. */
 export interface MemoryStore {
-  /** Throws `conflict` when the id is taken. */
+  /** Throws `conflict` when the id is taken, in any scope (memory ids are global: the embedding queue keys by them). */
   createMemory(scope: Scope, input: NewMemory): Promise<Memory>;
   getMemories(scope: Scope, ids: readonly string[]): Promise<Memory[]>;
   /** Memories newest first. */
@@ -180,7 +180,7 @@ export interface KeyStore {
   createApiKey(input: NewApiKey): Promise<ApiKey>;
   /** The active (not revoked) key with this id, with its secret hash; null when none. */
   findApiKey(id: string): Promise<StoredApiKey | null>;
-  /** Every key, revoked ones included, oldest first. */
+  /** Every key, revoked ones included, oldest first (then by id). */
   listApiKeys(): Promise<ApiKey[]>;
   /** Marks an active key revoked; false when there is none with this id. */
   revokeApiKey(id: string): Promise<boolean>;
@@ -442,9 +442,9 @@ export interface KnowledgeStore {
   createKnowledgeResource(scope: Scope, input: NewKnowledgeResource): Promise<KnowledgeResourceRecord>;
   /** The resource when it exists and belongs to `scope`, else null (another scope's resource is not told apart from none). */
   getKnowledgeResource(scope: Scope, id: string): Promise<KnowledgeResourceRecord | null>;
-  /** The resources of `scope`, oldest first. */
+  /** The resources of `scope`, oldest first (those created in the same millisecond by id). */
   listKnowledgeResources(scope: Scope): Promise<KnowledgeResourceRecord[]>;
-  /** Every scope's resources, oldest first: for the serving process's watcher and tool catalog only, never for a caller. */
+  /** Every scope's resources, oldest first (then by id): for the serving process's watcher and tool catalog only, never for a caller. */
   listAllKnowledgeResources(): Promise<KnowledgeResourceRecord[]>;
   /** Applies a patch; null when `scope` has no such resource. */
   updateKnowledgeResource(scope: Scope, id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null>;

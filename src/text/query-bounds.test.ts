@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isCairnError } from '../errors.js';
-import { buildFtsQuery } from './fts-query.js';
 import { boundTerms, checkQueryLength, clipQuery, MAX_QUERY_CHARS, MAX_QUERY_TERMS } from './query-bounds.js';
 
 describe('query bounds', () => {
@@ -38,12 +37,5 @@ describe('query bounds', () => {
       `keyword is ${MAX_QUERY_CHARS + 1} characters long; the limit is ${MAX_QUERY_CHARS}. Search with the words that matter (a search uses at most ${MAX_QUERY_TERMS} distinct terms anyway).`,
     );
     expect(clipQuery('y'.repeat(MAX_QUERY_CHARS * 2))).toHaveLength(MAX_QUERY_CHARS);
-  });
-
-  it('builds an FTS5 expression of at most MAX_QUERY_TERMS terms however many the query has', () => {
-    const match = buildFtsQuery(Array.from({ length: 5_000 }, (_, i) => `w${i}`))!;
-    const quoted = new Set(match.match(/"[^"]+"/g));
-    expect(quoted.size).toBe(MAX_QUERY_TERMS);
-    expect(quoted.has('"w0"') && quoted.has(`"w${MAX_QUERY_TERMS - 1}"`)).toBe(true);
   });
 });

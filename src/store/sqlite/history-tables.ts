@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { CairnError } from '../../errors.js';
-import { buildFtsQuery } from '../../text/fts-query.js';
+import { buildFtsQuery } from './fts-query.js';
 import type { RankedHit, Scope } from '../../types.js';
 import { Statements } from './statements.js';
 import { toBlob } from './vector-blob.js';

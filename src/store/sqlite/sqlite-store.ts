@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { CairnError } from '../../errors.js';
 import { analyzeForIndex } from '../../text/analyze.js';
-import { buildFtsQuery } from '../../text/fts-query.js';
+import { buildFtsQuery } from './fts-query.js';
 import type { Memory, MemoryPatch, Message, MessageRole, MemoryType, NewMemory, NewMessage, RankedHit, Scope } from '../../types.js';
 import type {
   AddMessagesOptions,

@@ -1,0 +1,126 @@
+import { expect, it } from 'vitest';
+import { errorRecordText } from '../../src/history/error-record-text.js';
+import type { ErrorRecordWrite } from '../../src/store/store.js';
+import { alice, bob, type ContractContext, EPOCH, msg, unit } from './context.js';
+
+export const errorWrite = (id: string, toolName: string, symptom: string, action: string, keywords: string[] = []): ErrorRecordWrite => ({
+  id,
+  toolName,
+  keywords,
+  symptom,
+  cause: null,
+  action,
+  outcome: 'resolved',
+});
+/** A 64-hex-character error record id from one hex digit. */
+export const hexId = (digit: string) => digit.repeat(64);
+
+/** EmbeddingStore: pendingEmbeddings, saveEmbeddings, countPendingEmbeddings, embeddingsOf, indexVectors, for every target. */
+export function embeddingContract(ctx: ContractContext): void {
+  it('queues message rows in position order, across scopes or in one, past a cursor', async () => {
+    const { store } = ctx;
+    await store.addMessages([msg(alice, 'x', 'east'), msg(alice, 'y', 'north'), msg(bob, 'z', 'east too')]);
+    expect(await store.countPendingEmbeddings('message', 'e1')).toBe(3);
+    const pending = await store.pendingEmbeddings('message', 'e1', { after: 0, limit: 10 });
+    expect(pending.map((p) => p.text)).toEqual(['east', 'north', 'east too']);
+    const positions = pending.map((p) => p.position);
+    expect([...positions].sort((a, b) => a - b)).toEqual(positions);
+    expect(new Set(pending.map((p) => p.key)).size).toBe(3);
+    expect((await store.pendingEmbeddings('message', 'e1', { after: 0, limit: 2 })).map((p) => p.text)).toEqual(['east', 'north']);
+    expect((await store.pendingEmbeddings('message', 'e1', { after: positions[0]!, limit: 10 })).map((p) => p.text)).toEqual(['north', 'east too']);
+    expect((await store.pendingEmbeddings('message', 'e1', { after: 0, limit: 10, scope: bob })).map((p) => p.text)).toEqual(['east too']);
+    expect(await store.pendingEmbeddings('message', 'e1', { after: 0, limit: 10, scope: { userId: 'nobody', agentId: 'a1' } })).toEqual([]);
+
+    await store.saveEmbeddings('message', 'e1', pending.map((p) => ({ key: p.key, text: p.text, vector: unit([1, p.position % 3, 0]) })));
+    expect(await store.countPendingEmbeddings('message', 'e1')).toBe(0);
+    expect(await store.pendingEmbeddings('message', 'e1', { after: 0, limit: 10 })).toEqual([]);
+    // Another embedder still needs every row.
+    expect(await store.countPendingEmbeddings('message', 'e2')).toBe(3);
+  });
+
+  it('drops a vector computed for text that changed meanwhile, and re-queues the changed memory', async () => {
+    const { store } = ctx;
+    const mem = await store.createMemory(alice, { content: 'old text', type: 'episodic' });
+    const [pending] = await store.pendingEmbeddings('memory', 'e1', { after: 0, limit: 10 });
+    expect(pending).toMatchObject({ key: mem.id, text: 'old text' });
+    await store.updateMemory(alice, mem.id, { content: 'new text' });
+    await store.saveEmbeddings('memory', 'e1', [{ key: pending!.key, text: pending!.text, vector: unit([1, 0]) }]);
+    expect(await store.countPendingEmbeddings('memory', 'e1')).toBe(1);
+    expect(await store.embeddingsOf('memory', 'e1', [{ key: mem.id, text: 'new text' }])).toEqual(new Map());
+    const [fresh] = await store.pendingEmbeddings('memory', 'e1', { after: 0, limit: 10 });
+    expect(fresh!.text).toBe('new text');
+    await store.saveEmbeddings('memory', 'e1', [{ key: fresh!.key, text: fresh!.text, vector: null }]);
+    expect(await store.countPendingEmbeddings('memory', 'e1')).toBe(0);
+    // A null vector means "no vector": the row is not pending, is cached as null, and is absent from vector search.
+    expect(await store.embeddingsOf('memory', 'e1', [{ key: mem.id, text: 'new text' }])).toEqual(new Map([[mem.id, null]]));
+    if (store.capabilities.vectorSearch) expect(await store.searchMemoriesByVector(alice, unit([1, 0]), 'e1', {}, 5)).toEqual([]);
+    // Saving for a row that no longer exists is a no-op, not an error.
+    await store.deleteMemory(alice, mem.id);
+    await store.saveEmbeddings('memory', 'e1', [{ key: mem.id, text: 'new text', vector: unit([0, 1]) }]);
+    expect(await store.countPendingEmbeddings('memory', 'e1')).toBe(0);
+  });
+
+  it('queues error records by their searchable text; a refreshed record is queued again', async () => {
+    const { store } = ctx;
+    const write = errorWrite(hexId('a'), 'fetch_page', 'timeout after 30s', 'retry with a longer timeout', ['timeout']);
+    const saved = await store.history.saveErrorRecord(alice, write);
+    await store.history.saveErrorRecord(bob, errorWrite(hexId('b'), 'run_sql', 'syntax error', 'quote the identifier'));
+    expect(await store.countPendingEmbeddings('error_record', 'e1')).toBe(2);
+    const [pending] = await store.pendingEmbeddings('error_record', 'e1', { after: 0, limit: 10, scope: alice });
+    expect(pending).toMatchObject({ key: saved.id, text: errorRecordText(saved) });
+    await store.saveEmbeddings('error_record', 'e1', [{ key: pending!.key, text: pending!.text, vector: unit([1, 0, 0]) }]);
+    expect(await store.pendingEmbeddings('error_record', 'e1', { after: 0, limit: 10, scope: alice })).toEqual([]);
+    const cached = await store.embeddingsOf('error_record', 'e1', [{ key: saved.id, text: errorRecordText(saved) }]);
+    expect([...cached.get(saved.id)!]).toEqual([...unit([1, 0, 0])]);
+    if (store.capabilities.vectorSearch) expect((await store.history.searchErrorRecordsByVector(alice, unit([1, 0, 0]), 'e1', {}, 5)).map((h) => h.id)).toEqual([saved.id]);
+    // New keywords change the text: the old vector no longer describes it.
+    const refreshed = await store.history.saveErrorRecord(alice, { ...write, keywords: ['deadline'] });
+    expect(refreshed.keywords).toEqual(['timeout', 'deadline']);
+    const [again] = await store.pendingEmbeddings('error_record', 'e1', { after: 0, limit: 10, scope: alice });
+    expect(again).toMatchObject({ key: saved.id, text: errorRecordText(refreshed) });
+    expect(await store.embeddingsOf('error_record', 'e1', [{ key: saved.id, text: errorRecordText(refreshed) }])).toEqual(new Map());
+  });
+
+  it('caches run-text vectors by key, only while the text is the one embedded', async () => {
+    const { store } = ctx;
+    await store.history.saveRun(alice, { taskId: 't1', sessionKey: 's', objective: 'find the harbour map' });
+    const [text] = await store.history.recentRunTexts(alice, 's', EPOCH, 10);
+    const item = { key: text!.key, text: text!.content };
+    expect(await store.embeddingsOf('run_text', 'e1', [item])).toEqual(new Map());
+    await store.saveEmbeddings('run_text', 'e1', [{ ...item, vector: unit([0, 1]) }]);
+    expect([...(await store.embeddingsOf('run_text', 'e1', [item])).get(item.key)!]).toEqual([...unit([0, 1])]);
+    expect(await store.embeddingsOf('run_text', 'e2', [item])).toEqual(new Map());
+    expect(await store.embeddingsOf('run_text', 'e1', [{ key: item.key, text: 'another text' }])).toEqual(new Map());
+    await store.saveEmbeddings('run_text', 'e1', [{ ...item, vector: null }]);
+    expect(await store.embeddingsOf('run_text', 'e1', [item])).toEqual(new Map([[item.key, null]]));
+  });
+
+  it('embeddingsOf answers stored message vectors whose text is unchanged', async () => {
+    const { store } = ctx;
+    await store.addMessages([msg(alice, 'a', 'alpha'), msg(alice, 'b', 'beta')]);
+    const pending = await store.pendingEmbeddings('message', 'e1', { after: 0, limit: 10 });
+    await store.saveEmbeddings('message', 'e1', [{ key: pending[0]!.key, text: 'alpha', vector: unit([1, 1]) }]);
+    const found = await store.embeddingsOf('message', 'e1', pending.map((p) => ({ key: p.key, text: p.text })));
+    expect([...found.keys()]).toEqual([pending[0]!.key]);
+    expect([...found.get(pending[0]!.key)!]).toEqual([...unit([1, 1])]);
+    expect(await store.embeddingsOf('message', 'e1', [{ key: pending[0]!.key, text: 'not alpha' }])).toEqual(new Map());
+  });
+
+  it('indexVectors is idempotent, moves between embedders and dimensions, and refuses a bad dimension', async () => {
+    const { store } = ctx;
+    await store.addMessages([msg(alice, 'a', 'alpha'), msg(alice, 'b', 'beta')]);
+    await store.indexVectors('message', 'e1', 2);
+    await store.indexVectors('message', 'e1', 2);
+    const pending = await store.pendingEmbeddings('message', 'e1', { after: 0, limit: 10 });
+    await store.saveEmbeddings('message', 'e1', pending.map((p, i) => ({ key: p.key, text: p.text, vector: unit(i === 0 ? [1, 0] : [0, 1]) })));
+    if (store.capabilities.vectorSearch) expect((await store.searchMessagesByVector(alice, unit([1, 0.1]), 'e1', {}, 1)).map((h) => h.id)).toEqual(['a']);
+    // A model of another dimension: its index, then its vectors, answer (each row keeps one vector: the newest).
+    await store.indexVectors('message', 'e3', 3);
+    const third = await store.pendingEmbeddings('message', 'e3', { after: 0, limit: 10 });
+    await store.saveEmbeddings('message', 'e3', third.map((p, i) => ({ key: p.key, text: p.text, vector: unit(i === 0 ? [0, 0, 1] : [1, 0, 0]) })));
+    if (store.capabilities.vectorSearch) expect((await store.searchMessagesByVector(alice, unit([0, 0.1, 1]), 'e3', {}, 1)).map((h) => h.id)).toEqual(['a']);
+    expect(await store.countPendingEmbeddings('message', 'e1')).toBe(2);
+    for (const target of ['memory', 'error_record', 'run_text'] as const) await store.indexVectors(target, 'e1', 2);
+    for (const bad of [0, -1, 1.5, Number.NaN]) await expect(store.indexVectors('message', 'e1', bad)).rejects.toMatchObject({ code: 'invalid_input' });
+  });
+}
