@@ -6,7 +6,7 @@ import { indexedOrder, messageVectorQuery, prepareIndexScan } from '../src/store
 import type { Store } from '../src/store/store.js';
 import type { Scope } from '../src/types.js';
 import { freshPostgresDatabase, type FreshPostgresDatabase } from './postgres-fixture.js';
-import { describeStoreContract } from './store-contract.js';
+import { runStoreContract } from './store-contract.js';
 
 /** A store on a database of its own, dropped when the store is closed. */
 async function freshStore(): Promise<Store> {
@@ -20,7 +20,7 @@ async function freshStore(): Promise<Store> {
   return store;
 }
 
-describeStoreContract('postgres', freshStore);
+runStoreContract('postgres', freshStore);
 
 /** Runs `work` on a plain connection to `url` (for looking at what the store wrote). */
 async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {

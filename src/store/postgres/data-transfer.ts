@@ -1,10 +1,11 @@
 import type pg from 'pg';
 import pgvector from 'pgvector';
 import { CairnError, describeError } from '../../errors.js';
-import { analyze } from '../../text/analyze.js';
+import { analyze, analyzeForIndex } from '../../text/analyze.js';
 import type { DataSnapshot, DumpRecord } from '../store.js';
 import { SCHEMA_VERSION } from '../sqlite/migrations.js';
 import { errorTerms } from './history-tables.js';
+import { addTerms, type TermsRow } from './message-tables.js';
 import type { PostgresDatabase } from './postgres-db.js';
 import { toPostgresError } from './postgres-errors.js';
 
@@ -77,7 +78,7 @@ export const TRANSFER_KINDS: readonly TransferKind[] = [
       'superseded_in',
     ],
     order: 'seq',
-    derive: (row) => ({ terms: analyze(String(row.content)) }),
+    derive: (row) => ({ terms: analyze(String(row.content)), scene_folded: String(row.scene_name ?? '').toLowerCase() }),
   },
   {
     type: 'memory_vector',
@@ -163,8 +164,8 @@ const FETCH = 1_000;
 
 /** What the PostgreSQL store hands its transfer. */
 export type TransferOptions = {
-  /** Rebuilds what the rows derive (keyword indexes, vector indexes) after a restore or merge, in `client`'s transaction. */
-  rebuildDerived?: (client: pg.PoolClient) => Promise<void>;
+  /** Prepares the vector index of a target for an embedder and dimension (EmbeddingStore.indexVectors), after a restore or merge. */
+  indexVectors?: (target: 'message' | 'memory', embedderId: string, dimensions: number) => Promise<void>;
 };
 
 /**
@@ -230,7 +231,7 @@ export class PostgresTransfer {
   }
 
   async restoreRecords(records: AsyncIterable<DumpRecord>, onProgress: (done: number) => void = () => {}): Promise<Record<string, number>> {
-    return this.db.transaction(async (client) => {
+    const counts = await this.db.transaction(async (client) => {
       // Nothing may slip in between the emptiness check and the commit.
       for (const kind of this.kinds) await client.query(`LOCK TABLE ${kind.table} IN EXCLUSIVE MODE`);
       let held = 0;
@@ -239,6 +240,8 @@ export class PostgresTransfer {
       const { counts } = await this.write(client, records, 'restore', onProgress);
       return counts;
     });
+    await this.indexStoredVectors();
+    return counts;
   }
 
   /**
@@ -250,13 +253,27 @@ export class PostgresTransfer {
     onProgress: (done: number) => void = () => {},
   ): Promise<{ read: Record<string, number>; inserted: Record<string, number> }> {
     const client = await this.connect();
+    let result: { counts: Record<string, number>; inserted: Record<string, number> };
     try {
-      const { counts, inserted } = await this.write(client, records, 'merge', onProgress);
-      return { read: counts, inserted };
+      result = await this.write(client, records, 'merge', onProgress);
     } catch (err) {
       throw toPostgresError(err, this.db.location);
     } finally {
       client.release();
+    }
+    await this.indexStoredVectors();
+    return { read: result.counts, inserted: result.inserted };
+  }
+
+  /** Prepares the HNSW index of every embedder and dimension the message and memory vectors hold. */
+  private async indexStoredVectors(): Promise<void> {
+    const index = this.options.indexVectors;
+    if (index === undefined) return;
+    for (const [target, table] of [['message', 'message_vectors'], ['memory', 'memory_vectors']] as const) {
+      const held = await this.db.query<{ embedder: string; dimensions: number }>(
+        `SELECT DISTINCT embedder, vector_dims(embedding) AS dimensions FROM ${table} WHERE embedding IS NOT NULL`,
+      );
+      for (const { embedder, dimensions } of held) await index(target, embedder, dimensions);
     }
   }
 
@@ -331,7 +348,7 @@ export class PostgresTransfer {
     await flush();
     const finish = async () => {
       await this.moveSequences(client, sequences);
-      await this.options.rebuildDerived?.(client);
+      await indexStoredMessages(client);
     };
     if (mode === 'merge') await inTransaction1(client, finish);
     else await finish();
@@ -436,6 +453,43 @@ export class PostgresTransfer {
     return this.columnTypes;
   }
 }
+
+/**
+ * Writes the keyword rows (message-tables.ts) of every message that has none, in position order, each
+ * with its session's previous message as context, as `addMessages` would have; the scopes touched get a
+ * new generation, so a server that holds their postings rebuilds them.
+ */
+async function indexStoredMessages(client: pg.PoolClient): Promise<void> {
+  for (;;) {
+    const { rows } = await client.query<{ seq: number; user_id: string; agent_id: string; session_key: string; content: string; previous: string | null }>(
+      `SELECT m.seq, m.user_id, m.agent_id, m.session_key, m.content,
+         (SELECT t.terms FROM messages p JOIN message_terms t ON t.seq = p.seq
+          WHERE p.user_id = m.user_id AND p.agent_id = m.agent_id AND p.session_key = m.session_key AND p.seq < m.seq ORDER BY p.seq DESC LIMIT 1) AS previous
+       FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_terms t WHERE t.seq = m.seq) ORDER BY m.seq LIMIT $1`,
+      [INDEX_BATCH],
+    );
+    if (rows.length === 0) return;
+    const last = new Map<string, string>();
+    const terms: TermsRow[] = rows.map((r) => {
+      const session = `${r.user_id}\u0000${r.agent_id}\u0000${r.session_key}`;
+      const own = analyzeForIndex(r.content);
+      const context = last.get(session) ?? r.previous ?? '';
+      last.set(session, own);
+      return { seq: r.seq, userId: r.user_id, agentId: r.agent_id, terms: own, context };
+    });
+    await addTerms(client, terms);
+    const scopes = [...new Map(rows.map((r) => [`${r.user_id}\u0000${r.agent_id}`, r])).values()];
+    await client.query(
+      `INSERT INTO message_terms_state (user_id, agent_id, generation) SELECT u, a, 1 FROM unnest($1::text[], $2::text[]) AS s (u, a)
+       ON CONFLICT (user_id, agent_id) DO UPDATE SET generation = message_terms_state.generation + 1`,
+      [scopes.map((r) => r.user_id), scopes.map((r) => r.agent_id)],
+    );
+    if (rows.length < INDEX_BATCH) return;
+  }
+}
+
+/** Messages indexed per statement batch after a restore or merge. */
+const INDEX_BATCH = 2_000;
 
 /** `fn` in a transaction on a client already checked out. */
 async function inTransaction1<T>(client: pg.PoolClient, fn: () => Promise<T>): Promise<T> {

@@ -95,7 +95,7 @@ export class PostgresStore implements Store {
     this.history = new PostgresHistoryTables(db);
     this.historyEmbeddings = new HistoryEmbeddings(db);
     this.knowledge = new PostgresKnowledgeTables(db);
-    this.transfer = new PostgresTransfer(db, {});
+    this.transfer = new PostgresTransfer(db, { indexVectors: (target, embedderId, dimensions) => this.vectors.indexVectors(target, embedderId, dimensions) });
     this.capabilities = {
       backend: 'postgres',
       keywordSearch: true,
