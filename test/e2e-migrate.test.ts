@@ -182,7 +182,31 @@ describe('cairn migrate (real processes)', () => {
     expect(second.code, second.stderr).toBe(0);
     expect(second.stdout).toMatch(/^nothing to copy: all \d+ row\(s\) of .* are already in /);
     expect(await postgresRecords(db.url)).toEqual(copied);
-  }, 120_000);
+
+    // A server on the migrated database (and an empty data directory) answers from the migrated rows.
+    const server = await startServe(['--data', join(root, 'empty'), '--port', String(await freePort())], { ...ENV, CAIRN_STORE_URL: db.url });
+    try {
+      const health = (await (await fetch(`${server.url}/health`)).json()) as { store: { backend: string } };
+      expect(health.store.backend).toBe('postgres');
+      const search = async (path: string, query: string) => (await rest(server.url, 'POST', path, { query })).results as string;
+      expect(await search('/search/conversations', 'cello')).toContain('My sister lives in Lisbon and plays the cello.');
+      expect(await search('/search/conversations', 'spicy curry')).toContain('vegetarian');
+      expect(await search('/search/memories', 'night-shift nurse')).toContain('Works as a night-shift nurse at the city hospital');
+      const errors = await rest(server.url, 'GET', '/v1/errors?keyword=timetable%20date');
+      expect(JSON.stringify(errors)).toContain('send 2024-06-02');
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+
+    // A target that holds rows the source does not: the check names the type and the command fails.
+    const extra = await PostgresStore.open({ url: db.url });
+    await extra.createKnowledgeResource({ userId: 'bob', agentId: 'default' }, { id: 'wiki-00000000', type: 'wiki', name: 'other', root: '/tmp/other' });
+    await extra.close();
+    const differing = await runCliAsync(['migrate', '--to', target, '--from', data], ENV);
+    expect(differing.code).toBe(1);
+    expect(differing.stderr, differing.stderr).toMatch(/counts differ for: .*knowledge_resource \(source 1, target 2\)/);
+    expect(differing.stderr).not.toContain('hunter2-secret');
+  }, 180_000);
 
   it('refuses a target that is not a postgres URL and a data directory without a database, changing nothing', () => {
     const bad = runCli(['migrate', '--to', 'mysql://x/y', '--from', data], ENV);
