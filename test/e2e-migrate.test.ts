@@ -183,6 +183,24 @@ describe('cairn migrate (real processes)', () => {
     expect(second.stdout).toMatch(/^nothing to copy: all \d+ row\(s\) of .* are already in /);
     expect(await postgresRecords(db.url)).toEqual(copied);
 
+    // `cairn export` reads the PostgreSQL store; its file restores into an SQLite data directory with the source's rows.
+    const exported = join(root, 'from-postgres.jsonl.gz');
+    const onPostgres = { ...ENV, CAIRN_STORE_URL: target };
+    mkdirSync(join(root, 'empty'), { recursive: true });
+    const exportRun = await runCliAsync(['export', '--out', exported, '--data', join(root, 'empty')], onPostgres);
+    expect(exportRun.code, exportRun.stderr).toBe(0);
+    const restoredDir = join(root, 'restored');
+    expect(cli(restoredDir, 'restore', exported).code).toBe(0);
+    // Restore re-syncs knowledge folders that exist here, which moves a resource's sync time and version.
+    const restored = await sqliteRecords(restoredDir);
+    const { knowledge_resource: _k, ...restoredRest } = Object.fromEntries(restored);
+    const { knowledge_resource: _s, ...sourceRest } = Object.fromEntries(source);
+    expect(restoredRest).toEqual(sourceRest);
+    expect(restored.get('knowledge_resource')?.length).toBe(1);
+    const backup = await runCliAsync(['backup', '--out', join(root, 'pg-backup.db'), '--data', join(root, 'empty')], onPostgres);
+    expect(backup.code).toBe(2);
+    expect(backup.stderr).toContain('pg_dump');
+
     // A server on the migrated database (and an empty data directory) answers from the migrated rows.
     const server = await startServe(['--data', join(root, 'empty'), '--port', String(await freePort())], { ...ENV, CAIRN_STORE_URL: db.url });
     try {

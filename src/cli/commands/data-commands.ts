@@ -115,7 +115,8 @@ export async function restoreData(config: CairnConfig, file: string): Promise<vo
   const source = resolve(file);
   const header = await readHeader(source);
   const dbPath = join(config.data_dir, 'cairn.db');
-  const created = !existsSync(dbPath);
+  // A database on a PostgreSQL server is not a file this command could remove again.
+  const created = !onPostgres(config) && !existsSync(dbPath);
   const cairn = await createCairn(config, { backgroundEmbedding: false, backgroundPipeline: false });
   let restored: Record<string, number>;
   try {
@@ -222,11 +223,16 @@ async function withStore(cmd: Command, fn: (cairn: Cairn) => Promise<void>): Pro
   const explained = explainOf(cmd);
   const config = explained.config;
   const dbPath = join(config.data_dir, 'cairn.db');
-  if (!existsSync(dbPath)) throw new CairnError('not_found', `no database at ${dbPath} (set --data or data_dir to the data directory)`);
+  if (!onPostgres(config) && !existsSync(dbPath)) throw new CairnError('not_found', `no database at ${dbPath} (set --data or data_dir to the data directory)`);
   const cairn = await openExplained(explained, { backgroundEmbedding: false, backgroundPipeline: false, readOnly: true });
   try {
     await fn(cairn);
   } finally {
     await cairn.close();
   }
+}
+
+/** Whether the config's store is a PostgreSQL server (`store.url`) rather than the data directory's SQLite file. */
+function onPostgres(config: CairnConfig): boolean {
+  return /^postgres(ql)?:/i.test(config.store.url ?? '');
 }
