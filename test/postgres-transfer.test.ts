@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { DumpRecord } from '../src/store/store.js';
+import { analyze } from '../src/text/analyze.js';
 import { freshPostgresDatabase, type FreshPostgresDatabase } from './postgres-fixture.js';
 
 // Export and restore of the history and knowledge tables across engines (messages and memories: pgcore's tests): an SQLite export restores
@@ -127,6 +128,20 @@ describe('PostgreSQL transfer (history and knowledge)', () => {
     expect(Object.values(third.inserted).every((n) => n === 0)).toBe(true);
     expect(await transfer.recordCounts()).toMatchObject({ run: 1, run_tool_call: 2, run_text_vector: 4, knowledge_file: 1 });
     expect(await history.getRuns(scope, 's', ['t1'])).toEqual(await sqlite.history.getRuns(scope, 's', ['t1']));
+  });
+
+  it('merged messages below positions a reader already indexed are found: the scope postings are rebuilt', async () => {
+    const { transfer } = await postgres();
+    const message = (seq: number, id: string, content: string): DumpRecord => ({
+      type: 'message',
+      row: { seq, id, user_id: 'u1', agent_id: 'a1', session_key: 's', role: 'user', content, recorded_at: '2026-01-01T00:00:00.000Z', timestamp: null, name: null },
+    });
+    await transfer.mergeRecords(from([message(10, 'late', 'the lighthouse keeper waves')]));
+    expect((await transfer.searchMessagesByKeyword(scope, analyze('lighthouse'), {}, 10)).length).toBe(1);
+    await transfer.mergeRecords(from([message(5, 'early', 'a lighthouse on the cliff')]));
+    const hits = await transfer.searchMessagesByKeyword(scope, analyze('lighthouse'), {}, 10);
+    expect(hits.length).toBe(2);
+    expect((await transfer.getMessages(scope, ['early']))[0]?.content).toBe('a lighthouse on the cliff');
   });
 
   it('tells to use pg_dump for a backup', async () => {
