@@ -367,6 +367,11 @@ const storeSchema = z
   })
   .strict();
 
+/** The embedded store's file, `<data_dir>/cairn.db`, or null when `store.url` names a PostgreSQL server. */
+export function sqliteFile(config: CairnConfig): string | null {
+  return config.store.url !== undefined && /^postgres(ql)?:/i.test(config.store.url) ? null : join(config.data_dir, 'cairn.db');
+}
+
 /** Why `value` is not a store URL (never quoting it: it may hold a password), or null when it is one. */
 function storeUrlProblem(value: string): string | null {
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(value)?.[1]?.toLowerCase();
@@ -380,7 +385,7 @@ function storeUrlProblem(value: string): string | null {
     const url = new URL(value);
     if (url.hostname === '' && !url.searchParams.has('host')) return 'a postgres:// URL needs a host, e.g. postgres://user@127.0.0.1:5432/cairn';
   } catch {
-    return 'is not a valid postgres:// URL (e.g. postgres://user:password@127.0.0.1:5432/cairn; percent-encode special characters in the password)';
+    return 'must be a valid postgres:// URL (e.g. postgres://user:password@127.0.0.1:5432/cairn; percent-encode special characters in the password)';
   }
   return null;
 }

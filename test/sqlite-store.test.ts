@@ -1,8 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { EmbedQueue } from '../src/embed/embed-queue.js';
+import { HashEmbedder } from '../src/embed/hash-embedder.js';
+import { errorRecordText } from '../src/history/error-record-text.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { migrate, SCHEMA_VERSION } from '../src/store/sqlite/migrations.js';
 import { runStoreContract } from './store-contract.js';
@@ -155,5 +158,79 @@ describe('SqliteStore specifics', () => {
     ).rejects.toThrow();
     expect(await store.listMessages(scope, { limit: 10 })).toEqual([]);
     await store.close();
+  });
+});
+
+describe('SqliteStore backup and the analysed-terms step', () => {
+  const scope = { userId: 'u', agentId: 'a' };
+
+  it('backs up the live file to a new one (never over an existing file); an in-memory store has none', async () => {
+    const path = tempDb();
+    const store = SqliteStore.open({ path });
+    await store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'kept in the copy' }]);
+    await store.createMemory(scope, { id: 'mem-1', content: 'copied memory', type: 'persona' });
+    const copy = join(dirname(path), 'copy.db');
+    const progress: [number, number][] = [];
+    await store.backup(copy, (done, total) => progress.push([done, total]));
+    expect(progress.at(-1)![0]).toBe(progress.at(-1)![1]);
+    await expect(store.backup(copy)).rejects.toMatchObject({ code: 'conflict' });
+    // Writes go on after the backup; the copy holds what was there.
+    await store.addMessages([{ id: 'm2', scope, sessionKey: 's', role: 'user', content: 'after the backup' }]);
+    await store.close();
+    const restored = SqliteStore.open({ path: copy });
+    expect((await restored.listMessages(scope, { limit: 10 })).map((m) => m.id)).toEqual(['m1']);
+    expect((await restored.memoryKeywordCandidates(scope, ['copi'], {})).candidates.map((c) => c.id)).toEqual(['mem-1']);
+    await restored.close();
+    const memory = SqliteStore.open({ path: ':memory:' });
+    await expect(memory.backup(join(dirname(path), 'never.db'))).rejects.toMatchObject({ code: 'invalid_input' });
+    await memory.close();
+  });
+
+  it('fills the analysed terms of memories and error records written before the step', async () => {
+    const path = tempDb();
+    const store = SqliteStore.open({ path });
+    await store.createMemory(scope, { id: 'mem-1', content: 'Sails from the harbour', type: 'persona' });
+    await store.history.saveErrorRecord(scope, { id: 'e'.repeat(64), toolName: 'fetch_page', keywords: ['timeout'], symptom: 'harbour site timeout', cause: null, action: 'retry', outcome: 'resolved' });
+    const before = await store.memoryKeywordCandidates(scope, ['harbour'], {});
+    const errorsBefore = await store.history.errorKeywordCandidates(scope, ['harbour'], {});
+    await store.close();
+    // The file as the step before found it: no terms tables, no triggers.
+    const raw = new Database(path);
+    raw.exec('DROP TRIGGER memory_terms_after_delete; DROP TRIGGER error_record_terms_after_delete; DROP TABLE memory_terms; DROP TABLE error_record_terms;');
+    raw.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    raw.close();
+    const migrated = SqliteStore.open({ path });
+    expect(await migrated.memoryKeywordCandidates(scope, ['harbour'], {})).toEqual(before);
+    expect(await migrated.history.errorKeywordCandidates(scope, ['harbour'], {})).toEqual(errorsBefore);
+    expect(before.candidates[0]!.terms).toEqual(['sail', 'harbour']);
+    // The delete triggers came back: a deleted memory leaves no terms behind in the totals.
+    await migrated.deleteMemory(scope, 'mem-1');
+    expect(await migrated.memoryKeywordCandidates(scope, ['harbour'], {})).toEqual({ candidates: [], documents: 0, totalTerms: 0 });
+    await migrated.close();
+  });
+
+  it('the embedding queue prepares the message index before saving, and embeds error records too', async () => {
+    const path = tempDb();
+    const store = SqliteStore.open({ path, memoryVectors: false });
+    const embedder = new HashEmbedder(16);
+    const queue = new EmbedQueue(store, embedder);
+    try {
+      await store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'green tea ceremony' }]);
+      const record = await store.history.saveErrorRecord(scope, { id: 'a'.repeat(64), toolName: 'fetch_page', keywords: [], symptom: 'timeout', cause: null, action: 'retry', outcome: 'resolved' });
+      queue.start();
+      expect(await queue.drain(30_000)).toBe(true);
+      expect(await store.countPendingEmbeddings('error_record', embedder.id)).toBe(0);
+      expect((await store.embeddingsOf('error_record', embedder.id, [{ key: record.id, text: errorRecordText(record) }])).size).toBe(1);
+    } finally {
+      await queue.stop();
+      await store.close();
+    }
+    const check = new Database(path, { readonly: true });
+    expect(check.prepare(`SELECT embedder, dimensions FROM vector_indexes WHERE target = 'message'`).get()).toEqual({ embedder: embedder.id, dimensions: 16 });
+    check.close();
+    const reopened = SqliteStore.open({ path, memoryVectors: false });
+    const [query] = await embedder.embed(['green tea ceremony']);
+    expect((await reopened.searchMessagesByVector(scope, query!, embedder.id, {}, 5)).map((h) => h.id)).toEqual(['m1']);
+    await reopened.close();
   });
 });

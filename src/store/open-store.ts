@@ -1,5 +1,4 @@
-import { join } from 'node:path';
-import type { CairnConfig } from '../config.js';
+import { sqliteFile, type CairnConfig } from '../config.js';
 import { CairnError } from '../errors.js';
 import { toStoreError, withStoreErrors } from './sqlite/sqlite-errors.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
@@ -27,9 +26,8 @@ const POSTGRES_MODULE = './postgres/postgres-store.js';
  * returned store is a {@link CairnError}; the URL's password never appears in one.
  */
 export async function openStore(config: CairnConfig, options: OpenStoreOptions): Promise<Store> {
-  const url = config.store.url;
-  if (url !== undefined && /^postgres(ql)?:/i.test(url)) return openPostgres(url, options);
-  const path = join(config.data_dir, 'cairn.db');
+  const path = sqliteFile(config);
+  if (path === null) return openPostgres(config.store.url!, options);
   let store: SqliteStore;
   try {
     store = SqliteStore.open({ path, readWorkers: options.readWorkers, warn: options.warn, busyTimeoutMs: config.store.busy_timeout_ms });

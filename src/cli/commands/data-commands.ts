@@ -1,14 +1,14 @@
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, existsSync, renameSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { CAIRN_VERSION, createCairn, STORE_SCHEMA_VERSION, type Cairn, type DumpRecord } from '../../cairn.js';
-import type { CairnConfig } from '../../config.js';
+import { sqliteFile, type CairnConfig } from '../../config.js';
 import { CairnError, describeError } from '../../errors.js';
 import { explainOf, openExplained, print } from '../context.js';
 import { ProgressBar } from '../progress.js';
@@ -49,7 +49,7 @@ export async function backupCommand(opts: { out: string }, cmd: Command): Promis
       bar ??= new ProgressBar('backing up (pages)', total);
       bar.update(done);
     });
-    print(`backed up ${join(cairn.config.data_dir, 'cairn.db')} to ${target}`);
+    print(`backed up ${sqliteFile(cairn.config) ?? 'the store'} to ${target}`);
   });
 }
 
@@ -114,9 +114,8 @@ async function exportData(cairn: Cairn, out: string): Promise<void> {
 export async function restoreData(config: CairnConfig, file: string): Promise<void> {
   const source = resolve(file);
   const header = await readHeader(source);
-  const dbPath = join(config.data_dir, 'cairn.db');
-  // A database on a PostgreSQL server is not a file this command could remove again.
-  const created = !onPostgres(config) && !existsSync(dbPath);
+  const dbPath = sqliteFile(config);
+  const created = dbPath !== null && !existsSync(dbPath);
   const cairn = await createCairn(config, { backgroundEmbedding: false, backgroundPipeline: false });
   let restored: Record<string, number>;
   try {
@@ -126,7 +125,7 @@ export async function restoreData(config: CairnConfig, file: string): Promise<vo
     await reindexKnowledge(cairn);
   } catch (err) {
     await cairn.close();
-    if (created) for (const suffix of ['', '-wal', '-shm']) rmSync(dbPath + suffix, { force: true });
+    if (created && dbPath !== null) for (const suffix of ['', '-wal', '-shm']) rmSync(dbPath + suffix, { force: true });
     throw err;
   }
   await cairn.close();
@@ -222,17 +221,12 @@ async function firstLine(file: string): Promise<string | null> {
 async function withStore(cmd: Command, fn: (cairn: Cairn) => Promise<void>): Promise<void> {
   const explained = explainOf(cmd);
   const config = explained.config;
-  const dbPath = join(config.data_dir, 'cairn.db');
-  if (!onPostgres(config) && !existsSync(dbPath)) throw new CairnError('not_found', `no database at ${dbPath} (set --data or data_dir to the data directory)`);
+  const dbPath = sqliteFile(config);
+  if (dbPath !== null && !existsSync(dbPath)) throw new CairnError('not_found', `no database at ${dbPath} (set --data or data_dir to the data directory)`);
   const cairn = await openExplained(explained, { backgroundEmbedding: false, backgroundPipeline: false, readOnly: true });
   try {
     await fn(cairn);
   } finally {
     await cairn.close();
   }
-}
-
-/** Whether the config's store is a PostgreSQL server (`store.url`) rather than the data directory's SQLite file. */
-function onPostgres(config: CairnConfig): boolean {
-  return /^postgres(ql)?:/i.test(config.store.url ?? '');
 }
