@@ -1,16 +1,28 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate, SCHEMA_VERSION } from '../src/store/postgres/migrations.js';
+import { LOCK_NAMESPACE, POSITION_LOCKS } from '../src/store/postgres/postgres-db.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { indexedOrder, messageVectorQuery, prepareIndexScan } from '../src/store/postgres/vector-tables.js';
 import type { Store } from '../src/store/store.js';
+import { analyze } from '../src/text/analyze.js';
 import type { Scope } from '../src/types.js';
 import { freshPostgresDatabase, type FreshPostgresDatabase } from './postgres-fixture.js';
 import { runStoreContract } from './store-contract.js';
 
+/** A migrated database every contract test's database is copied from (no migration per test). */
+let template: FreshPostgresDatabase | undefined;
+afterAll(async () => {
+  await template?.drop();
+});
+
 /** A store on a database of its own, dropped when the store is closed. */
 async function freshStore(): Promise<Store> {
-  const database = await freshPostgresDatabase('pgcore_contract');
+  if (template === undefined) {
+    template = await freshPostgresDatabase('pgcore_template');
+    await (await PostgresStore.open({ url: template.url })).close();
+  }
+  const database = await freshPostgresDatabase('pgcore_contract', { template: template.name });
   const store = await PostgresStore.open({ url: database.url });
   const close = store.close.bind(store);
   store.close = async () => {
@@ -103,6 +115,22 @@ describe('PostgresStore migrations', () => {
     await (await PostgresStore.open({ url: database.url })).close();
     await withClient(database.url, (client) => client.query(`INSERT INTO schema_migrations (version, name) VALUES (${SCHEMA_VERSION + 1}, 'future')`));
     await expect(PostgresStore.open({ url: database.url })).rejects.toThrow(/newer than this Cairn/);
+  });
+
+  it('a write that waits past busyTimeoutMs for a lock another server holds fails busy and writes nothing', async () => {
+    const database = await fresh();
+    const store = await PostgresStore.open({ url: database.url, busyTimeoutMs: 200 });
+    const scope = { userId: 'u', agentId: 'a' };
+    await withClient(database.url, async (other) => {
+      await other.query('BEGIN');
+      await other.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE, POSITION_LOCKS.messages]);
+      await expect(store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'waiting' }])).rejects.toMatchObject({ code: 'busy' });
+      await other.query('ROLLBACK');
+    });
+    expect(await store.getMessages(scope, ['m1'])).toEqual([]);
+    await store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'now it goes' }]);
+    expect((await store.getMessages(scope, ['m1']))[0]?.content).toBe('now it goes');
+    await store.close();
   });
 
   it('fails with a clear unavailable error when the server cannot be reached', async () => {
@@ -202,5 +230,62 @@ describe('PostgresStore vector index', () => {
     expect(session).toHaveLength(10);
     const sessions = await store.getMessages(big, session.map((h) => h.id));
     expect(new Set(sessions.map((m) => m.sessionKey))).toEqual(new Set(['s3']));
+  });
+});
+
+describe('PostgresStore keyword postings snapshots', () => {
+  let database: FreshPostgresDatabase;
+  const scope: Scope = { userId: 'u', agentId: 'a' };
+  beforeAll(async () => {
+    database = await freshPostgresDatabase('pgcore_postings');
+  });
+  afterAll(async () => {
+    await database?.drop();
+  });
+  const postings = () =>
+    withClient(database.url, async (client) => (await client.query<{ last_seq: string; bytes: number }>('SELECT last_seq, octet_length(data) AS bytes FROM message_postings')).rows);
+
+  it('saves a scope’s postings, starts the next server from them, and drops them on a deletion', async () => {
+    const words = ['river', 'kayak', 'garden', 'violin', 'recipe', 'marathon', 'puppy', 'museum'];
+    const messages = Array.from({ length: 6_000 }, (_, i) => ({
+      id: `m${i}`,
+      scope,
+      sessionKey: `s${i % 20}`,
+      role: 'user' as const,
+      content: `${words[i % words.length]} and ${words[(i * 7 + 3) % words.length]} number ${i}`,
+    }));
+    const first = await PostgresStore.open({ url: database.url });
+    await first.addMessages(messages);
+    const answer = await first.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10);
+    await first.close();
+    const saved = await postings();
+    expect(saved).toHaveLength(1);
+    expect(Number(saved[0]!.last_seq)).toBe(6_000);
+    expect(saved[0]!.bytes).toBeGreaterThan(0);
+
+    // A row's terms changed behind the store's back show whether a search reads the snapshot or the rows.
+    const original = await withClient(database.url, async (client) => (await client.query<{ terms: string }>('SELECT terms FROM message_terms WHERE seq = 1')).rows[0]!.terms);
+    await withClient(database.url, (client) => client.query(`UPDATE message_terms SET terms = 'zebra' WHERE seq = 1`));
+    const second = await PostgresStore.open({ url: database.url });
+    expect(await second.searchMessagesByKeyword(scope, ['zebra'], {}, 10)).toEqual([]);
+    await withClient(database.url, (client) => client.query('UPDATE message_terms SET terms = $1 WHERE seq = 1', [original]));
+    // A later row is read after the snapshot; the answer is the same as from the rows.
+    await second.addMessages([{ id: 'late', scope, sessionKey: 's0', role: 'user', content: 'kayak violin kayak violin' }]);
+    const withLate = await second.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10);
+    expect(withLate[0]!.id).toBe('late');
+    expect(withLate.slice(1).map((h) => h.id)).toEqual(answer.slice(0, 9).map((h) => h.id));
+
+    // A deletion drops the snapshot (trigger) and every server rebuilds the scope without the row.
+    expect(await second.deleteMessage(scope, 'late')).toBe(true);
+    expect(await postings()).toHaveLength(0);
+    expect(await second.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10)).toEqual(answer);
+    await second.close();
+
+    // The rebuilt postings were saved again; damaged, a snapshot is only a lost cache.
+    expect(await postings()).toHaveLength(1);
+    await withClient(database.url, (client) => client.query(`UPDATE message_postings SET data = '\\x00ff'`));
+    const third = await PostgresStore.open({ url: database.url });
+    expect(await third.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10)).toEqual(answer);
+    await third.close();
   });
 });

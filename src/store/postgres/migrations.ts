@@ -52,6 +52,16 @@ const CORE = `
     generation bigint NOT NULL,
     PRIMARY KEY (user_id, agent_id)
   );
+  -- A snapshot of a scope's in-memory postings (TopKIndex bytes) with the position and generation it
+  -- covers, so a server starts without re-reading every row; a deletion in the scope drops it.
+  CREATE TABLE message_postings (
+    user_id text COLLATE "C" NOT NULL,
+    agent_id text COLLATE "C" NOT NULL,
+    generation bigint NOT NULL,
+    last_seq bigint NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (user_id, agent_id)
+  );
   CREATE TABLE message_vocabulary (term text COLLATE "C" PRIMARY KEY, documents bigint NOT NULL);
   CREATE TABLE message_totals (id integer PRIMARY KEY CHECK (id = 1), documents bigint NOT NULL, tokens bigint NOT NULL);
   INSERT INTO message_totals (id, documents, tokens) VALUES (1, 0, 0);
@@ -94,6 +104,8 @@ const CORE = `
     INSERT INTO message_terms_state (user_id, agent_id, generation)
       SELECT DISTINCT user_id, agent_id, 1 FROM gone
       ON CONFLICT (user_id, agent_id) DO UPDATE SET generation = message_terms_state.generation + 1;
+    DELETE FROM message_postings AS p USING (SELECT DISTINCT user_id, agent_id FROM gone) AS g
+      WHERE p.user_id = g.user_id AND p.agent_id = g.agent_id;
     RETURN NULL;
   END $$;
   CREATE TRIGGER messages_after_delete AFTER DELETE ON messages

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { registerTypes } from 'pgvector/pg';
+import { fromSql } from 'pgvector';
 import { toPostgresError } from './postgres-errors.js';
 
 /** What a query runs on: {@link PostgresDatabase.autocommit} or one client inside a transaction. */
@@ -12,6 +12,8 @@ export type PostgresDatabaseOptions = {
   location: string;
   /** Connections kept by the pool. Default 10. */
   poolSize?: number | undefined;
+  /** The oid of pgvector's `vector` type in this database (it exists once migrations ran). */
+  vectorOid: number;
   /** Milliseconds a statement waits for a lock (a row, or an ordering lock another server holds) before failing `busy`. Default 5000. */
   lockTimeoutMs?: number | undefined;
   warn: (message: string) => void;
@@ -22,19 +24,26 @@ const INT8_ARRAY_OID = 1016;
 const DEFAULT_POOL_SIZE = 10;
 const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
 
-/**
- * bigint columns (storage positions, counts) come back as numbers: every position Cairn hands out stays
- * far below 2^53, and the contract's positions are numbers. Other types keep pg's parsers.
- */
 const builtinParser = pg.types.getTypeParser as (oid: number, format?: 'text' | 'binary') => (value: string) => unknown;
 const parseInt8Array = builtinParser(INT8_ARRAY_OID, 'text') as (value: string) => (string | null)[];
-const TYPES = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
-    if (format !== 'binary' && oid === INT8_OID) return (value: string) => Number(value);
-    if (format !== 'binary' && oid === INT8_ARRAY_OID) return (value: string) => parseInt8Array(value).map((item) => (item === null ? null : Number(item)));
-    return builtinParser(oid, format);
-  }) as pg.CustomTypesConfig['getTypeParser'],
-};
+
+/**
+ * How the pool's connections parse results: pgvector's `vector` as number arrays (pgvector's own parser,
+ * registered through the pool's type table, so a new connection needs no look-up query), bigint and
+ * bigint[] (storage positions, counts) as numbers, since every position Cairn hands out stays far below
+ * 2^53 and the contract's positions are numbers. Other types keep pg's parsers.
+ */
+function typeParsers(vectorOid: number): pg.CustomTypesConfig {
+  return {
+    getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+      if (format === 'binary') return builtinParser(oid, format);
+      if (oid === vectorOid) return (value: string) => fromSql(value) as number[];
+      if (oid === INT8_OID) return (value: string) => Number(value);
+      if (oid === INT8_ARRAY_OID) return (value: string) => parseInt8Array(value).map((item) => (item === null ? null : Number(item)));
+      return builtinParser(oid, format);
+    }) as pg.CustomTypesConfig['getTypeParser'],
+  };
+}
 
 /**
  * Fixed advisory lock ids (the second key under {@link LOCK_NAMESPACE}) per table whose storage positions
@@ -81,24 +90,17 @@ export class PostgresDatabase {
     };
   }
 
-  /**
-   * A pool whose connections parse pgvector's `vector` as number arrays (registered on each new
-   * connection; the extension must exist, so migrations run before this) and bigint as numbers.
-   */
+  /** A pool whose connections parse vectors and positions as {@link typeParsers} says. */
   static connect(options: PostgresDatabaseOptions): PostgresDatabase {
     const pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? DEFAULT_POOL_SIZE,
-      types: TYPES,
+      types: typeParsers(options.vectorOid),
       lock_timeout: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
       application_name: 'cairn',
     });
     // An idle connection the server closed must not crash the process; the next query opens another.
     pool.on('error', (err) => options.warn(`PostgreSQL connection lost: ${toPostgresError(err, options.location).message}`));
-    pool.on('connect', (client) => {
-      // Queued before any query of the caller on the same connection, so its parser is set first.
-      registerTypes(client).catch((err: unknown) => options.warn(`pgvector types: ${toPostgresError(err, options.location).message}`));
-    });
     return new PostgresDatabase(pool, options.location);
   }
 

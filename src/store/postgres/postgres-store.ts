@@ -113,18 +113,20 @@ export class PostgresStore implements Store {
   static async open(options: PostgresStoreOptions): Promise<PostgresStore> {
     const location = redactUrl(options.url);
     const warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
-    // Migrations run on a connection of their own: the pool's connections register pgvector's type,
-    // which the first migration creates.
+    // Migrations run on a connection of their own, before the pool: its type table needs the oid of
+    // pgvector's type, which the first migration creates.
     const client = new pg.Client({ connectionString: options.url, application_name: 'cairn-migrate' });
+    let vectorOid: number;
     try {
       await client.connect();
       await migrate(client);
+      vectorOid = (await client.query<{ oid: number }>(`SELECT 'vector'::regtype::oid AS oid`)).rows[0]!.oid;
     } catch (err) {
       throw toPostgresError(err, location);
     } finally {
       await client.end().catch(() => undefined);
     }
-    const db = PostgresDatabase.connect({ url: options.url, location, poolSize: options.poolSize, lockTimeoutMs: options.busyTimeoutMs, warn });
+    const db = PostgresDatabase.connect({ url: options.url, location, vectorOid, poolSize: options.poolSize, lockTimeoutMs: options.busyTimeoutMs, warn });
     return new PostgresStore(db);
   }
 
@@ -335,6 +337,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.messageKeywords.close();
     await this.db.close();
   }
 }
