@@ -15,7 +15,7 @@ import { toPostgresError } from './postgres-errors.js';
  * here, base64 float32 in the file), and what a write derives: extra columns computed from the row in
  * TypeScript, or from SQL over the incoming values `v.<column>`.
  */
-export type TransferKind = {
+type TransferKind = {
   type: string;
   table: string;
   columns: readonly string[];
@@ -32,7 +32,7 @@ export type TransferKind = {
  * Every record type of the PostgreSQL store, in restore order (parents before children), under the
  * names and columns of SQLite's export (src/store/sqlite/data-transfer.ts).
  */
-export const TRANSFER_KINDS: readonly TransferKind[] = [
+const TRANSFER_KINDS: readonly TransferKind[] = [
   { type: 'meta', table: 'meta', columns: ['key', 'value'], order: 'key' },
   { type: 'api_key', table: 'api_keys', columns: ['id', 'secret_hash', 'user_id', 'agent_id', 'label', 'created_at', 'revoked_at'], order: 'id' },
   {
@@ -350,7 +350,7 @@ export class PostgresTransfer {
       await this.moveSequences(client, sequences);
       await indexStoredMessages(client);
     };
-    if (mode === 'merge') await inTransaction1(client, finish);
+    if (mode === 'merge') await transactionOn(client, finish);
     else await finish();
     onProgress(done);
     return { counts, inserted };
@@ -385,7 +385,7 @@ export class PostgresTransfer {
       ${mode === 'merge' ? 'ON CONFLICT DO NOTHING' : ''}`;
     const run = async () => (await client.query(sql, params)).rowCount ?? 0;
     try {
-      return mode === 'merge' ? await inTransaction1(client, run) : await run();
+      return mode === 'merge' ? await transactionOn(client, run) : await run();
     } catch (err) {
       if (err instanceof CairnError) throw err;
       throw new CairnError('invalid_input', `${kind.type} rows could not be written: ${describeError(err)}`, { cause: err });
@@ -492,7 +492,7 @@ async function indexStoredMessages(client: pg.PoolClient): Promise<void> {
 const INDEX_BATCH = 2_000;
 
 /** `fn` in a transaction on a client already checked out. */
-async function inTransaction1<T>(client: pg.PoolClient, fn: () => Promise<T>): Promise<T> {
+async function transactionOn<T>(client: pg.PoolClient, fn: () => Promise<T>): Promise<T> {
   await client.query('BEGIN');
   try {
     const result = await fn();
