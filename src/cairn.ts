@@ -134,6 +134,8 @@ export type PipelineStatus = {
 
 export type { ExtractionRun } from './memory/extract-session.js';
 export type { DataSnapshot, DumpRecord, MemoryAuditEntry } from './store/store.js';
+/** `cairn migrate`: a store-to-store copy below the façade (src/store/store-migration.ts). */
+export { migrateToPostgres, type MigrationReport } from './store/store-migration.js';
 export type { PipelineSessionStatus } from './memory/scheduler.js';
 export type { RecallResult } from './memory/recall.js';
 

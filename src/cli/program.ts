@@ -160,6 +160,7 @@ export function buildProgram(): Command {
     .description('copy the live database to a file with SQLite online backup (a running server keeps serving and writing)')
     .requiredOption('--out <file>', 'database file to write (must not exist)')
     .action(lazy(() => import('./commands/data-commands.js').then((m) => m.backupCommand)));
+  program.command('migrate').description('copy an SQLite data directory into PostgreSQL (resumable; running it again copies nothing)').requiredOption('--to <url>', 'postgres://… URL of the target database').option('--from <dir>', 'data directory to copy (default: the configured one)').action(lazy(() => import('./commands/migrate-command.js').then((m) => m.migrateCommand)));
 
   program
     .command('guide')

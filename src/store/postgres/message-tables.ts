@@ -9,7 +9,7 @@ import { MESSAGE_COLUMNS, type MessageRow, newId, orderBy, toMessage } from './r
 const INSERT_CHUNK = 2_000;
 
 /** What one inserted message adds to the keyword index. */
-type TermsRow = { seq: number; userId: string; agentId: string; terms: string; context: string };
+export type TermsRow = { seq: number; userId: string; agentId: string; terms: string; context: string };
 
 /**
  * L0 messages and their keyword index rows (`message_terms`, `message_vocabulary`, `message_totals`,
@@ -200,7 +200,7 @@ async function insertChunk(client: pg.PoolClient, part: readonly NewMessage[], i
 }
 
 /** Writes the keyword rows and adds their statistics (one upsert per distinct term, in term order). */
-async function addTerms(client: pg.PoolClient, terms: readonly TermsRow[]): Promise<void> {
+export async function addTerms(client: pg.PoolClient, terms: readonly TermsRow[]): Promise<void> {
   await client.query(
     `INSERT INTO message_terms (seq, user_id, agent_id, terms, context)
      SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])`,

@@ -1,5 +1,7 @@
 import type pg from 'pg';
 import { COORDINATION_MIGRATION } from './coordination.js';
+import { HISTORY_MIGRATION } from './history-tables.js';
+import { KNOWLEDGE_MIGRATION } from './knowledge-tables.js';
 import { LOCK_NAMESPACE, MIGRATION_LOCK } from './postgres-db.js';
 
 /**
@@ -217,6 +219,8 @@ export const MIGRATIONS: readonly PostgresMigration[] = [
   { name: 'core', up: CORE },
   // Turn budgets shared by every server (coordination.ts; work claims are advisory locks, no table).
   { name: 'coordination', up: COORDINATION_MIGRATION },
+  HISTORY_MIGRATION,
+  KNOWLEDGE_MIGRATION,
 ];
 
 /** The schema version this build writes. */

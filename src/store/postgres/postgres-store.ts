@@ -35,6 +35,10 @@ import type {
   StoreCapabilities,
   StoredApiKey,
 } from '../store.js';
+import { PostgresTransfer } from './data-transfer.js';
+import { HistoryEmbeddings } from './history-embeddings.js';
+import { PostgresHistoryTables } from './history-tables.js';
+import { PostgresKnowledgeTables } from './knowledge-tables.js';
 import { MemoryTables } from './memory-tables.js';
 import { MessageKeywords } from './message-keywords.js';
 import { MessageTables } from './message-tables.js';
@@ -80,6 +84,8 @@ export class PostgresStore implements Store {
    */
   private readonly historyEmbeddings: EmbeddingStore;
   private readonly db: PostgresDatabase;
+  private readonly knowledge: PostgresKnowledgeTables;
+  private readonly transfer: PostgresTransfer;
   private readonly messages: MessageTables;
   private readonly messageKeywords: MessageKeywords;
   private readonly memories: MemoryTables;
@@ -95,8 +101,10 @@ export class PostgresStore implements Store {
     this.vectors = new VectorTables(db);
     this.pipeline = new PipelineTables(db);
     this.coordination = new PostgresCoordination(db.pool);
-    this.history = notImplemented<HistoryStore>();
-    this.historyEmbeddings = notImplemented<EmbeddingStore>();
+    this.history = new PostgresHistoryTables(db);
+    this.historyEmbeddings = new HistoryEmbeddings(db);
+    this.knowledge = new PostgresKnowledgeTables(db);
+    this.transfer = new PostgresTransfer(db, { indexVectors: (target, embedderId, dimensions) => this.vectors.indexVectors(target, embedderId, dimensions) });
     this.capabilities = {
       backend: 'postgres',
       keywordSearch: true,
@@ -287,52 +295,62 @@ export class PostgresStore implements Store {
     return this.pipeline.audit(scope, id);
   }
 
-  // ---- knowledge resources: `pgrest` delegates these to src/store/postgres/knowledge-tables.ts ----
+  // ---- knowledge resources (knowledge-tables.ts) ----------------------------------------------
 
-  async createKnowledgeResource(_scope: Scope, _input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {
-    throw new Error('not implemented');
+  createKnowledgeResource(scope: Scope, input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {
+    return this.knowledge.createKnowledgeResource(scope, input);
   }
 
-  async getKnowledgeResource(_scope: Scope, _id: string): Promise<KnowledgeResourceRecord | null> {
-    throw new Error('not implemented');
+  getKnowledgeResource(scope: Scope, id: string): Promise<KnowledgeResourceRecord | null> {
+    return this.knowledge.getKnowledgeResource(scope, id);
   }
 
-  async listKnowledgeResources(_scope: Scope): Promise<KnowledgeResourceRecord[]> {
-    throw new Error('not implemented');
+  listKnowledgeResources(scope: Scope): Promise<KnowledgeResourceRecord[]> {
+    return this.knowledge.listKnowledgeResources(scope);
   }
 
-  async listAllKnowledgeResources(): Promise<KnowledgeResourceRecord[]> {
-    throw new Error('not implemented');
+  listAllKnowledgeResources(): Promise<KnowledgeResourceRecord[]> {
+    return this.knowledge.listAllKnowledgeResources();
   }
 
-  async updateKnowledgeResource(_scope: Scope, _id: string, _patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
-    throw new Error('not implemented');
+  updateKnowledgeResource(scope: Scope, id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
+    return this.knowledge.updateKnowledgeResource(scope, id, patch);
   }
 
-  async deleteKnowledgeResource(_scope: Scope, _id: string): Promise<boolean> {
-    throw new Error('not implemented');
+  deleteKnowledgeResource(scope: Scope, id: string): Promise<boolean> {
+    return this.knowledge.deleteKnowledgeResource(scope, id);
   }
 
-  async listKnowledgeFiles(_scope: Scope, _resourceId: string, _options?: { withData?: boolean }): Promise<KnowledgeFileRecord[]> {
-    throw new Error('not implemented');
+  listKnowledgeFiles(scope: Scope, resourceId: string, options?: { withData?: boolean }): Promise<KnowledgeFileRecord[]> {
+    return this.knowledge.listKnowledgeFiles(scope, resourceId, options);
   }
 
-  async applyKnowledgeSync(_scope: Scope, _resourceId: string, _change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
-    throw new Error('not implemented');
+  applyKnowledgeSync(scope: Scope, resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
+    return this.knowledge.applyKnowledgeSync(scope, resourceId, change);
   }
 
-  // ---- export, restore, backup: `pgrest` delegates these to src/store/postgres/data-transfer.ts ----
+  // ---- export, restore, merge, backup (data-transfer.ts) --------------------------------------
 
-  async exportSnapshot(): Promise<DataSnapshot> {
-    throw new Error('not implemented');
+  exportSnapshot(): Promise<DataSnapshot> {
+    return this.transfer.exportSnapshot();
   }
 
-  async restoreRecords(_records: AsyncIterable<DumpRecord>, _onProgress?: (done: number) => void): Promise<Record<string, number>> {
-    throw new Error('not implemented');
+  restoreRecords(records: AsyncIterable<DumpRecord>, onProgress?: (done: number) => void): Promise<Record<string, number>> {
+    return this.transfer.restoreRecords(records, onProgress);
   }
 
-  async backup(_path: string, _onProgress?: (done: number, total: number) => void): Promise<void> {
-    throw new CairnError('invalid_input', 'not implemented');
+  /** For `cairn migrate`: inserts the records not stored yet, committing every chunk (data-transfer.ts). */
+  mergeRecords(records: AsyncIterable<DumpRecord>, onProgress?: (done: number) => void): Promise<{ read: Record<string, number>; inserted: Record<string, number> }> {
+    return this.transfer.mergeRecords(records, onProgress);
+  }
+
+  /** Rows stored per record type, for `cairn migrate`'s check. */
+  recordCounts(): Promise<Record<string, number>> {
+    return this.transfer.recordCounts();
+  }
+
+  backup(_path: string, _onProgress?: (done: number, total: number) => void): Promise<void> {
+    return this.transfer.backup();
   }
 
   // ---- coordination between servers (coordination.ts) --------------------------------------
@@ -373,11 +391,4 @@ type ApiKeyRow = {
 
 function toApiKey(row: ApiKeyRow): ApiKey {
   return { id: row.id, userId: row.user_id, agentId: row.agent_id, label: row.label, createdAt: row.created_at, revokedAt: row.revoked_at };
-}
-
-/** Placeholder until `pgrest`'s history tables are plugged in (skeleton only). */
-function notImplemented<T extends object>(): T {
-  return new Proxy({} as T, {
-    get: () => () => Promise.reject(new Error('not implemented')),
-  });
 }
