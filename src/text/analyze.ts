@@ -87,10 +87,7 @@ function wordTerm(folded: string, doStem: boolean, dropStop: boolean): string {
   if (folded === '' || (dropStop && ENGLISH_STOPWORDS.has(folded))) return '';
   // A lone Latin letter says nothing; a lone digit ("5 cats") may.
   if (folded.length === 1 && !HAS_DIGIT.test(folded)) return '';
-  if (!doStem || !LATIN_WORD.test(folded)) return folded;
-  // A word whose stem is a stop word ("alle" -> "all") is dropped like the stop word itself.
-  const stem = stemmer.stem(folded);
-  return dropStop && ENGLISH_STOPWORDS.has(stem) ? '' : stem;
+  return doStem && LATIN_WORD.test(folded) ? stemmer.stem(folded) : folded;
 }
 
 function cachedTerm(folded: string): string {
