@@ -39,6 +39,23 @@ describe('the dashboard in local mode', () => {
     expect(list).toContain('likes tea &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;');
   });
 
+  it('pages through the runs of a session, newest first', async () => {
+    const app = createApp(cairn, { log: () => {} });
+    const scope = { userId: 'default', agentId: 'default' };
+    for (let i = 0; i < 3; i++) {
+      await cairn.history.recordRun(scope, { taskId: `paged-${i}`, sessionKey: 'runs-paged', objective: `objective ${i}`, startedAt: `2024-02-0${i + 1}T00:00:00.000Z` });
+    }
+    const first = await (await app.request('http://127.0.0.1:8420/ui/runs?session_key=runs-paged&limit=2')).text();
+    expect(first.indexOf('paged-2')).toBeGreaterThan(-1);
+    expect(first.indexOf('paged-2')).toBeLessThan(first.indexOf('paged-1'));
+    expect(first).not.toContain('paged-0');
+    expect(first).toContain('offset=2');
+    const second = await (await app.request('http://127.0.0.1:8420/ui/runs?session_key=runs-paged&limit=2&offset=2')).text();
+    expect(second).toContain('paged-0');
+    expect(second).not.toContain('paged-1');
+    expect(second).not.toContain('Older');
+  });
+
   it('answers the script with the content of <main> only and the title in a header', async () => {
     const app = createApp(cairn, { log: () => {} });
     const res = await app.request('http://127.0.0.1:8420/ui/conversations', { headers: { 'x-cairn-ui': 'fragment' } });

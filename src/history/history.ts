@@ -6,7 +6,7 @@ import { vectorFusionWeight, vectorSimilarityFloor, type Embedder } from '../emb
 import { CairnError, describeError } from '../errors.js';
 import { createChatModel } from '../llm/chat-client.js';
 import { scopeSchema } from '../memory/schemas.js';
-import type { EmbeddingStore, HistoryStore, Run } from '../store/store.js';
+import type { EmbeddingStore, HistoryStore, Run, RunSummary } from '../store/store.js';
 import type { Scope } from '../types.js';
 import { ChatHistory, chatHistoryParams, type ChatHistoryResult } from './chat-history.js';
 import { ErrorHistory, errorHistoryParams, writeErrorParams, type ErrorHistoryResult, type FailureHint, type WriteErrorResult } from './error-history.js';
@@ -63,10 +63,12 @@ export class History implements ToolCallRecorder {
   /** The judge in use, or null when none is configured (nothing is withheld then). */
   readonly judge: RelevanceJudge | null;
   private readonly warn: (message: string) => void;
+  private readonly store: HistoryStore;
 
   constructor(deps: HistoryDeps) {
     const { store, embeddings, config, embedder, warn } = deps;
     this.warn = warn;
+    this.store = store;
     const h = config.history;
     this.runs = new RunLog(store, { retentionDays: h.retention_days, referenceTools: h.reference_tools, claims: deps.claims });
     this.judge = deps.judge === undefined ? defaultJudge(config, embedder, warn) : deps.judge;
@@ -107,6 +109,11 @@ export class History implements ToolCallRecorder {
     await this.runs.pruneIfDue();
     const currentTaskId = await this.runs.currentTaskId({ scope, sessionKey, turnId: caller.turnId });
     return this.chat.run({ scope, sessionKey, currentTaskId }, parseInput(chatHistoryParams, params ?? {}, 'chat_history'));
+  }
+
+  /** Runs of the caller's session newest first, without their tool calls, one page at a time (the dashboard's list). */
+  async listRuns(caller: HistoryCaller, page: { limit: number; offset: number }): Promise<RunSummary[]> {
+    return this.store.listRuns(checkScope(caller.scope), requireSession(caller.sessionKey), page.limit, page.offset);
   }
 
   /** write_error: stores a resolved failure with its fix; other outcomes are discarded. */

@@ -311,7 +311,7 @@ export interface RunStore {
   /** Runs by task id, in the order asked; unknown ids are left out. */
   getRuns(scope: Scope, sessionKey: string, taskIds: readonly string[]): Promise<Run[]>;
   /** Runs newest first (by start), without their tool calls. */
-  listRuns(scope: Scope, sessionKey: string, limit: number): Promise<RunSummary[]>;
+  listRuns(scope: Scope, sessionKey: string, limit: number, offset?: number): Promise<RunSummary[]>;
   /** The task id of the session's newest run that has not ended, or null. */
   openRunId(scope: Scope, sessionKey: string): Promise<string | null>;
   /**

@@ -1,9 +1,8 @@
 import { html } from 'hono/html';
-import { badge, clip, table, time } from './layout.js';
+import { badge, clip, pageOf, pager, table, time } from './layout.js';
 import { callTable } from './tool-views.js';
 import type { AddView } from './ui-app.js';
 
-type RunListRow = { task_id: string; at: string; objective: string; open: boolean };
 type RunRead = { task_id: string; objective?: string; model?: string | null; started_at?: string; ended_at?: string | null; reply?: string | null; tool_calls?: { name: string; arguments: string; is_error: boolean; at: string; result?: string }[] };
 
 /** `/ui/runs` (chat_history runs of a session with their tool calls) and `/ui/errors` (error records). */
@@ -13,7 +12,9 @@ export function addHistoryViews(add: AddView): void {
     const taskId = query('task_id') ?? '';
     const sessions = await cairn.listSessions(scope, { limit: 50 });
     const caller = { scope, sessionKey };
-    const list = sessionKey.trim() !== '' ? await cairn.history.chatHistory(caller, { mode: 'list', limit: 50 }) : null;
+    const { limit, offset } = pageOf(query, 25);
+    // One row more than shown tells whether an older page exists.
+    const list = sessionKey.trim() !== '' ? await cairn.history.listRuns(caller, { limit: limit + 1, offset }) : null;
     const read = sessionKey.trim() !== '' && taskId !== '' ? await cairn.history.chatHistory(caller, { mode: 'read', task_id: taskId, scope: 'full' }) : null;
     const run = read ? ((read.data.runs ?? []) as RunRead[])[0] : undefined;
     const encoded = encodeURIComponent(sessionKey);
@@ -25,17 +26,18 @@ export function addHistoryViews(add: AddView): void {
 </form>
 ${list
   ? table(
-      'Runs of the session, newest first (chat_history mode=list)',
+      'Runs of the session, newest first',
       ['Task', 'Started', 'Objective', 'State'],
-      ((list.data.runs ?? []) as RunListRow[]).map((r) => [
-        html`<a href="/ui/runs?session_key=${encoded}&amp;task_id=${encodeURIComponent(r.task_id)}"><code>${r.task_id}</code></a>`,
-        time(r.at),
+      list.slice(0, limit).map((r) => [
+        html`<a href="/ui/runs?session_key=${encoded}&amp;task_id=${encodeURIComponent(r.taskId)}"><code>${r.taskId}</code></a>`,
+        time(r.startedAt),
         clip(r.objective, 200),
-        r.open ? badge('open', 'warn') : badge('ended'),
+        r.endedAt === null ? badge('open', 'warn') : badge('ended'),
       ]),
       'No run recorded in this session.',
     )
   : ''}
+${list ? pager('/ui/runs', { session_key: sessionKey }, offset, limit, list.length > limit) : ''}
 ${run
   ? html`<h2>Run <code>${run.task_id}</code></h2>
 <p>${run.model ? html`Model ${run.model} · ` : ''}started ${time(run.started_at)} · ${run.ended_at ? html`ended ${time(run.ended_at)}` : 'still open'}</p>

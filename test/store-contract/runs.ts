@@ -53,6 +53,8 @@ export function runContract(ctx: ContractContext): void {
     expect(listed.map((r) => r.taskId)).toEqual(['new', 'mid', 'old']);
     expect(listed[0]).not.toHaveProperty('toolCalls');
     expect((await store.history.listRuns(alice, 's', 1)).map((r) => r.taskId)).toEqual(['new']);
+    expect((await store.history.listRuns(alice, 's', 2, 1)).map((r) => r.taskId)).toEqual(['mid', 'old']);
+    expect(await store.history.listRuns(alice, 's', 2, 3)).toEqual([]);
     expect(await store.history.openRunId(alice, 's')).toBe('mid');
     expect(await store.history.openRunId(alice, 'empty')).toBeNull();
   });

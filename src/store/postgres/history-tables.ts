@@ -259,10 +259,10 @@ export class PostgresHistoryTables implements HistoryStore {
     });
   }
 
-  async listRuns(scope: Scope, sessionKey: string, limit: number): Promise<RunSummary[]> {
+  async listRuns(scope: Scope, sessionKey: string, limit: number, offset = 0): Promise<RunSummary[]> {
     const rows = await this.db.query<RunRow>(
-      `SELECT * FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 ORDER BY started_at DESC, seq DESC LIMIT $4`,
-      [scope.userId, scope.agentId, sessionKey, limit],
+      `SELECT * FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 ORDER BY started_at DESC, seq DESC LIMIT $4 OFFSET $5`,
+      [scope.userId, scope.agentId, sessionKey, limit, offset],
     );
     return rows.map(toRunSummary);
   }

@@ -176,10 +176,10 @@ export class HistoryTables implements HistoryStore {
     return runs;
   }
 
-  async listRuns(scope: Scope, sessionKey: string, limit: number): Promise<RunSummary[]> {
+  async listRuns(scope: Scope, sessionKey: string, limit: number, offset = 0): Promise<RunSummary[]> {
     const rows = this.stmt(
-      `SELECT * FROM runs WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY started_at DESC, seq DESC LIMIT ?`,
-    ).all(scope.userId, scope.agentId, sessionKey, limit) as RunRow[];
+      `SELECT * FROM runs WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY started_at DESC, seq DESC LIMIT ? OFFSET ?`,
+    ).all(scope.userId, scope.agentId, sessionKey, limit, offset) as RunRow[];
     return rows.map(toRunSummary);
   }
 
