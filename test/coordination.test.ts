@@ -34,7 +34,7 @@ runCoordinationContract('postgres', async () => {
   await setup.connect();
   await setup.query(COORDINATION_MIGRATION);
   await setup.end();
-  const pools = [new pg.Pool({ connectionString: database.url }), new pg.Pool({ connectionString: database.url })];
+  const pools = [testPool(database.url), testPool(database.url)];
   const [a, b] = pools.map((pool) => new PostgresCoordination(pool)) as [PostgresCoordination, PostgresCoordination];
   return {
     a,
@@ -105,7 +105,7 @@ describe('sqlite work claims are leases', () => {
 describe('postgres work claims are advisory locks of a connection', () => {
   it('frees the claims of a connection that dies, at once, and the holder knows it lost them', async () => {
     const database = await freshPostgresDatabase('multiserver_claims');
-    const pools = [new pg.Pool({ connectionString: database.url }), new pg.Pool({ connectionString: database.url })];
+    const pools = [testPool(database.url), testPool(database.url)];
     const [a, b] = pools.map((pool) => new PostgresCoordination(pool)) as [PostgresCoordination, PostgresCoordination];
     try {
       const claim = await a.claimWork('extract:u/a/s');
@@ -135,3 +135,14 @@ describe('postgres work claims are advisory locks of a connection', () => {
     }
   });
 });
+
+/**
+ * A pool as PostgresDatabase makes one: an idle connection that the server ends (the teardown's
+ * `DROP DATABASE … WITH (FORCE)`, or a terminated backend) is an 'error' event of the pool, which would
+ * otherwise be an uncaught exception of the test process.
+ */
+function testPool(url: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url });
+  pool.on('error', () => {});
+  return pool;
+}

@@ -7,7 +7,7 @@ import { EmbedQueue } from '../src/embed/embed-queue.js';
 import { HashEmbedder } from '../src/embed/hash-embedder.js';
 import { errorRecordText } from '../src/history/error-record-text.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { migrate, SCHEMA_VERSION } from '../src/store/sqlite/migrations.js';
+import { BEFORE_ANALYSED_TERMS, migrate, SCHEMA_VERSION } from '../src/store/sqlite/migrations.js';
 import { runStoreContract } from './store-contract.js';
 
 const dirs: string[] = [];
@@ -197,7 +197,7 @@ describe('SqliteStore backup and the analysed-terms step', () => {
     // The file as the step before found it: no terms tables, no triggers.
     const raw = new Database(path);
     raw.exec('DROP TRIGGER memory_terms_after_delete; DROP TRIGGER error_record_terms_after_delete; DROP TABLE memory_terms; DROP TABLE error_record_terms;');
-    raw.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+    raw.pragma(`user_version = ${BEFORE_ANALYSED_TERMS}`);
     raw.close();
     const migrated = SqliteStore.open({ path });
     expect(await migrated.memoryKeywordCandidates(scope, ['harbour'], {})).toEqual(before);

@@ -368,6 +368,8 @@ function widenMessageRoles(db: Database.Database): void {
 
 /** The schema version this build writes. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
+/** The `user_version` of a file that has every step before `keepAnalysedTerms` (so that step runs next on open). */
+export const BEFORE_ANALYSED_TERMS = MIGRATIONS.indexOf(keepAnalysedTerms);
 
 /** Brings `db` up to {@link SCHEMA_VERSION} (or `upTo`, for migration tests); refuses a file written by a newer Cairn. */
 export function migrate(db: Database.Database, upTo: number = SCHEMA_VERSION): void {
