@@ -90,8 +90,13 @@ export class VectorTables {
       scoped = 'AND b.user_id = $4 AND b.agent_id = $5';
     }
     const found = await this.db.query<{ seq: number; name: string | number; content: string }>(
-      `SELECT b.seq, b.${t.name} AS name, b.content FROM ${t.base} AS b LEFT JOIN ${t.vectors} AS v ON v.${t.key} = b.seq
-       WHERE b.seq > $1 AND (v.${t.key} IS NULL OR v.embedder <> $2) ${scoped} ORDER BY b.seq LIMIT $3`,
+      // A row keeps one vector (the newest embedder's), so "pending" is "no vector of this embedder". The
+      // repeated bound on the vectors' key lets the anti-join start both index scans at the cursor: a batch
+      // costs its own rows, not every vector saved before it (a LEFT JOIN made each batch a scan of the table).
+      `SELECT b.seq, b.${t.name} AS name, b.content FROM ${t.base} AS b
+       WHERE b.seq > $1 ${scoped}
+         AND NOT EXISTS (SELECT 1 FROM ${t.vectors} AS v WHERE v.${t.key} = b.seq AND v.${t.key} > $1 AND v.embedder = $2)
+       ORDER BY b.seq LIMIT $3`,
       values,
     );
     return found.map((row) => ({ key: String(row.name), position: row.seq, text: row.content }));
