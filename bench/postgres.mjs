@@ -246,7 +246,7 @@ async function realisticRows(backend, corpus, questions, log) {
     cairn = await store.open({ embedding: CONFIGS.hybrid.embedding });
     try {
       const start = performance.now();
-      const status = await drain(cairn, `${backend.name} ${size}`, 60 * 60_000);
+      const status = await drain(cairn, `${backend.name} ${size}`, embedTimeoutMs(), start);
       const embedSeconds = (performance.now() - start) / 1000;
       rows.push({ backend: backend.name, size, config: 'hybrid', embed_s: round(embedSeconds, 1), precondition: { messages: size, embedder: status.embedderId, pending: status.pending }, ...(await latency(cairn, questions, size, 'hybrid')) });
       log(`postgres bench: ${backend.name} hybrid at ${size}: p50 ${rows.at(-1).p50_ms} ms, p95 ${rows.at(-1).p95_ms} ms, recall@10 ${rows.at(-1)['recall@10']}`);
@@ -266,12 +266,26 @@ async function realisticRows(backend, corpus, questions, log) {
  * Embeds every message with the hash embedder and checks the queue is empty; the status is read first, so a
  * backend that cannot count its queue fails at once instead of at the timeout.
  */
-async function drain(cairn, what, timeoutMs) {
+async function drain(cairn, what, timeoutMs, start) {
   await cairn.embeddingStatus();
-  if (!(await cairn.drainEmbeddings(timeoutMs))) throw new Error(`postgres bench: ${what}: embedding did not finish`);
+  if (!(await cairn.drainEmbeddings(timeoutMs))) {
+    // The row says how far embedding got and at what rate, so a reader can tell how long the whole would take.
+    const { pending } = await cairn.embeddingStatus();
+    const seconds = (performance.now() - start) / 1000;
+    throw new Error(`postgres bench: ${what}: embedding did not finish within ${Math.round(timeoutMs / 1000)} s: ${pending} rows still pending after ${Math.round(seconds)} s`);
+  }
   const status = await cairn.embeddingStatus();
   if (status.pending !== 0 || status.embedderId !== `hash:fnv1a:${DIMENSIONS}`) throw new Error(`postgres bench: ${what}: embedder ${status.embedderId}, ${status.pending} pending`);
   return status;
+}
+
+/** How long a hybrid row may wait for its vectors (`BENCH_POSTGRES_EMBED_TIMEOUT_S`, default one hour). */
+function embedTimeoutMs() {
+  const raw = process.env.BENCH_POSTGRES_EMBED_TIMEOUT_S;
+  if (raw === undefined || raw.trim() === '') return 60 * 60_000;
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new Error(`BENCH_POSTGRES_EMBED_TIMEOUT_S: "${raw}" is not a positive number of seconds`);
+  return seconds * 1000;
 }
 
 function firstLine(error) {
