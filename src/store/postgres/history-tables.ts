@@ -3,6 +3,7 @@ import { analyze } from '../../text/analyze.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { PostgresMigration } from './migrations.js';
 import { lockPositions, type PostgresDatabase } from './postgres-db.js';
+import { type ErrorRow, type RunRow, type RunTextRow, type ToolCallRow, toErrorRecord, toFlag, toRunSummary, toRunText, toToolCall } from '../history-rows.js';
 import { likeLiteral } from './sql-text.js';
 import { toVector } from './history-embeddings.js';
 import type {
@@ -11,13 +12,11 @@ import type {
   ErrorRecordWrite,
   HistoryStore,
   KeywordCandidates,
-  NewRunToolCall,
   Run,
   RunSummary,
   RunText,
   RunToolCall,
   RunWrite,
-  ToolCallSource,
 } from '../store.js';
 
 /**
@@ -110,48 +109,6 @@ export const HISTORY_MIGRATION: PostgresMigration = {
   `,
 };
 
-type RunRow = {
-  seq: number;
-  task_id: string;
-  user_id: string;
-  agent_id: string;
-  session_key: string;
-  objective: string;
-  reply: string | null;
-  model: string | null;
-  started_at: string;
-  ended_at: string | null;
-  updated_at: string;
-};
-
-type ToolCallRow = {
-  seq: number;
-  name: string;
-  arguments: string;
-  result: string;
-  is_error: number;
-  duration_ms: number | null;
-  at: string;
-  source: ToolCallSource;
-  reusable: number | null;
-};
-
-type RunTextRow = { key: string; task_id: string; kind: RunText['kind']; name: string | null; arguments: string | null; content: string; at: string };
-
-type ErrorRow = {
-  seq: number;
-  id: string;
-  user_id: string;
-  agent_id: string;
-  tool_name: string;
-  keywords: string;
-  symptom: string;
-  cause: string | null;
-  action: string;
-  outcome: 'resolved';
-  created_at: string;
-  updated_at: string;
-};
 
 const ERROR_COLUMNS = 'seq, id, user_id, agent_id, tool_name, keywords, symptom, cause, action, outcome, created_at, updated_at';
 
@@ -448,54 +405,4 @@ export class PostgresHistoryTables implements HistoryStore {
 /** The analysed terms of a record's text, as stored in `error_records.terms`. */
 export function errorTerms(record: Pick<ErrorRecord, 'toolName' | 'keywords' | 'symptom' | 'cause' | 'action'>): string[] {
   return analyze(errorRecordText(record));
-}
-
-function toRunSummary(row: RunRow): RunSummary {
-  return {
-    taskId: row.task_id,
-    scope: { userId: row.user_id, agentId: row.agent_id },
-    sessionKey: row.session_key,
-    objective: row.objective,
-    reply: row.reply,
-    model: row.model,
-    startedAt: row.started_at,
-    endedAt: row.ended_at,
-  };
-}
-
-function toToolCall(row: ToolCallRow): RunToolCall {
-  return {
-    seq: Number(row.seq),
-    name: row.name,
-    arguments: row.arguments,
-    result: row.result,
-    isError: row.is_error === 1,
-    durationMs: row.duration_ms,
-    at: row.at,
-    source: row.source,
-    reusable: row.reusable === null ? null : row.reusable === 1,
-  };
-}
-
-function toRunText(row: RunTextRow): RunText {
-  return { key: row.key, taskId: row.task_id, kind: row.kind, name: row.name, arguments: row.arguments, content: row.content, at: row.at };
-}
-
-function toErrorRecord(row: ErrorRow): ErrorRecord {
-  return {
-    id: row.id,
-    scope: { userId: row.user_id, agentId: row.agent_id },
-    toolName: row.tool_name,
-    keywords: JSON.parse(row.keywords) as string[],
-    symptom: row.symptom,
-    cause: row.cause,
-    action: row.action,
-    outcome: row.outcome,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
-}
-
-function toFlag(value: NewRunToolCall['reusable']): number | null {
-  return value === undefined || value === null ? null : value ? 1 : 0;
 }

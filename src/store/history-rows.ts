@@ -1,0 +1,103 @@
+import type { ErrorRecord, NewRunToolCall, RunSummary, RunText, RunToolCall, ToolCallSource } from './store.js';
+
+/*
+ * Rows of the history tables and their mapping to the contract's types. Both engines use the same column
+ * names and value encodings (flags as 0/1, keywords as JSON text), which is also what lets one export
+ * format serve both, so one mapping serves both.
+ */
+
+export type RunRow = {
+  seq: number;
+  task_id: string;
+  user_id: string;
+  agent_id: string;
+  session_key: string;
+  objective: string;
+  reply: string | null;
+  model: string | null;
+  started_at: string;
+  ended_at: string | null;
+  updated_at: string;
+};
+
+export type ToolCallRow = {
+  seq: number;
+  /** The run's position (SQLite reads it to group calls by run; the contract never returns it). */
+  run_seq?: number;
+  name: string;
+  arguments: string;
+  result: string;
+  is_error: number;
+  duration_ms: number | null;
+  at: string;
+  source: ToolCallSource;
+  reusable: number | null;
+};
+
+export type RunTextRow = { key: string; task_id: string; kind: RunText['kind']; name: string | null; arguments: string | null; content: string; at: string };
+
+export type ErrorRow = {
+  seq: number;
+  id: string;
+  user_id: string;
+  agent_id: string;
+  tool_name: string;
+  keywords: string;
+  symptom: string;
+  cause: string | null;
+  action: string;
+  outcome: 'resolved';
+  created_at: string;
+  updated_at: string;
+};
+
+export function toRunSummary(row: RunRow): RunSummary {
+  return {
+    taskId: row.task_id,
+    scope: { userId: row.user_id, agentId: row.agent_id },
+    sessionKey: row.session_key,
+    objective: row.objective,
+    reply: row.reply,
+    model: row.model,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+  };
+}
+
+export function toToolCall(row: ToolCallRow): RunToolCall {
+  return {
+    seq: Number(row.seq),
+    name: row.name,
+    arguments: row.arguments,
+    result: row.result,
+    isError: row.is_error === 1,
+    durationMs: row.duration_ms,
+    at: row.at,
+    source: row.source,
+    reusable: row.reusable === null ? null : row.reusable === 1,
+  };
+}
+
+export function toRunText(row: RunTextRow): RunText {
+  return { key: row.key, taskId: row.task_id, kind: row.kind, name: row.name, arguments: row.arguments, content: row.content, at: row.at };
+}
+
+export function toErrorRecord(row: ErrorRow): ErrorRecord {
+  return {
+    id: row.id,
+    scope: { userId: row.user_id, agentId: row.agent_id },
+    toolName: row.tool_name,
+    keywords: JSON.parse(row.keywords) as string[],
+    symptom: row.symptom,
+    cause: row.cause,
+    action: row.action,
+    outcome: row.outcome,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function toFlag(value: NewRunToolCall['reusable']): number | null {
+  return value === undefined || value === null ? null : value ? 1 : 0;
+}
+
