@@ -32,8 +32,22 @@ export async function freshPostgresDatabase(prefix: string, options: { template?
   return {
     url: url.toString(),
     name,
-    drop: () => withAdmin(admin, (client) => client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`)).then(() => undefined),
+    drop: () => withAdmin(admin, (client) => dropWhenClosed(client, name)),
   };
+}
+
+/**
+ * Drops the database once the test's own connections have gone. `pool.end()` resolves before its sockets
+ * close, and a FORCE drop that terminates a closing connection makes it emit an error nobody listens to
+ * any more; so this waits (up to 5 s) for the connections to leave, and only forces what is left after.
+ */
+async function dropWhenClosed(client: pg.Client, name: string): Promise<void> {
+  for (let waited = 0; waited < 5000; waited += 50) {
+    const open = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [name]);
+    if (open.rows[0]!.n === 0) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await client.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
 }
 
 async function withAdmin<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
