@@ -1,9 +1,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EmbedQueue } from '../src/embed/embed-queue.js';
+import type { Embedder } from '../src/embed/embedder.js';
+import { HashEmbedder } from '../src/embed/hash-embedder.js';
 import { migrate, SCHEMA_VERSION } from '../src/store/postgres/migrations.js';
 import { LOCK_NAMESPACE, POSITION_LOCKS } from '../src/store/postgres/postgres-db.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
-import { indexedOrder, messageVectorQuery, prepareIndexScan } from '../src/store/postgres/vector-tables.js';
+import { DEFER_BUILD_PENDING, indexedOrder, messageVectorQuery, prepareIndexScan } from '../src/store/postgres/vector-tables.js';
 import type { Store } from '../src/store/store.js';
 import { analyze } from '../src/text/analyze.js';
 import type { Scope } from '../src/types.js';
@@ -177,8 +180,8 @@ describe('PostgresStore vector index', () => {
     await store.addMessages(messages);
     const pending = await store.pendingEmbeddings('message', embedder, { after: 0, limit: 10_000 });
     const vectorOf = (text: string) => (text.startsWith('big') ? bigVectors : smallVectors)[Number(text.split(' ')[2])]!;
-    await store.indexVectors('message', embedder, dims);
     await store.saveEmbeddings('message', embedder, pending.map((p) => ({ key: p.key, text: p.text, vector: vectorOf(p.text) })));
+    expect(await store.indexVectors('message', embedder, dims)).toBe(true);
     await withClient(database.url, (client) => client.query('ANALYZE'));
   }, 120_000);
   afterAll(async () => {
@@ -186,14 +189,17 @@ describe('PostgresStore vector index', () => {
     await database?.drop();
   });
 
-  it('indexVectors creates one partial HNSW index per embedder, idempotently', async () => {
-    await store.indexVectors('message', embedder, dims);
-    await store.indexVectors('message', 'hash:other:8', 8);
+  it('indexVectors creates one partial HNSW index per embedder, idempotently, deferring one whose rows all wait', async () => {
+    expect(await store.indexVectors('message', embedder, dims)).toBe(true);
+    expect(await store.indexVectors('memory', 'hash:other:8', 8)).toBe(true);
+    // Every message would first be re-embedded by this one: its graph waits for them.
+    expect(await store.indexVectors('message', 'hash:other:8', 8)).toBe(false);
     const indexes = await withClient(database.url, async (client) =>
-      (await client.query<{ indexdef: string }>(`SELECT indexdef FROM pg_indexes WHERE tablename = 'message_vectors' AND indexdef LIKE '%hnsw%' ORDER BY indexname`)).rows,
+      (await client.query<{ tablename: string; indexdef: string }>(`SELECT tablename, indexdef FROM pg_indexes WHERE indexdef LIKE '%hnsw%' ORDER BY tablename`)).rows,
     );
-    expect(indexes).toHaveLength(2);
-    expect(indexes.map((i) => i.indexdef).join('\n')).toMatch(/USING hnsw \(\(\(embedding\)::vector\(32\)\) vector_cosine_ops\) WHERE \(embedder = 'hash:test:32'/);
+    expect(indexes.map((i) => i.tablename)).toEqual(['memory_vectors', 'message_vectors']);
+    expect(indexes[0]!.indexdef).toMatch(/USING hnsw \(\(\(embedding\)::vector\(8\)\) vector_cosine_ops\) WHERE \(embedder = 'hash:other:8'/);
+    expect(indexes[1]!.indexdef).toMatch(/USING hnsw \(\(\(embedding\)::vector\(32\)\) vector_cosine_ops\) WHERE \(embedder = 'hash:test:32'/);
   });
 
   it('a search of a large scope walks the HNSW index', async () => {
@@ -303,4 +309,90 @@ describe('PostgresStore keyword postings snapshots', () => {
     expect(await third.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10)).toEqual(answer);
     await third.close();
   });
+});
+
+describe('PostgresStore deferred vector index', () => {
+  const databases: FreshPostgresDatabase[] = [];
+  afterAll(async () => {
+    for (const database of databases) await database.drop();
+  });
+  const scope: Scope = { userId: 'u', agentId: 'a' };
+  const hash = new HashEmbedder(16);
+  /** The HNSW indexes of message_vectors, with whether each is valid (usable by the planner). */
+  const hnswIndexes = (url: string) =>
+    withClient(url, async (client) =>
+      (
+        await client.query<{ name: string; valid: boolean }>(
+          `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+           WHERE i.indrelid = 'message_vectors'::regclass AND c.relname LIKE '%hnsw%'`,
+        )
+      ).rows,
+    );
+  /** A store on a fresh database holding `count` messages of one scope. */
+  const storeWith = async (count: number) => {
+    const database = await freshPostgresDatabase('pgcore_deferred');
+    databases.push(database);
+    const store = await PostgresStore.open({ url: database.url });
+    await store.addMessages(Array.from({ length: count }, (_, i) => ({ id: `m${i}`, scope, sessionKey: 's', role: 'user' as const, content: `note ${i} about topic ${i % 37}` })));
+    return { store, url: database.url };
+  };
+
+  it('builds the HNSW index once, after a large backlog is embedded, and keeps it for later rows', async () => {
+    const backlog = DEFER_BUILD_PENDING + 500;
+    const { store, url } = await storeWith(backlog);
+    /** The embedder as the queue sees it, noting before each batch how many indexes already existed. */
+    const seenBeforeBatches: number[] = [];
+    const embedder: Embedder = {
+      id: hash.id,
+      dimensions: hash.dimensions,
+      embed: async (texts) => {
+        seenBeforeBatches.push((await hnswIndexes(url)).length);
+        return hash.embed(texts);
+      },
+    };
+    const queue = new EmbedQueue(store, embedder, { batchSize: 250 });
+    try {
+      // With the backlog waiting, the store defers the build.
+      expect(await store.indexVectors('message', hash.id, 16)).toBe(false);
+      queue.start();
+      expect(await queue.drain(120_000)).toBe(true);
+      expect(seenBeforeBatches).toHaveLength(Math.ceil(backlog / 250));
+      expect(seenBeforeBatches.every((n) => n === 0)).toBe(true);
+      expect(await hnswIndexes(url)).toEqual([{ name: expect.stringMatching(/^message_vectors_hnsw_[0-9a-f]{12}_16$/), valid: true }]);
+      expect(await store.countPendingEmbeddings('message', hash.id)).toBe(0);
+
+      // A row written later goes into the existing graph and is found through it.
+      await store.addMessages([{ id: 'late', scope, sessionKey: 's', role: 'user', content: 'penguins waddle across the ice shelf' }]);
+      queue.kick();
+      expect(await queue.drain(60_000)).toBe(true);
+      const [probe] = await hash.embed(['penguins waddle across the ice shelf']);
+      const hits = await store.searchMessagesByVector(scope, probe!, hash.id, {}, 5);
+      expect(hits[0]).toMatchObject({ id: 'late' });
+      expect(hits[0]!.score).toBeCloseTo(1, 5);
+      expect(seenBeforeBatches.at(-1)).toBe(1);
+    } finally {
+      await queue.stop();
+      await store.close();
+    }
+  }, 180_000);
+
+  it('builds at once over a small backlog, and replaces an index a failed build left invalid', async () => {
+    const { store, url } = await storeWith(40);
+    try {
+      expect(await store.indexVectors('message', hash.id, 16)).toBe(true);
+      const [index] = await hnswIndexes(url);
+      expect(index).toMatchObject({ valid: true });
+      // An interrupted CREATE INDEX CONCURRENTLY leaves its index invalid; the next server to look builds it again.
+      await withClient(url, (client) => client.query('UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass', [index!.name]));
+      const next = await PostgresStore.open({ url });
+      try {
+        expect(await next.indexVectors('message', hash.id, 16)).toBe(true);
+      } finally {
+        await next.close();
+      }
+      expect(await hnswIndexes(url)).toEqual([{ name: index!.name, valid: true }]);
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
 });

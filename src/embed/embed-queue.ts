@@ -168,15 +168,17 @@ export class EmbedQueue {
 
   private async embedPending(target: QueuedEmbeddingTarget): Promise<void> {
     let cursor = 0;
+    /** Dimensions whose index the store deferred during this pass, to prepare once the pass has drained. */
+    const deferred = new Set<number>();
     while (!this.stopped) {
       const pending = await this.store.pendingEmbeddings(target, this.embedder.id, { after: cursor, limit: this.batchSize });
-      if (pending.length === 0) return;
+      if (pending.length === 0) break;
       const vectors = await this.embedder.embed(pending.map((p) => p.text));
       // The explicit index step, before the first batch of each dimension this embedder produces.
       const dimensions = vectors.find((v) => v !== null && v !== undefined)?.length;
-      if (dimensions !== undefined && !this.indexed.has(`${target}:${dimensions}`)) {
-        await this.store.indexVectors(target, this.embedder.id, dimensions);
-        this.indexed.add(`${target}:${dimensions}`);
+      if (dimensions !== undefined && !deferred.has(dimensions) && !this.indexed.has(`${target}:${dimensions}`)) {
+        if (await this.store.indexVectors(target, this.embedder.id, dimensions)) this.indexed.add(`${target}:${dimensions}`);
+        else deferred.add(dimensions);
       }
       await this.store.saveEmbeddings(
         target,
@@ -185,6 +187,11 @@ export class EmbedQueue {
       );
       this.options.onBatch?.(pending.length);
       cursor = pending[pending.length - 1]!.position;
+    }
+    if (this.stopped) return;
+    // Drained: the backlog a deferred index waited for is saved, so the store can build it in one pass.
+    for (const dimensions of deferred) {
+      if (await this.store.indexVectors(target, this.embedder.id, dimensions)) this.indexed.add(`${target}:${dimensions}`);
     }
   }
 }

@@ -106,10 +106,13 @@ export interface EmbeddingStore {
   embeddingsOf(target: EmbeddingTarget, embedderId: string, items: readonly { key: string; text: string }[]): Promise<Map<string, Float32Array | null>>;
   /**
    * Prepares the vector index of `target` for `embedderId` at `dimensions` (idempotent): SQLite moves
-   * its message KNN index to that embedder, PostgreSQL creates the partial HNSW index. The embedding
-   * queue calls it before saving the first batch of an embedder or dimension.
+   * its message KNN index to that embedder, PostgreSQL creates the partial HNSW index. True when the
+   * index is ready (or none is needed); false when the backend deferred it because a large backlog still
+   * waits for vectors (PostgreSQL builds its graph once over every vector instead of inserting a backlog
+   * row by row; searches are exact meanwhile). The embedding queue calls it before saving the first batch
+   * of an embedder or dimension, and again after draining a target whose index was deferred.
    */
-  indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<void>;
+  indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<boolean>;
 }
 
 /** What a backend can do; the façade and search code read this instead of checking classes. */

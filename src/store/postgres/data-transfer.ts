@@ -165,7 +165,7 @@ const FETCH = 1_000;
 /** What the PostgreSQL store hands its transfer. */
 export type TransferOptions = {
   /** Prepares the vector index of a target for an embedder and dimension (EmbeddingStore.indexVectors), after a restore or merge. */
-  indexVectors?: (target: 'message' | 'memory', embedderId: string, dimensions: number) => Promise<void>;
+  indexVectors?: (target: 'message' | 'memory', embedderId: string, dimensions: number) => Promise<boolean>;
 };
 
 /**
@@ -265,7 +265,10 @@ export class PostgresTransfer {
     return { read: result.counts, inserted: result.inserted };
   }
 
-  /** Prepares the HNSW index of every embedder and dimension the message and memory vectors hold. */
+  /**
+   * Prepares the HNSW index of every embedder and dimension the message and memory vectors hold (one bulk
+   * build over the restored vectors; deferred to the embed queue when many rows still lack one).
+   */
   private async indexStoredVectors(): Promise<void> {
     const index = this.options.indexVectors;
     if (index === undefined) return;

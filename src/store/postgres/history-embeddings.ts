@@ -112,9 +112,10 @@ export class HistoryEmbeddings implements EmbeddingStore {
   }
 
   /** Nothing to prepare: error records and run texts are few per scope and scanned exactly. */
-  async indexVectors(target: EmbeddingTarget, _embedderId: string, dimensions: number): Promise<void> {
+  async indexVectors(target: EmbeddingTarget, _embedderId: string, dimensions: number): Promise<boolean> {
     onlyHistory(target, false);
     if (!Number.isInteger(dimensions) || dimensions < 1) throw new CairnError('invalid_input', `vector dimensions must be a positive whole number, not ${dimensions}`);
+    return true;
   }
 }
 

@@ -152,6 +152,33 @@ export class PostgresDatabase {
     }
   }
 
+  /**
+   * Runs `work` on one connection outside a transaction (for statements that cannot run in one, such as
+   * CREATE INDEX CONCURRENTLY). The settings it changed and the session advisory locks it took are
+   * undone before the connection goes back to the pool.
+   */
+  async session<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw toPostgresError(err, this.location);
+    }
+    let broken = false;
+    try {
+      return await work(client);
+    } catch (err) {
+      throw toPostgresError(err, this.location);
+    } finally {
+      try {
+        await client.query('RESET ALL; SELECT pg_advisory_unlock_all()');
+      } catch {
+        broken = true;
+      }
+      client.release(broken);
+    }
+  }
+
   /** Ends the pool; a second call does nothing. */
   async close(): Promise<void> {
     if (this.closed) return;

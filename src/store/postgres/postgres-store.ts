@@ -225,8 +225,8 @@ export class PostgresStore implements Store {
     return isCoreTarget(target) ? this.vectors.vectorsOf(target, embedderId, items) : this.historyEmbeddings.embeddingsOf(target, embedderId, items);
   }
 
-  /** Creates the partial HNSW index of `embedderId` on `target`'s vectors if missing (DESIGN.md, "PostgreSQL backend"). */
-  indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<void> {
+  /** Creates the partial HNSW index of `embedderId` on `target`'s vectors if missing, or defers it past a large backlog (DESIGN.md, "PostgreSQL backend"). */
+  indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<boolean> {
     return isCoreTarget(target) ? this.vectors.indexVectors(target, embedderId, dimensions) : this.historyEmbeddings.indexVectors(target, embedderId, dimensions);
   }
 

@@ -23,6 +23,8 @@ export type CoreVectorTarget = keyof typeof VECTOR_TARGETS;
 export const HNSW_MAX_DIMENSIONS = 2_000;
 /** Advisory lock id (under LOCK_NAMESPACE) of index creation, so servers never build the same index twice at once. */
 const INDEX_LOCK = 1001;
+/** How often a server waiting for another's index build looks again. */
+const INDEX_LOCK_POLL_MS = 100;
 /**
  * Candidates the graph walk keeps (pgvector's `hnsw.ef_search`), at least the rows asked for. pgvector's
  * default, 40, left a few percent of the exact top 20 out on LoCoMo (hash vectors, one tenant's rows among
@@ -30,8 +32,12 @@ const INDEX_LOCK = 1001;
  */
 const MIN_EF_SEARCH = 100;
 const MAX_EF_SEARCH = 1_000;
-/** Memory for one index build (the graph is built much faster when it fits). */
-const BUILD_MEMORY = '256MB';
+/**
+ * Rows still waiting for a vector above which {@link VectorTables.indexVectors} defers the HNSW build until
+ * the queue has drained. Measured on 384-dimensional vectors, 2 cores: inserting into an existing graph
+ * went at ~270 rows/s, one parallel build at ~1,500; a thousand rows is a few seconds either way.
+ */
+export const DEFER_BUILD_PENDING = 1_000;
 
 /**
  * pgvector storage and search for messages and memories. Vectors sit in a `vector` column without a
@@ -47,28 +53,78 @@ export class VectorTables {
 
   constructor(private readonly db: PostgresDatabase) {}
 
-  /** Creates the partial HNSW index for `embedderId` and `dimensions` on `target` if missing (idempotent). */
-  async indexVectors(target: CoreVectorTarget, embedderId: string, dimensions: number): Promise<void> {
+  /**
+   * Creates the partial HNSW index for `embedderId` and `dimensions` on `target` if missing (idempotent);
+   * true when it is in place (or past HNSW's dimensions, where searches are exact). With more than
+   * {@link DEFER_BUILD_PENDING} rows still waiting for a vector of this embedder it builds nothing and
+   * answers false: the embed queue asks again once it has drained, and the graph is then built in one
+   * pass over every vector, several times faster than inserting a large backlog into it row by row.
+   * Searches are exact until then.
+   */
+  async indexVectors(target: CoreVectorTarget, embedderId: string, dimensions: number): Promise<boolean> {
     if (!Number.isInteger(dimensions) || dimensions < 1) throw new CairnError('invalid_input', `vector dimensions must be a positive whole number, not ${dimensions}`);
     const known = `${target}:${embedderId}`;
-    if (this.indexed.get(known) === dimensions || dimensions > HNSW_MAX_DIMENSIONS) return;
-    const t = VECTOR_TARGETS[target];
-    const name = indexName(t.vectors, embedderId, dimensions);
-    // Made already (by this or another server): no DDL, whose table lock would make writers wait.
-    const [made] = await this.db.query<{ present: boolean }>(
-      'SELECT to_regclass($4) IS NOT NULL AS present FROM vector_indexes WHERE target = $1 AND embedder = $2 AND dimensions = $3',
+    if (this.indexed.get(known) === dimensions || dimensions > HNSW_MAX_DIMENSIONS) return true;
+    const name = indexName(VECTOR_TARGETS[target].vectors, embedderId, dimensions);
+    // Made already (by this or another server): no DDL.
+    if (await this.registered(target, embedderId, dimensions, name)) {
+      this.indexed.set(known, dimensions);
+      return true;
+    }
+    if (await this.pendingAtLeast(target, embedderId, DEFER_BUILD_PENDING + 1)) return false;
+    await this.build(target, embedderId, dimensions, name);
+    this.indexed.set(known, dimensions);
+    return true;
+  }
+
+  /** Whether the index `name` is recorded for this target, embedder and dimension and exists, valid. */
+  private async registered(target: CoreVectorTarget, embedderId: string, dimensions: number, name: string, client: Queryable = this.db.autocommit): Promise<boolean> {
+    const [made] = await rows<{ valid: boolean | null }>(
+      client,
+      `SELECT (SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass($4)) AS valid
+       FROM vector_indexes WHERE target = $1 AND embedder = $2 AND dimensions = $3`,
       [target, embedderId, dimensions, name],
     );
-    if (made?.present === true) {
-      this.indexed.set(known, dimensions);
-      return;
-    }
-    await this.db.transaction(async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE, INDEX_LOCK]);
-      await client.query(`SET LOCAL maintenance_work_mem = '${BUILD_MEMORY}'`);
+    return made?.valid === true;
+  }
+
+  /** Whether at least `count` rows of `target` lack a vector from `embedderId` (counts no further than that). */
+  private async pendingAtLeast(target: CoreVectorTarget, embedderId: string, count: number): Promise<boolean> {
+    const t = VECTOR_TARGETS[target];
+    const [found] = await this.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM (
+         SELECT 1 FROM ${t.base} AS b WHERE NOT EXISTS (SELECT 1 FROM ${t.vectors} AS v WHERE v.${t.key} = b.seq AND v.embedder = $1) LIMIT $2
+       ) AS pending`,
+      [embedderId, count],
+    );
+    return (found?.n ?? 0) >= count;
+  }
+
+  /**
+   * Builds the index with CREATE INDEX CONCURRENTLY, so that writes and deletes of the vectors go on while
+   * a large graph is built (a plain CREATE INDEX would hold them for the whole build). It runs outside a
+   * transaction, on one connection holding a session advisory lock, so servers never build it twice at
+   * once (a server that dies mid-build frees the lock with its connection); the invalid index a failed
+   * build leaves behind is dropped first.
+   */
+  private async build(target: CoreVectorTarget, embedderId: string, dimensions: number, name: string): Promise<void> {
+    const t = VECTOR_TARGETS[target];
+    await this.db.session(async (client) => {
+      // The build's own wait for older transactions to end is not a lock wait to time out on.
+      await client.query(`SELECT set_config('lock_timeout', '0', false)`);
+      // Polled, not waited for in one statement: a CREATE INDEX CONCURRENTLY waits for every statement
+      // older than its snapshot, so a server blocked inside pg_advisory_lock would deadlock with it. The
+      // session releases the lock and the settings when this returns.
+      while (!(await rows<{ got: boolean }>(client, 'SELECT pg_try_advisory_lock($1, $2) AS got', [LOCK_NAMESPACE, INDEX_LOCK]))[0]?.got) {
+        await new Promise((resolve) => setTimeout(resolve, INDEX_LOCK_POLL_MS));
+      }
+      if (await this.registered(target, embedderId, dimensions, name, client)) return;
+      const [vectors] = await rows<{ n: number }>(client, `SELECT count(*)::int AS n FROM ${t.vectors} WHERE embedder = $1`, [embedderId]);
+      await client.query(`SELECT set_config('maintenance_work_mem', $1, false)`, [buildMemory(vectors?.n ?? 0, dimensions)]);
+      await client.query(`DROP INDEX CONCURRENTLY IF EXISTS ${pg.escapeIdentifier(name)}`);
       // DDL takes no parameters: the embedder id (configuration, not request text) is quoted as a literal.
       await client.query(
-        `CREATE INDEX IF NOT EXISTS ${pg.escapeIdentifier(name)} ON ${t.vectors}
+        `CREATE INDEX CONCURRENTLY ${pg.escapeIdentifier(name)} ON ${t.vectors}
          USING hnsw ((embedding::vector(${dimensions})) vector_cosine_ops) WHERE embedder = ${pg.escapeLiteral(embedderId)}`,
       );
       await client.query(
@@ -77,7 +133,6 @@ export class VectorTables {
         [target, embedderId, dimensions, name],
       );
     });
-    this.indexed.set(known, dimensions);
   }
 
   /** Rows of `target` after position `after` without a vector from `embedderId`, across all scopes (or one). */
@@ -246,6 +301,16 @@ export function memoryVectorQuery(scope: Scope, vector: Float32Array, embedderId
 /** Whether `key` can name a row of `target` (a message key is its seq in decimal). */
 function validName(target: CoreVectorTarget, key: string): boolean {
   return target !== 'message' || (/^\d{1,15}$/.test(key) && Number.isSafeInteger(Number(key)));
+}
+
+/**
+ * `maintenance_work_mem` for building the graph of `vectors` rows: the graph is built far faster when it
+ * fits (pgvector notes when it no longer does and goes on slower). About the vector plus its neighbour
+ * lists per row, at least 64 MB and at most 4 GB.
+ */
+function buildMemory(vectors: number, dimensions: number): string {
+  const bytes = vectors * (dimensions * 4 + 512) * 1.25;
+  return `${Math.round(Math.min(4096, Math.max(64, bytes / 2 ** 20)))}MB`;
 }
 
 /** A stable index name per table, embedder and dimension (identifiers are at most 63 bytes). */

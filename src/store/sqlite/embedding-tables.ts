@@ -131,12 +131,14 @@ export class EmbeddingTables implements EmbeddingStore {
     return found;
   }
 
-  async indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<void> {
+  /** Always ready at once: moving the KNN index to an embedder costs nothing that a backlog would make larger. */
+  async indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<boolean> {
     if (!Number.isInteger(dimensions) || dimensions <= 0) throw new CairnError('invalid_input', `vector dimensions must be a positive integer, got ${dimensions}`);
     // Only message vectors have an index here; the other targets are few per scope and scanned exactly.
     const knn = this.knn;
-    if (target !== 'message' || knn === null || knn.heldDimensions(embedderId) === dimensions) return;
+    if (target !== 'message' || knn === null || knn.heldDimensions(embedderId) === dimensions) return true;
     await this.writes.run(() => knn.prepare(embedderId, dimensions));
+    return true;
   }
 }
 

@@ -534,7 +534,7 @@ export class SqliteStore implements Store {
     return this.embeddings.embeddingsOf(target, embedderId, items);
   }
 
-  indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<void> {
+  indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<boolean> {
     return this.embeddings.indexVectors(target, embedderId, dimensions);
   }
 
