@@ -361,7 +361,8 @@ const storeSchema = z
       .optional(),
     /**
      * Milliseconds a write waits, with backoff, for the write lock another process holds (a `cairn import`,
-     * a second server) before it fails with the retryable `busy` error: HTTP 503 with Retry-After.
+     * a second server) before it fails with the retryable `busy` error: HTTP 503 with Retry-After. On
+     * PostgreSQL it is the connections' `lock_timeout`.
      */
     busy_timeout_ms: positiveInt.max(600_000).default(5_000),
   })

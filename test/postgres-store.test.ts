@@ -1,8 +1,11 @@
+import { tmpdir } from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config.js';
 import { EmbedQueue } from '../src/embed/embed-queue.js';
 import type { Embedder } from '../src/embed/embedder.js';
 import { HashEmbedder } from '../src/embed/hash-embedder.js';
+import { openStore } from '../src/store/open-store.js';
 import { migrate, SCHEMA_VERSION } from '../src/store/postgres/migrations.js';
 import { LOCK_NAMESPACE, POSITION_LOCKS } from '../src/store/postgres/postgres-db.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
@@ -135,6 +138,27 @@ describe('PostgresStore migrations', () => {
     expect((await store.getMessages(scope, ['m1']))[0]?.content).toBe('now it goes');
     await store.close();
   });
+
+  it('a store opened from configuration waits store.busy_timeout_ms for a lock, not the 5 s default', async () => {
+    const database = await fresh();
+    const config = parseConfig({ data_dir: tmpdir(), store: { url: database.url, busy_timeout_ms: 600_000 }, embedding: { provider: 'none' } });
+    const store = await openStore(config, { warn: () => {} });
+    const scope = { userId: 'u', agentId: 'a' };
+    try {
+      await withClient(database.url, async (other) => {
+        await other.query('BEGIN');
+        await other.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE, POSITION_LOCKS.messages]);
+        const write = store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'waited' }]);
+        // Held past the default lock timeout: with 5 s the write would have failed busy by now.
+        await new Promise((resolve) => setTimeout(resolve, 6_000));
+        await other.query('ROLLBACK');
+        await write;
+      });
+      expect((await store.getMessages(scope, ['m1']))[0]?.content).toBe('waited');
+    } finally {
+      await store.close();
+    }
+  }, 30_000);
 
   it('refuses text PostgreSQL cannot store (a NUL character) as invalid input, writing nothing of the batch', async () => {
     const database = await fresh();

@@ -14,7 +14,7 @@ export type OpenStoreOptions = {
 
 /** What the PostgreSQL backend's module exports (loaded only when `store.url` names a PostgreSQL server). */
 type PostgresModule = {
-  PostgresStore: { open(options: { url: string; warn: (message: string) => void; readWorkers?: number | undefined }): Promise<Store> };
+  PostgresStore: { open(options: { url: string; warn: (message: string) => void; readWorkers?: number | undefined; busyTimeoutMs?: number }): Promise<Store> };
 };
 
 /** A variable, so the build does not need the module: `pg` and the backend load only when configured. */
@@ -27,7 +27,7 @@ const POSTGRES_MODULE = './postgres/postgres-store.js';
  */
 export async function openStore(config: CairnConfig, options: OpenStoreOptions): Promise<Store> {
   const path = sqliteFile(config);
-  if (path === null) return openPostgres(config.store.url!, options);
+  if (path === null) return openPostgres(config.store.url!, config.store.busy_timeout_ms, options);
   let store: SqliteStore;
   try {
     store = SqliteStore.open({ path, readWorkers: options.readWorkers, warn: options.warn, busyTimeoutMs: config.store.busy_timeout_ms });
@@ -37,7 +37,8 @@ export async function openStore(config: CairnConfig, options: OpenStoreOptions):
   return withStoreErrors<Store>(store, path);
 }
 
-async function openPostgres(url: string, options: OpenStoreOptions): Promise<Store> {
+/** The PostgreSQL store of `url`; `busyTimeoutMs` bounds how long a write waits for a lock another server holds. */
+async function openPostgres(url: string, busyTimeoutMs: number, options: OpenStoreOptions): Promise<Store> {
   let backend: PostgresModule;
   try {
     backend = (await import(POSTGRES_MODULE)) as PostgresModule;
@@ -47,7 +48,7 @@ async function openPostgres(url: string, options: OpenStoreOptions): Promise<Sto
       cause: err,
     });
   }
-  return backend.PostgresStore.open({ url, warn: options.warn, readWorkers: options.readWorkers });
+  return backend.PostgresStore.open({ url, warn: options.warn, readWorkers: options.readWorkers, busyTimeoutMs });
 }
 
 /** `url` with its password replaced by `***` (`postgres://user:***@host/db`); what logs and `capabilities.location` show. */
