@@ -216,6 +216,15 @@ describe('cairn migrate (real processes)', () => {
       expect(await server.stop()).toBe(0);
     }
 
+    // A reading command on PostgreSQL needs no data directory: the data is the server's.
+    const nowhere = join(root, 'no-such-dir');
+    const read = await runCliAsync(['search', 'conversations', 'cello', '--data', nowhere], onPostgres);
+    expect(read.code, read.stderr).toBe(0);
+    expect(read.stdout).toContain('My sister lives in Lisbon and plays the cello.');
+    const sqliteRead = await runCliAsync(['search', 'conversations', 'cello', '--data', nowhere], ENV);
+    expect(sqliteRead.code).not.toBe(0);
+    expect(sqliteRead.stderr).toContain('does not exist; nothing was created');
+
     // A target that holds rows the source does not: the check names the type and the command fails.
     const extra = await PostgresStore.open({ url: db.url });
     await extra.createKnowledgeResource({ userId: 'bob', agentId: 'default' }, { id: 'wiki-00000000', type: 'wiki', name: 'other', root: '/tmp/other' });

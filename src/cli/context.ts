@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { createCairn, type Cairn, type CairnOptions } from '../cairn.js';
-import { explainConfig, type ConfigSource, type ExplainedConfig } from '../config.js';
+import { explainConfig, sqliteFile, type ConfigSource, type ExplainedConfig } from '../config.js';
 import { CairnError, describeError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import type { Scope } from '../types.js';
@@ -30,7 +30,7 @@ export function settingSource(key: string, source: ConfigSource | undefined): st
 }
 
 export type OpenOptions = CairnOptions & {
-  /** The command only reads: a data directory that does not exist is an error, never created. */
+  /** The command only reads: a data directory that does not exist is an error, never created (SQLite store only). */
   readOnly?: boolean;
   /** Values of the command's own flags, over file and environment. */
   overrides?: Record<string, unknown>;
@@ -46,7 +46,8 @@ export async function openCairn(cmd: Command, options: OpenOptions = {}): Promis
 export async function openExplained({ config, sources }: ExplainedConfig, options: OpenOptions = {}): Promise<Cairn> {
   const { readOnly = false, overrides: _overrides, ...cairnOptions } = options;
   const setting = settingSource('data_dir', sources.get('data_dir'));
-  if (readOnly && !existsSync(config.data_dir)) {
+  // On PostgreSQL the data is the server's: a missing data directory hides nothing a reader could want.
+  if (readOnly && sqliteFile(config) !== null && !existsSync(config.data_dir)) {
     throw new CairnError('config_invalid', `data directory ${config.data_dir} (${setting}) does not exist; nothing was created (check the path)`);
   }
   try {
