@@ -366,7 +366,8 @@ export function document({ sizes, server, backends, locomo, rows }) {
         digits: [0, null, null, 0, 1, 2, 2, 2, 3, 0],
         rows: rows.map((r) => [r.size, r.backend, r.config, r.import_messages_per_s ?? null, r.embed_s ?? null, r.p50_ms, r.p95_ms, r.mean_ms, r['recall@10'], r.queries]),
         notes:
-          'Import is the keyword store (no embedder); "embedding s" is the queue draining every message through the hash embedder afterwards. ' +
+          'Import is the keyword store (no embedder); "embedding s" is the queue draining every message through the hash embedder afterwards, ' +
+          'on PostgreSQL including the one HNSW build over all vectors once the queue has drained (a backlog of more than 1,000 rows defers it). ' +
           'Recall@10 over the questions of categories 1–4 whose gold turns tenant u0 holds (none below 5,882 messages).',
       },
     ],
