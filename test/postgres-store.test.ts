@@ -160,6 +160,35 @@ describe('PostgresStore migrations', () => {
     }
   }, 30_000);
 
+  it('analyses the tables a bulk write grew (before close returns), and not after a few rows', async () => {
+    const analysed = (url: string) =>
+      withClient(url, async (client) =>
+        (
+          await client.query<{ name: string; done: boolean }>(
+            `SELECT relname AS name, last_analyze IS NOT NULL AS done FROM pg_stat_user_tables WHERE relname IN ('messages', 'message_terms') ORDER BY relname`,
+          )
+        ).rows,
+      );
+    const scope = { userId: 'u', agentId: 'a' };
+    const messages = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `m${i}`, scope, sessionKey: 's', role: 'user' as const, content: `imported note ${i}` }));
+    const small = await fresh();
+    const few = await PostgresStore.open({ url: small.url });
+    await few.addMessages(messages(20));
+    await few.close();
+    expect(await analysed(small.url)).toEqual([
+      { name: 'message_terms', done: false },
+      { name: 'messages', done: false },
+    ]);
+    const large = await fresh();
+    const many = await PostgresStore.open({ url: large.url });
+    for (let i = 0; i < 3; i++) await many.addMessages(messages(1_500).map((m) => ({ ...m, id: `${m.id}-${i}` })));
+    await many.close();
+    expect(await analysed(large.url)).toEqual([
+      { name: 'message_terms', done: true },
+      { name: 'messages', done: true },
+    ]);
+  });
+
   it('refuses text PostgreSQL cannot store (a NUL character) as invalid input, writing nothing of the batch', async () => {
     const database = await fresh();
     const store = await PostgresStore.open({ url: database.url });

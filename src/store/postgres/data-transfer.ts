@@ -240,7 +240,7 @@ export class PostgresTransfer {
       const { counts } = await this.write(client, records, 'restore', onProgress);
       return counts;
     });
-    await this.indexStoredVectors();
+    await this.afterBulkLoad();
     return counts;
   }
 
@@ -261,8 +261,15 @@ export class PostgresTransfer {
     } finally {
       client.release();
     }
-    await this.indexStoredVectors();
+    await this.afterBulkLoad();
     return { read: result.counts, inserted: result.inserted };
+  }
+
+  /** After a restore or merge: statistics for the planner over the rows just loaded, then the vector indexes. */
+  private async afterBulkLoad(): Promise<void> {
+    // Autovacuum would analyse the tables within a minute or so; searches until then would be planned for empty tables.
+    await this.db.query('ANALYZE');
+    await this.indexStoredVectors();
   }
 
   /**

@@ -50,7 +50,9 @@ export class MessageKeywords {
     if (filter.sessionKey !== undefined) values.push(filter.sessionKey);
     const [state] = await this.db.prepared<SearchState>(
       filter.sessionKey === undefined ? 'cairn_keyword_state' : 'cairn_keyword_state_session',
-      `SELECT (SELECT max(seq) FROM message_terms WHERE user_id = $1 AND agent_id = $2) AS last,
+      // The highest position as the last entry of the scope's index, never an aggregate over the scope,
+      // which the planner chooses when stale statistics make a large scope look like a few rows.
+      `SELECT (SELECT seq FROM message_terms WHERE user_id = $1 AND agent_id = $2 ORDER BY seq DESC LIMIT 1) AS last,
               (SELECT generation FROM message_terms_state WHERE user_id = $1 AND agent_id = $2) AS generation,
               t.documents, t.tokens,
               (SELECT json_object_agg(term, documents) FROM message_vocabulary WHERE term = ANY($3::text[])) AS frequencies,
@@ -68,11 +70,15 @@ export class MessageKeywords {
         : undefined;
     const hits = index.search(terms, limit, { stats: stats ?? index.ownStats(), within: state.within ?? undefined });
     if (hits.length === 0) return [];
-    const found = await this.db.prepared<{ seq: number; id: string }>('cairn_keyword_ids', 'SELECT seq, id FROM messages WHERE user_id = $1 AND agent_id = $2 AND seq = ANY($3::bigint[])', [
-      scope.userId,
-      scope.agentId,
-      hits.map((h) => h.seq),
-    ]);
+    // One primary-key probe per hit, then the scope checked on those rows: OFFSET 0 keeps the planner from
+    // merging the scope into the probe and scanning the scope's index instead (as it does when statistics
+    // are stale and the scope looks small).
+    const found = await this.db.prepared<{ seq: number; id: string }>(
+      'cairn_keyword_ids',
+      `SELECT seq, id FROM (SELECT seq, id, user_id, agent_id FROM messages WHERE seq = ANY($3::bigint[]) OFFSET 0) AS hit
+       WHERE user_id = $1 AND agent_id = $2`,
+      [scope.userId, scope.agentId, hits.map((h) => h.seq)],
+    );
     const ids = new Map(found.map((row) => [row.seq, row.id]));
     return hits.flatMap((h) => {
       const id = ids.get(h.seq);

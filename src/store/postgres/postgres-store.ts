@@ -48,7 +48,8 @@ import { migrate } from './migrations.js';
 import { PipelineTables } from './pipeline-tables.js';
 import { PostgresDatabase } from './postgres-db.js';
 import { redactUrl, toPostgresError } from './postgres-errors.js';
-import { type CoreVectorTarget, VectorTables } from './vector-tables.js';
+import { TableStatistics } from './table-statistics.js';
+import { type CoreVectorTarget, VECTOR_TARGETS, VectorTables } from './vector-tables.js';
 
 /** How long opening waits for the server to accept a connection before failing `unavailable`. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -92,9 +93,11 @@ export class PostgresStore implements Store {
   private readonly vectors: VectorTables;
   private readonly pipeline: PipelineTables;
   private readonly coordination: PostgresCoordination;
+  private readonly statistics: TableStatistics;
 
-  private constructor(db: PostgresDatabase) {
+  private constructor(db: PostgresDatabase, warn: (message: string) => void) {
     this.db = db;
+    this.statistics = new TableStatistics(db, warn);
     this.messages = new MessageTables(db);
     this.messageKeywords = new MessageKeywords(db);
     this.memories = new MemoryTables(db);
@@ -136,13 +139,15 @@ export class PostgresStore implements Store {
       await client.end().catch(() => undefined);
     }
     const db = PostgresDatabase.connect({ url: options.url, location, vectorOid, poolSize: options.poolSize, lockTimeoutMs: options.busyTimeoutMs, warn });
-    return new PostgresStore(db);
+    return new PostgresStore(db, warn);
   }
 
   // ---- L0 messages -------------------------------------------------------------------------
 
   async addMessages(messages: readonly NewMessage[], options?: AddMessagesOptions): Promise<AddMessagesResult> {
-    return this.messages.add(messages, options);
+    const result = await this.messages.add(messages, options);
+    this.statistics.wrote(['messages', 'message_terms'], result.inserted);
+    return result;
   }
 
   async getMessages(scope: Scope, ids: readonly string[]): Promise<Message[]> {
@@ -213,8 +218,10 @@ export class PostgresStore implements Store {
     return isCoreTarget(target) ? this.vectors.pending(target, embedderId, query) : this.historyEmbeddings.pendingEmbeddings(target, embedderId, query);
   }
 
-  saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void> {
-    return isCoreTarget(target) ? this.vectors.save(target, embedderId, items) : this.historyEmbeddings.saveEmbeddings(target, embedderId, items);
+  async saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void> {
+    if (!isCoreTarget(target)) return this.historyEmbeddings.saveEmbeddings(target, embedderId, items);
+    await this.vectors.save(target, embedderId, items);
+    this.statistics.wrote([VECTOR_TARGETS[target].vectors], items.length);
   }
 
   countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string): Promise<number> {
@@ -370,6 +377,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     await this.coordination.close();
     await this.messageKeywords.close();
+    await this.statistics.close();
     await this.db.close();
   }
 }
