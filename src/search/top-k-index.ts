@@ -25,7 +25,7 @@ type Postings = {
    * by `add`.
    */
   blocks?: Blocks;
-  /** The list's documents as bits, once a search probed a list this long (see Dense); kept current by `add`. */
+  /** The list's documents as bits, once a search probed a list this long or a snapshot loaded it (see Dense); kept current by `add`. */
   dense?: Dense;
 };
 
@@ -321,6 +321,8 @@ export class TopKIndex {
     // Block bounds at the index's own mean length now, not on the first searches that need them: a
     // search whose mean length is close (one scope: the same) reuses them.
     if (index.count > 0) for (const list of index.postings.values()) index.blockBounds(list, index.totalLength / index.count);
+    // Likewise the bitmaps of the long lists, which a search would otherwise build on its first probe of each.
+    for (const list of index.postings.values()) index.denseOf(list);
     return index;
   }
 
