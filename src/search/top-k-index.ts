@@ -25,7 +25,7 @@ type Postings = {
    * by `add`.
    */
   blocks?: Blocks;
-  /** The list's documents as bits, once a search probed a list this long or a snapshot loaded it (see Dense); kept current by `add`. */
+  /** The list's documents as bits while the list is long (see Dense, DENSE_SHARE); kept current by `add`. */
   dense?: Dense;
 };
 
@@ -37,7 +37,11 @@ type Postings = {
  */
 type Dense = { words: Uint32Array; ranks: Int32Array; defined: number };
 
-/** A list probed by a search gets its {@link Dense} form when it holds at least 1/32 of the documents (at most its postings' own size). */
+/**
+ * A list has its {@link Dense} form while it holds at least 1/32 of the documents (the bitmap is then at
+ * most the size of its postings): made when it reaches that share, whether by `add`, a loaded snapshot or
+ * a search, and dropped when a new posting finds it below half of it.
+ */
 const DENSE_SHARE = 32;
 
 /**
@@ -191,7 +195,13 @@ export class TopKIndex {
       list.data[at + 1] = packedLength(length);
       list.length++;
       if (length < list.minLength) list.minLength = length;
-      if (list.dense !== undefined) markDense(list.dense, doc, list.length - 1);
+      if (list.dense !== undefined) {
+        // A list that became rare drops its bitmap rather than growing it with the index.
+        if (list.length * DENSE_SHARE * 2 < this.count) list.dense = undefined;
+        else markDense(list.dense, doc, list.length - 1);
+      } else if (list.length * DENSE_SHARE >= this.count) {
+        this.denseOf(list);
+      }
     }
     const packed = list.data[at + 1]!;
     // Each part saturates at FREQ_MAX rather than carrying into the other.
