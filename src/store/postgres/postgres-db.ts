@@ -127,12 +127,7 @@ export class PostgresDatabase {
 
   /** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
   async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      throw toPostgresError(err, this.location);
-    }
+    const client = await this.connection();
     let broken = false;
     try {
       await client.query('BEGIN');
@@ -158,12 +153,7 @@ export class PostgresDatabase {
    * undone before the connection goes back to the pool.
    */
   async session<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      throw toPostgresError(err, this.location);
-    }
+    const client = await this.connection();
     let broken = false;
     try {
       return await work(client);
@@ -176,6 +166,15 @@ export class PostgresDatabase {
         broken = true;
       }
       client.release(broken);
+    }
+  }
+
+  /** A connection of the pool; failing to get one is a CairnError like any query's failure. */
+  private async connection(): Promise<pg.PoolClient> {
+    try {
+      return await this.pool.connect();
+    } catch (err) {
+      throw toPostgresError(err, this.location);
     }
   }
 
