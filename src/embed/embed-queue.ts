@@ -177,8 +177,7 @@ export class EmbedQueue {
       // The explicit index step, before the first batch of each dimension this embedder produces.
       const dimensions = vectors.find((v) => v !== null && v !== undefined)?.length;
       if (dimensions !== undefined && !deferred.has(dimensions) && !this.indexed.has(`${target}:${dimensions}`)) {
-        if (await this.store.indexVectors(target, this.embedder.id, dimensions)) this.indexed.add(`${target}:${dimensions}`);
-        else deferred.add(dimensions);
+        if (!(await this.prepareIndex(target, dimensions))) deferred.add(dimensions);
       }
       await this.store.saveEmbeddings(
         target,
@@ -190,8 +189,13 @@ export class EmbedQueue {
     }
     if (this.stopped) return;
     // Drained: the backlog a deferred index waited for is saved, so the store can build it in one pass.
-    for (const dimensions of deferred) {
-      if (await this.store.indexVectors(target, this.embedder.id, dimensions)) this.indexed.add(`${target}:${dimensions}`);
-    }
+    for (const dimensions of deferred) await this.prepareIndex(target, dimensions);
+  }
+
+  /** The store's index step for `target` at `dimensions`; remembered once the store says the index is ready. */
+  private async prepareIndex(target: QueuedEmbeddingTarget, dimensions: number): Promise<boolean> {
+    const ready = await this.store.indexVectors(target, this.embedder.id, dimensions);
+    if (ready) this.indexed.add(`${target}:${dimensions}`);
+    return ready;
   }
 }
