@@ -23,6 +23,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import { ADVERSARIAL, CATEGORIES, loadLocomo } from './locomo.mjs';
 import { mean, quantile, recallAt, round, scoreRuns } from './metrics.mjs';
+import { sizesFromEnv } from './env.mjs';
 import { REALISTIC_AGENT, REALISTIC_SOURCE, realisticMessages, realisticOriginalCount, realisticQueries } from './realistic-corpus.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -42,16 +43,6 @@ const CONFIGS = {
 };
 /** The LoCoMo hybrid row as bench/locomo.mjs's cairn-hash-hybrid: plain RRF, no floor. */
 const LOCOMO_HYBRID = { label: 'keyword + hash embedder, plain RRF, no floor', embedding: { provider: 'hash', dimensions: DIMENSIONS, similarity_floor: -1 } };
-
-function sizesFromEnv(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  return raw.split(',').map((s) => {
-    const n = Number(s.trim());
-    if (!Number.isInteger(n) || n <= 0) throw new Error(`${name}: "${s}" is not a positive whole number`);
-    return n;
-  });
-}
 
 export async function run({ log = (line) => process.stderr.write(`${line}\n`) } = {}) {
   const sizes = sizesFromEnv('BENCH_POSTGRES_SIZES', [10_000, 100_000]);

@@ -22,20 +22,11 @@ import MiniSearch from 'minisearch';
 import snowball from 'snowball-stemmers';
 import { syntheticCorpus, syntheticQueries } from './corpus.mjs';
 import { mean, quantile, recallAt, ndcgAt, round } from './metrics.mjs';
+import { sizesFromEnv } from './env.mjs';
 import { REALISTIC_AGENT, realisticMessages, realisticOriginalCount, realisticQueries } from './realistic-corpus.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const TENANT_SIZE = 10_000;
-
-function sizesFromEnv(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  return raw.split(',').map((s) => {
-    const n = Number(s.trim());
-    if (!Number.isInteger(n) || n <= 0) throw new Error(`${name}: "${s}" is not a positive whole number`);
-    return n;
-  });
-}
 
 /** What is measured; `sizes`, `tenants` and `peersUpTo` decide the run time. */
 export const SPEED_DEFAULTS = {

@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, runCli, runCliAsync, startServe } from './e2e-process.js';
+import { freePort, rest, runCli, runCliAsync, startServe } from './e2e-process.js';
 
 // Real-process tests of `cairn export`, `restore`, `import` of an export, and `backup` against a live
 // server. Hash vectors (`CAIRN_EMBEDDING_PROVIDER=hash`) make the vector path and exported vectors count.
@@ -13,17 +13,6 @@ const root = mkdtempSync(join(tmpdir(), 'cairn-export-e2e-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const ENV = { CAIRN_EMBEDDING_PROVIDER: 'hash' };
 const cli = (data: string, ...args: string[]) => runCli([...args, '--data', data], ENV);
-
-async function rest(url: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return JSON.parse(text) as Record<string, unknown>;
-}
 
 /** Fills `data` through REST and MCP (a running server) and the CLI. */
 async function fill(data: string): Promise<void> {

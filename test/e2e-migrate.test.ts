@@ -7,7 +7,7 @@ import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { DumpRecord } from '../src/store/store.js';
 import { analyze } from '../src/text/analyze.js';
-import { CLI, cleanEnv, freePort, runCli, runCliAsync, startServe } from './e2e-process.js';
+import { CLI, cleanEnv, freePort, rest, runCli, runCliAsync, startServe } from './e2e-process.js';
 import { freshPostgresDatabase, type FreshPostgresDatabase } from './postgres-fixture.js';
 
 // `cairn migrate` with real processes: a data directory holding every kind of row (written through the
@@ -34,13 +34,6 @@ function withPassword(url: string): string {
   const u = new URL(url);
   u.password = 'hunter2-secret';
   return u.toString();
-}
-
-async function rest(url: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${url}${path}`, { method, headers: { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await response.text();
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return JSON.parse(text) as Record<string, unknown>;
 }
 
 /** Fills `data` with every kind of row: messages and vectors, memories with an audit trail, a key, a pipeline cursor, a run with tool calls, error records, a knowledge resource and its files. */

@@ -85,3 +85,15 @@ export async function startServe(args: string[], env: Record<string, string> = {
     },
   };
 }
+
+/** A JSON request to a running server; a status of 300 or more throws with the body. */
+export async function rest(url: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Record<string, unknown>> {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}

@@ -2,14 +2,13 @@ import { CairnError } from '../../errors.js';
 import type { Scope } from '../../types.js';
 import type { PostgresMigration } from './migrations.js';
 import type { PostgresDatabase, Queryable } from './postgres-db.js';
+import { KNOWLEDGE_PATCH_COLUMNS, type KnowledgeFileRow, type KnowledgeResourceRow, toKnowledgeFile, toKnowledgeResource } from '../knowledge-rows.js';
 import type {
   KnowledgeFileRecord,
   KnowledgeResourcePatch,
   KnowledgeResourceRecord,
-  KnowledgeStatus,
   KnowledgeStore,
   KnowledgeSyncChange,
-  KnowledgeType,
   NewKnowledgeResource,
 } from '../store.js';
 
@@ -48,26 +47,6 @@ export const KNOWLEDGE_MIGRATION: PostgresMigration = {
   `,
 };
 
-type ResourceRow = {
-  id: string;
-  user_id: string;
-  agent_id: string;
-  type: KnowledgeType;
-  name: string;
-  root: string;
-  status: KnowledgeStatus;
-  error: string | null;
-  summary: string;
-  stats: string;
-  created_at: string;
-  synced_at: string | null;
-  version: number;
-};
-
-type FileRow = { path: string; hash: string; size: number; mtime_ms: number; data: string };
-
-/** Patchable fields and their columns; fixed strings, never user input. */
-const PATCH_COLUMNS = { status: 'status', error: 'error', summary: 'summary', stats: 'stats', syncedAt: 'synced_at' } as const;
 
 /**
  * The knowledge tables of the PostgreSQL store. A resource belongs to the scope that created it: every
@@ -77,40 +56,40 @@ export class PostgresKnowledgeTables implements KnowledgeStore {
   constructor(private readonly db: PostgresDatabase) {}
 
   async createKnowledgeResource(scope: Scope, input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {
-    const rows = await this.db.query<ResourceRow>(
+    const rows = await this.db.query<KnowledgeResourceRow>(
       `INSERT INTO knowledge_resources (id, user_id, agent_id, type, name, root, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, 'indexing', $7)
        ON CONFLICT (id) DO NOTHING RETURNING *`,
       [input.id, scope.userId, scope.agentId, input.type, input.name, input.root, new Date().toISOString()],
     );
     if (rows.length === 0) throw new CairnError('conflict', `knowledge resource ${input.id} already exists`);
-    return toResource(rows[0]!);
+    return toKnowledgeResource(rows[0]!);
   }
 
   async getKnowledgeResource(scope: Scope, id: string): Promise<KnowledgeResourceRecord | null> {
-    const rows = await this.db.query<ResourceRow>('SELECT * FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3', [
+    const rows = await this.db.query<KnowledgeResourceRow>('SELECT * FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3', [
       id,
       scope.userId,
       scope.agentId,
     ]);
-    return rows[0] ? toResource(rows[0]) : null;
+    return rows[0] ? toKnowledgeResource(rows[0]) : null;
   }
 
   async listKnowledgeResources(scope: Scope): Promise<KnowledgeResourceRecord[]> {
-    const rows = await this.db.query<ResourceRow>(
+    const rows = await this.db.query<KnowledgeResourceRow>(
       'SELECT * FROM knowledge_resources WHERE user_id = $1 AND agent_id = $2 ORDER BY created_at, id',
       [scope.userId, scope.agentId],
     );
-    return rows.map(toResource);
+    return rows.map(toKnowledgeResource);
   }
 
   async listAllKnowledgeResources(): Promise<KnowledgeResourceRecord[]> {
-    const rows = await this.db.query<ResourceRow>('SELECT * FROM knowledge_resources ORDER BY created_at, id');
-    return rows.map(toResource);
+    const rows = await this.db.query<KnowledgeResourceRow>('SELECT * FROM knowledge_resources ORDER BY created_at, id');
+    return rows.map(toKnowledgeResource);
   }
 
   async updateKnowledgeResource(scope: Scope, id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
     const row = await this.db.transaction((client) => patchResource(client, scope, id, patch, false));
-    return row ? toResource(row) : null;
+    return row ? toKnowledgeResource(row) : null;
   }
 
   async deleteKnowledgeResource(scope: Scope, id: string): Promise<boolean> {
@@ -121,12 +100,12 @@ export class PostgresKnowledgeTables implements KnowledgeStore {
 
   async listKnowledgeFiles(scope: Scope, resourceId: string, options: { withData?: boolean } = {}): Promise<KnowledgeFileRecord[]> {
     const data = options.withData === false ? `'' AS data` : 'f.data';
-    const rows = await this.db.query<FileRow>(
+    const rows = await this.db.query<KnowledgeFileRow>(
       `SELECT f.path, f.hash, f.size, f.mtime_ms, ${data} FROM knowledge_files f JOIN knowledge_resources r ON r.id = f.resource_id
        WHERE f.resource_id = $1 AND r.user_id = $2 AND r.agent_id = $3 ORDER BY f.path`,
       [resourceId, scope.userId, scope.agentId],
     );
-    return rows.map((r) => ({ path: r.path, hash: r.hash, size: Number(r.size), mtimeMs: r.mtime_ms, data: r.data }));
+    return rows.map(toKnowledgeFile);
   }
 
   async applyKnowledgeSync(scope: Scope, resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
@@ -153,7 +132,7 @@ export class PostgresKnowledgeTables implements KnowledgeStore {
       }
       return patchResource(client, scope, resourceId, change.patch, true);
     });
-    return row ? toResource(row) : null;
+    return row ? toKnowledgeResource(row) : null;
   }
 }
 
@@ -164,10 +143,10 @@ async function patchResource(
   id: string,
   patch: KnowledgeResourcePatch,
   bumpVersion: boolean,
-): Promise<ResourceRow | null> {
+): Promise<KnowledgeResourceRow | null> {
   const sets: string[] = bumpVersion ? ['version = version + 1'] : [];
   const params: unknown[] = [id, scope.userId, scope.agentId];
-  for (const [key, column] of Object.entries(PATCH_COLUMNS) as [keyof KnowledgeResourcePatch, string][]) {
+  for (const [key, column] of Object.entries(KNOWLEDGE_PATCH_COLUMNS) as [keyof KnowledgeResourcePatch, string][]) {
     const value = patch[key];
     if (value === undefined) continue;
     params.push(key === 'stats' ? JSON.stringify(value) : value);
@@ -178,22 +157,6 @@ async function patchResource(
       ? 'SELECT * FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3'
       : `UPDATE knowledge_resources SET ${sets.join(', ')} WHERE id = $1 AND user_id = $2 AND agent_id = $3 RETURNING *`;
   const { rows } = await db.query(sql, params);
-  return (rows[0] as ResourceRow | undefined) ?? null;
+  return (rows[0] as KnowledgeResourceRow | undefined) ?? null;
 }
 
-function toResource(row: ResourceRow): KnowledgeResourceRecord {
-  return {
-    id: row.id,
-    scope: { userId: row.user_id, agentId: row.agent_id },
-    type: row.type,
-    name: row.name,
-    root: row.root,
-    status: row.status,
-    error: row.error,
-    summary: row.summary,
-    stats: JSON.parse(row.stats) as Record<string, number>,
-    createdAt: row.created_at,
-    syncedAt: row.synced_at,
-    version: row.version,
-  };
-}

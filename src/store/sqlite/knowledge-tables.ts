@@ -1,38 +1,17 @@
 import type Database from 'better-sqlite3';
 import { CairnError } from '../../errors.js';
+import { KNOWLEDGE_PATCH_COLUMNS, type KnowledgeFileRow, type KnowledgeResourceRow, toKnowledgeFile, toKnowledgeResource } from '../knowledge-rows.js';
 import type {
   KnowledgeFileRecord,
   KnowledgeResourcePatch,
   KnowledgeResourceRecord,
-  KnowledgeStatus,
   KnowledgeStore,
   KnowledgeSyncChange,
-  KnowledgeType,
   NewKnowledgeResource,
 } from '../store.js';
 import type { WriteLock } from './write-lock.js';
 import type { Scope } from '../../types.js';
 
-type ResourceRow = {
-  id: string;
-  user_id: string;
-  agent_id: string;
-  type: KnowledgeType;
-  name: string;
-  root: string;
-  status: KnowledgeStatus;
-  error: string | null;
-  summary: string;
-  stats: string;
-  created_at: string;
-  synced_at: string | null;
-  version: number;
-};
-
-type FileRow = { path: string; hash: string; size: number; mtime_ms: number; data: string };
-
-/** Patchable fields and their columns; fixed strings, never user input. */
-const PATCH_COLUMNS = { status: 'status', error: 'error', summary: 'summary', stats: 'stats', syncedAt: 'synced_at' } as const;
 
 /** Owner condition on `knowledge_resources`; every query a caller reaches carries it. */
 const OWNED = 'user_id = ? AND agent_id = ?';
@@ -62,17 +41,17 @@ export class KnowledgeTables implements KnowledgeStore {
   }
 
   async getKnowledgeResource(scope: Scope, id: string): Promise<KnowledgeResourceRecord | null> {
-    const row = this.db.prepare(`SELECT * FROM knowledge_resources WHERE id = ? AND ${OWNED}`).get(id, scope.userId, scope.agentId) as ResourceRow | undefined;
-    return row ? toResource(row) : null;
+    const row = this.db.prepare(`SELECT * FROM knowledge_resources WHERE id = ? AND ${OWNED}`).get(id, scope.userId, scope.agentId) as KnowledgeResourceRow | undefined;
+    return row ? toKnowledgeResource(row) : null;
   }
 
   async listKnowledgeResources(scope: Scope): Promise<KnowledgeResourceRecord[]> {
-    const rows = this.db.prepare(`SELECT * FROM knowledge_resources WHERE ${OWNED} ORDER BY created_at, id`).all(scope.userId, scope.agentId) as ResourceRow[];
-    return rows.map(toResource);
+    const rows = this.db.prepare(`SELECT * FROM knowledge_resources WHERE ${OWNED} ORDER BY created_at, id`).all(scope.userId, scope.agentId) as KnowledgeResourceRow[];
+    return rows.map(toKnowledgeResource);
   }
 
   async listAllKnowledgeResources(): Promise<KnowledgeResourceRecord[]> {
-    return (this.db.prepare('SELECT * FROM knowledge_resources ORDER BY created_at, id').all() as ResourceRow[]).map(toResource);
+    return (this.db.prepare('SELECT * FROM knowledge_resources ORDER BY created_at, id').all() as KnowledgeResourceRow[]).map(toKnowledgeResource);
   }
 
   async updateKnowledgeResource(scope: Scope, id: string, patch: KnowledgeResourcePatch): Promise<KnowledgeResourceRecord | null> {
@@ -95,8 +74,8 @@ export class KnowledgeTables implements KnowledgeStore {
         `SELECT f.path, f.hash, f.size, f.mtime_ms, ${data} FROM knowledge_files f JOIN knowledge_resources r ON r.id = f.resource_id
          WHERE f.resource_id = ? AND r.user_id = ? AND r.agent_id = ? ORDER BY f.path`,
       )
-      .all(resourceId, scope.userId, scope.agentId) as FileRow[];
-    return rows.map((r) => ({ path: r.path, hash: r.hash, size: r.size, mtimeMs: r.mtime_ms, data: r.data }));
+      .all(resourceId, scope.userId, scope.agentId) as KnowledgeFileRow[];
+    return rows.map(toKnowledgeFile);
   }
 
   async applyKnowledgeSync(scope: Scope, resourceId: string, change: KnowledgeSyncChange): Promise<KnowledgeResourceRecord | null> {
@@ -118,7 +97,7 @@ export class KnowledgeTables implements KnowledgeStore {
   private patch(scope: Scope, id: string, patch: KnowledgeResourcePatch, bumpVersion: boolean): boolean {
     const sets: string[] = bumpVersion ? ['version = version + 1'] : [];
     const params: unknown[] = [];
-    for (const [key, column] of Object.entries(PATCH_COLUMNS) as [keyof KnowledgeResourcePatch, string][]) {
+    for (const [key, column] of Object.entries(KNOWLEDGE_PATCH_COLUMNS) as [keyof KnowledgeResourcePatch, string][]) {
       const value = patch[key];
       if (value === undefined) continue;
       sets.push(`${column} = ?`);
@@ -129,19 +108,3 @@ export class KnowledgeTables implements KnowledgeStore {
   }
 }
 
-function toResource(row: ResourceRow): KnowledgeResourceRecord {
-  return {
-    id: row.id,
-    scope: { userId: row.user_id, agentId: row.agent_id },
-    type: row.type,
-    name: row.name,
-    root: row.root,
-    status: row.status,
-    error: row.error,
-    summary: row.summary,
-    stats: JSON.parse(row.stats) as Record<string, number>,
-    createdAt: row.created_at,
-    syncedAt: row.synced_at,
-    version: row.version,
-  };
-}

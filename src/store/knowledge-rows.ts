@@ -1,0 +1,48 @@
+import type { KnowledgeFileRecord, KnowledgeResourceRecord, KnowledgeStatus, KnowledgeType } from './store.js';
+
+/**
+ * The knowledge tables' rows as both engines read them, and their mapping to the store's records: one
+ * definition, so the SQLite and PostgreSQL backends cannot drift apart (like history-rows.ts).
+ */
+export type KnowledgeResourceRow = {
+  id: string;
+  user_id: string;
+  agent_id: string;
+  type: KnowledgeType;
+  name: string;
+  root: string;
+  status: KnowledgeStatus;
+  error: string | null;
+  summary: string;
+  stats: string;
+  created_at: string;
+  synced_at: string | null;
+  version: number;
+};
+
+/** A file row; `size` may arrive as a string from PostgreSQL's bigint. */
+export type KnowledgeFileRow = { path: string; hash: string; size: number | string; mtime_ms: number; data: string };
+
+/** Patchable fields and their columns; fixed strings, never user input. */
+export const KNOWLEDGE_PATCH_COLUMNS = { status: 'status', error: 'error', summary: 'summary', stats: 'stats', syncedAt: 'synced_at' } as const;
+
+export function toKnowledgeResource(row: KnowledgeResourceRow): KnowledgeResourceRecord {
+  return {
+    id: row.id,
+    scope: { userId: row.user_id, agentId: row.agent_id },
+    type: row.type,
+    name: row.name,
+    root: row.root,
+    status: row.status,
+    error: row.error,
+    summary: row.summary,
+    stats: JSON.parse(row.stats) as Record<string, number>,
+    createdAt: row.created_at,
+    syncedAt: row.synced_at,
+    version: row.version,
+  };
+}
+
+export function toKnowledgeFile(row: KnowledgeFileRow): KnowledgeFileRecord {
+  return { path: row.path, hash: row.hash, size: Number(row.size), mtimeMs: row.mtime_ms, data: row.data };
+}
