@@ -3,7 +3,7 @@ import { analyze } from '../../text/analyze.js';
 import type { Memory, MemoryPatch, NewMemory, Scope } from '../../types.js';
 import type { KeywordCandidates, ListMemoriesQuery, MemoryAuditAction, MemoryFilter } from '../store.js';
 import { lockPositions, type PostgresDatabase, type Queryable, rows } from './postgres-db.js';
-import { MEMORY_COLUMNS, type MemoryRow, newId, orderBy, toMemory } from './row-mapping.js';
+import { MEMORY_COLUMNS, type MemoryRow, newId, orderBy, toMemory } from '../memory-rows.js';
 
 const DEFAULT_PRIORITY = 50;
 /** Who the audit trail names for changes made through the plain memory API. */

@@ -3,7 +3,7 @@ import { analyzeForIndex } from '../../text/analyze.js';
 import type { MemoryType, Message, NewMessage, Scope } from '../../types.js';
 import type { AddMessagesOptions, AddMessagesResult, ListMessagesQuery, ScopeCounts, SequencedMessage, SessionSummary } from '../store.js';
 import { lockPositions, type PostgresDatabase, rows } from './postgres-db.js';
-import { MESSAGE_COLUMNS, type MessageRow, newId, orderBy, toMessage } from './row-mapping.js';
+import { MESSAGE_COLUMNS, type MessageRow, newId, orderBy, toMessage } from '../memory-rows.js';
 
 /** Messages per INSERT statement (each array parameter holds this many values). */
 const INSERT_CHUNK = 2_000;

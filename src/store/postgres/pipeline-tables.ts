@@ -3,7 +3,7 @@ import type { Memory, MemoryType, Scope } from '../../types.js';
 import type { ExtractionCommit, MemoryAuditAction, MemoryAuditEntry, PipelineState } from '../store.js';
 import { audit, getMemories, insertMemory } from './memory-tables.js';
 import { lockPositions, type PostgresDatabase, rows } from './postgres-db.js';
-import { MEMORY_COLUMNS, type MemoryRow, toMemory } from './row-mapping.js';
+import { MEMORY_COLUMNS, type MemoryRow, toMemory } from '../memory-rows.js';
 
 /** Prefix of the decision id an undo supersedes a replacement with: `undo:<the decision it reversed>`. */
 const UNDO_DECISION = 'undo:';

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -7,7 +6,7 @@ import * as sqliteVec from 'sqlite-vec';
 import { CairnError } from '../../errors.js';
 import { analyzeForIndex } from '../../text/analyze.js';
 import { buildFtsQuery } from './fts-query.js';
-import type { Memory, MemoryPatch, Message, MessageRole, MemoryType, NewMemory, NewMessage, RankedHit, Scope } from '../../types.js';
+import type { Memory, MemoryPatch, Message, MemoryType, NewMemory, NewMessage, RankedHit, Scope } from '../../types.js';
 import type {
   AddMessagesOptions,
   AddMessagesResult,
@@ -45,6 +44,7 @@ import type {
   DumpRecord,
 } from '../store.js';
 import type { ClaimOptions, TurnCharge, TurnCount, WorkClaim } from '../coordination.js';
+import { type MemoryRow, type MessageRow, newId, orderBy, toMemory, toMessage } from '../memory-rows.js';
 import { CoordinationTables } from './coordination-tables.js';
 import { storedTerms } from './analysed-terms.js';
 import { backupDatabase, openSnapshot, restoreRecords } from './data-transfer.js';
@@ -86,38 +86,7 @@ export type SqliteStoreOptions = {
   memoryVectors?: boolean;
 };
 
-type MessageRow = {
-  seq: number;
-  id: string;
-  user_id: string;
-  agent_id: string;
-  session_key: string;
-  role: MessageRole;
-  content: string;
-  name: string | null;
-  recorded_at: string;
-  timestamp: string | null;
-};
 
-type MemoryRow = {
-  seq: number;
-  id: string;
-  user_id: string;
-  agent_id: string;
-  content: string;
-  type: MemoryType;
-  priority: number;
-  scene_name: string;
-  created_at: string;
-  updated_at: string;
-  activity_start: string | null;
-  activity_end: string | null;
-  source_message_ids: string;
-  version: number;
-  extractor: string;
-  superseded_by: string | null;
-  superseded_in: string | null;
-};
 
 const INSERT_CHUNK = 2_000;
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
@@ -909,30 +878,8 @@ function memoryFilterSql(filter: MemoryFilter): { clause: string; params: unknow
   return { clause: parts.join(' '), params };
 }
 
-function newId(prefix: string): string {
-  return `${prefix}_${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
-}
 
-function orderBy<T extends { id: string }>(ids: readonly string[], items: T[]): T[] {
-  const byId = new Map(items.map((item) => [item.id, item]));
-  return ids.flatMap((id) => {
-    const item = byId.get(id);
-    return item ? [item] : [];
-  });
-}
 
-function toMessage(row: MessageRow): Message {
-  return {
-    id: row.id,
-    scope: { userId: row.user_id, agentId: row.agent_id },
-    sessionKey: row.session_key,
-    role: row.role,
-    content: row.content,
-    name: row.name,
-    recordedAt: row.recorded_at,
-    timestamp: row.timestamp,
-  };
-}
 
 type CursorRow = {
   last_seq: number;
@@ -968,21 +915,3 @@ function toApiKey(row: ApiKeyRow): ApiKey {
   return { id: row.id, userId: row.user_id, agentId: row.agent_id, label: row.label, createdAt: row.created_at, revokedAt: row.revoked_at };
 }
 
-function toMemory(row: MemoryRow): Memory {
-  return {
-    id: row.id,
-    scope: { userId: row.user_id, agentId: row.agent_id },
-    content: row.content,
-    type: row.type,
-    priority: row.priority,
-    sceneName: row.scene_name,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    activityStart: row.activity_start,
-    activityEnd: row.activity_end,
-    sourceMessageIds: JSON.parse(row.source_message_ids) as string[],
-    version: row.version,
-    extractor: row.extractor,
-    supersededBy: row.superseded_by,
-  };
-}

@@ -1,7 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import type { Memory, MemoryType, Message, MessageRole } from '../../types.js';
+import type { Memory, MemoryType, Message, MessageRole } from '../types.js';
 
-/** A `messages` row as pg returns it (bigint as number, see postgres-db.ts). */
+/*
+ * Rows of the messages and memories tables and their mapping to the contract's types, for both engines
+ * (same column names and encodings; positions arrive as numbers from both drivers).
+ */
+
+/** A `messages` row (PostgreSQL's bigint parsed as a number, see postgres-db.ts). */
 export type MessageRow = {
   seq: number;
   id: string;
@@ -83,7 +88,7 @@ export function orderBy<T extends { id: string }>(ids: readonly string[], items:
   });
 }
 
-/** A generated id, the same shape as SQLite's: `<prefix>_<time base 36><12 hex>`. */
+/** A generated id: `<prefix>_<time base 36><12 hex>`. */
 export function newId(prefix: string): string {
   return `${prefix}_${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
 }
