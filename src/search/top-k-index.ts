@@ -25,7 +25,24 @@ type Postings = {
    * by `add`.
    */
   blocks?: Blocks;
+  /** The list's documents as bits while the list is long (see Dense, DENSE_SHARE); kept current by `add`. */
+  dense?: Dense;
 };
+
+/**
+ * A long list's documents as one bit each, and per 32 documents (one word) the number of postings
+ * before them: a probe is then a bit test and a popcount instead of a galloping search, whose steps
+ * grow with the list and miss the cache at 1M messages. `defined` words have their count set; a
+ * document past them has no posting.
+ */
+type Dense = { words: Uint32Array; ranks: Int32Array; defined: number };
+
+/**
+ * A list has its {@link Dense} form while it holds at least 1/32 of the documents (the bitmap is then at
+ * most the size of its postings): made when it reaches that share, whether by `add`, a loaded snapshot or
+ * a search, and dropped when a new posting finds it below half of it.
+ */
+const DENSE_SHARE = 32;
 
 /**
  * Block bounds of one term: for block `b` (capacity may exceed the count), its last document
@@ -178,6 +195,13 @@ export class TopKIndex {
       list.data[at + 1] = packedLength(length);
       list.length++;
       if (length < list.minLength) list.minLength = length;
+      if (list.dense !== undefined) {
+        // A list that became rare drops its bitmap rather than growing it with the index.
+        if (list.length * DENSE_SHARE * 2 < this.count) list.dense = undefined;
+        else markDense(list.dense, doc, list.length - 1);
+      } else if (list.length * DENSE_SHARE >= this.count) {
+        this.denseOf(list);
+      }
     }
     const packed = list.data[at + 1]!;
     // Each part saturates at FREQ_MAX rather than carrying into the other.
@@ -218,6 +242,14 @@ export class TopKIndex {
     }
     list.blocks = blocks;
     return blocks;
+  }
+
+  /** Gives `list` its {@link Dense} form when it is long enough and has none. */
+  private denseOf(list: Postings): void {
+    if (list.dense !== undefined || list.length * DENSE_SHARE < this.count) return;
+    const dense: Dense = { words: new Uint32Array((this.count >> 5) + 1), ranks: new Int32Array((this.count >> 5) + 1), defined: 0 };
+    for (let p = 0; p < list.length; p++) markDense(dense, list.data[p * 2]!, p);
+    list.dense = dense;
   }
 
   /**
@@ -299,6 +331,8 @@ export class TopKIndex {
     // Block bounds at the index's own mean length now, not on the first searches that need them: a
     // search whose mean length is close (one scope: the same) reuses them.
     if (index.count > 0) for (const list of index.postings.values()) index.blockBounds(list, index.totalLength / index.count);
+    // Likewise the bitmaps of the long lists, which a search would otherwise build on its first probe of each.
+    for (const list of index.postings.values()) index.denseOf(list);
     return index;
   }
 
@@ -421,6 +455,7 @@ export class TopKIndex {
         allCoordCount = coordCount;
         allOtherSum = otherSum;
         this.blockBounds(t.postings, avgLength);
+        this.denseOf(t.postings);
         // Move the term to the end of the non-essential ones; the terms it passes keep their order.
         for (const a of [byBound, datas, lengthOf, idfs, coordinated, cursor, blockCursor]) moveBack(a, j, nonEssential);
         nonEssential++;
@@ -518,10 +553,18 @@ export class TopKIndex {
           const bound = neBlock[i]!;
           found[i] = -1;
           if (bound < 0) continue;
-          const c = seek(byBound[i]!.postings, cursor[i]!, doc);
-          cursor[i] = c;
+          const list = byBound[i]!.postings;
+          const dense = list.dense;
+          let c: number;
+          if (dense !== undefined) {
+            c = denseFind(dense, doc);
+          } else {
+            c = seek(list, cursor[i]!, doc);
+            cursor[i] = c;
+            if (c >= lengthOf[i]! || datas[i]![c * 2] !== doc) c = -1;
+          }
           const data = datas[i]!;
-          const present = c < lengthOf[i]! && data[c * 2] === doc;
+          const present = c >= 0;
           let s = 0;
           if (present) {
             const freq = unpackFreq(data[c * 2 + 1]!);
@@ -684,6 +727,41 @@ function moveBack(array: { [i: number]: unknown; copyWithin(target: number, star
 /** Positions in `terms` sorted by the terms' query order. */
 function queryOrder(terms: readonly QueryTerm[]): Int32Array {
   return Int32Array.from(terms.map((_, i) => i).sort((a, b) => terms[a]!.order - terms[b]!.order));
+}
+
+/** Notes in `dense` that the list's posting `p` is of document `doc` (documents arrive in increasing order). */
+function markDense(dense: Dense, doc: number, p: number): void {
+  const word = doc >> 5;
+  if (word >= dense.words.length) {
+    const size = Math.max(word + 1, dense.words.length * 2);
+    const words = new Uint32Array(size);
+    words.set(dense.words);
+    const ranks = new Int32Array(size);
+    ranks.set(dense.ranks);
+    dense.words = words;
+    dense.ranks = ranks;
+  }
+  // Every earlier posting is of a document in a word before the new ones.
+  for (; dense.defined <= word; dense.defined++) dense.ranks[dense.defined] = p;
+  dense.words[word] = dense.words[word]! | (1 << (doc & 31));
+}
+
+/** The position in its list of the posting of `doc`, or -1 when the list has none. */
+function denseFind(dense: Dense, doc: number): number {
+  const word = doc >> 5;
+  if (word >= dense.defined) return -1;
+  const bits = dense.words[word]!;
+  const bit = doc & 31;
+  if (((bits >>> bit) & 1) === 0) return -1;
+  return dense.ranks[word]! + popcount(bit === 0 ? 0 : bits & (0xffffffff >>> (32 - bit)));
+}
+
+/** Set bits of a 32-bit word. */
+function popcount(x: number): number {
+  let v = x - ((x >>> 1) & 0x55555555);
+  v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+  v = (v + (v >>> 4)) & 0x0f0f0f0f;
+  return Math.imul(v, 0x01010101) >>> 24;
 }
 
 function unpackFreq(packed: number): number {
