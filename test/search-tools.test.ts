@@ -100,6 +100,26 @@ describe('conversation_search', () => {
     expect(await count('many')).toBe(5);
   });
 
+  it('answers, with the keyword path alone, the first `limit` of what a larger limit answers (it asks the engine for `limit` only)', async () => {
+    const cairn = await cairnAt(tempDir());
+    // Few words, many ties: the engine's top `limit` must be the prefix of its top `3 × limit`.
+    const words = ['lisbon', 'flight', 'budget', 'review', 'apple', 'pie', 'garden', 'trip'];
+    let state = 7;
+    const pick = (): string => {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      return words[(state >>> 16) % words.length]!;
+    };
+    await cairn.recordMessages(Array.from({ length: 120 }, (_, i) => say(`m${i}`, Array.from({ length: 2 + (i % 5) }, pick).join(' '), `chat-${i % 3}`)));
+    for (const query of ['lisbon flight', 'apple pie garden trip', 'budget', 'review trip lisbon apple']) {
+      const all = (await cairn.searchConversations(scope, { query, limit: 20 })).results;
+      expect(all.length).toBe(20);
+      for (const limit of [1, 2, 5, 7, 13]) {
+        const some = (await cairn.searchConversations(scope, { query, limit })).results;
+        expect(some.map((r) => [r.id, r.score])).toEqual(all.slice(0, limit).map((r) => [r.id, r.score]));
+      }
+    }
+  });
+
   it('filters by exact session_key without starving the result', async () => {
     const cairn = await cairnAt(tempDir());
     await cairn.recordMessages(Array.from({ length: 40 }, (_, i) => say(`busy${i}`, 'budget budget budget review', 'busy')));

@@ -89,8 +89,9 @@ export type SearchOutcome<T> = {
 /**
  * The seed's search pipeline (DESIGN.md, "Search pipeline"): a query over `MAX_QUERY_CHARS` is refused
  * (`invalid_input`); empty query → nothing, strategy `none`;
- * no path available → `none` and `unavailable`; else clamp `limit`, run both paths over-retrieving,
- * fuse, keep the top `limit` and load them in rank order with their scores.
+ * no path available → `none` and `unavailable`; else clamp `limit`, run both paths over-retrieving
+ * (the keyword path alone asks for `limit`: nothing to fuse), fuse, keep the top `limit` and load them in
+ * rank order with their scores.
  */
 export async function runSearch<T extends { id: string }>(ctx: SearchContext, plan: SearchPlan<T>): Promise<SearchOutcome<T>> {
   const query = plan.query.trim();
@@ -100,11 +101,15 @@ export async function runSearch<T extends { id: string }>(ctx: SearchContext, pl
   if (!available.keyword && !available.vector) return { hits: [], strategy: 'none', unavailable: true };
   const limit = clampLimit(plan.limit);
   const k = plan.candidates(limit);
+  // Over-retrieval feeds the fusion. Without a vector path there is nothing to fuse, and the keyword
+  // path's top `limit` is the first `limit` of its top `k` (both rank exactly): asking for fewer lets
+  // the engine prune against a higher k-th score (DESIGN.md, "Keyword engine").
+  const keywordK = available.vector ? k : limit;
   const { hits, strategy } = await runHybrid(
     ctx,
     plan.label,
     query,
-    (terms) => plan.keyword(terms, k),
+    (terms) => plan.keyword(terms, keywordK),
     (vector, embedderId) => plan.vector(vector, embedderId, k),
     plan.trace,
   );
