@@ -62,12 +62,14 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
   const startups = [];
   const tenants = [];
   await warmUp(cairnLib, options);
-
-  for (const size of options.sizes) {
-    const messages = realisticMessages({ count: size });
-    const scope = { userId: 'u0', agentId: REALISTIC_AGENT };
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-speed-'));
-    try {
+  // The one-scope databases are kept until every size is imported, then timed in fresh processes (freshLatencies).
+  const fresh = [];
+  try {
+    for (const size of options.sizes) {
+      const messages = realisticMessages({ count: size });
+      const scope = { userId: 'u0', agentId: REALISTIC_AGENT };
+      const dir = mkdtempSync(join(tmpdir(), 'cairn-speed-'));
+      fresh.push({ dir, scope, size });
       imports.push({ corpus: 'realistic', size, scopes: 1, ...(await importInto(cairnLib, dir, messages, options)) });
       log(`speed: import ${size}: ${imports.at(-1).messages_per_second} messages/s`);
       const precondition = checkDatabase(dir, { size, scopes: 1 });
@@ -77,10 +79,10 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
       searches.push({ corpus: 'realistic', size, system: 'Cairn keyword (provider none)', precondition, ...(await cairnLatency(cairn, scope, questions, options, size)) });
       await cairn.close();
       log(`speed: Cairn keyword at ${size}: p95 ${searches.at(-1).p95_ms} ms, recall@10 ${searches.at(-1)['recall@10']}`);
-      // The same questions in a fresh process that holds only the database, as a server does: this process still
-      // holds the corpus it generated (a million message objects at 1M), whose heap every search here shares.
-      searches.push({ corpus: 'realistic', size, system: CAIRN_FRESH_PROCESS, measured_in: 'child process', precondition, ...childLatency(dir, scope, questions, options, size) });
-      log(`speed: ${CAIRN_FRESH_PROCESS} at ${size}: p95 ${searches.at(-1).p95_ms} ms, recall@10 ${searches.at(-1)['recall@10']}`);
+      // The same questions in a fresh process that holds only the database, as a server does (this process
+      // holds the corpus it generated, a million message objects at 1M); filled in below.
+      fresh.at(-1).row = { corpus: 'realistic', size, system: CAIRN_FRESH_PROCESS, measured_in: 'child processes, passes interleaved across sizes', precondition };
+      searches.push(fresh.at(-1).row);
       if (size <= options.peersUpTo) {
         for (const peer of PEERS) {
           const row = await peerLatency(peer, messages, questions, options, text, size);
@@ -88,29 +90,39 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
           log(`speed: ${peer.name} at ${size}: p95 ${row.p95_ms} ms, recall@10 ${row['recall@10']}`);
         }
       }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
     }
+    for (const f of freshLatencies(fresh, questions, options, (f) => f.size)) {
+      Object.assign(f.row, f.latency);
+      log(`speed: ${CAIRN_FRESH_PROCESS} at ${f.size}: p95 ${f.row.p95_ms} ms, recall@10 ${f.row['recall@10']}`);
+    }
+  } finally {
+    for (const f of fresh) rmSync(f.dir, { recursive: true, force: true });
   }
 
-  // The tenant test: tenant u0 alone, then the same tenant among `tenants` tenants of 10k messages each.
+  // The tenant test: tenant u0 alone, then the same tenant among `tenants` tenants of 10k messages each, both
+  // timed in fresh processes (neither row pays for the heap of the corpus this process generated).
   if (options.tenants > 1) {
     const scope = { userId: 'u0', agentId: REALISTIC_AGENT };
-    for (const scopes of [1, options.tenants]) {
-      const size = scopes * TENANT_SIZE;
-      const dir = mkdtempSync(join(tmpdir(), 'cairn-speed-'));
-      try {
+    const timed = [];
+    try {
+      for (const scopes of [1, options.tenants]) {
+        const size = scopes * TENANT_SIZE;
+        const dir = mkdtempSync(join(tmpdir(), 'cairn-speed-'));
+        const row = { size, scopes, tenant_messages: TENANT_SIZE, measured_in: 'child processes, passes interleaved with the other row' };
+        timed.push({ dir, scope, row });
         const messages = realisticMessages({ count: size, scopes });
         const imported = await importInto(cairnLib, dir, messages, options);
         if (scopes > 1) imports.push({ corpus: 'realistic', size, scopes, ...imported });
-        const precondition = checkDatabase(dir, { size, scopes, tenant: 'u0', tenantSize: TENANT_SIZE });
+        row.precondition = checkDatabase(dir, { size, scopes, tenant: 'u0', tenantSize: TENANT_SIZE });
         if (scopes > 1) startups.push({ corpus: 'realistic', size, scopes, ...startup(dir, 'u0', questions[0].query) });
-        // Timed in a fresh process, so neither row pays for the heap of the corpus this process generated.
-        tenants.push({ size, scopes, tenant_messages: TENANT_SIZE, precondition, measured_in: 'child process', ...childLatency(dir, scope, questions, options, TENANT_SIZE) });
-        log(`speed: tenant u0 with ${scopes} tenant(s) (${size} messages): p95 ${tenants.at(-1).p95_ms} ms`);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
+        tenants.push(row);
       }
+      for (const t of freshLatencies(timed, questions, options, () => TENANT_SIZE)) {
+        Object.assign(t.row, t.latency);
+        log(`speed: tenant u0 with ${t.row.scopes} tenant(s) (${t.row.size} messages): p95 ${t.row.p95_ms} ms`);
+      }
+    } finally {
+      for (const t of timed) rmSync(t.dir, { recursive: true, force: true });
     }
     tenants[1].p95_ratio_to_alone = round(tenants[1].p95_ms / tenants[0].p95_ms, 2);
   }
@@ -227,17 +239,29 @@ async function cairnLatency(cairn, scope, questions, options, size) {
   });
 }
 
-/** The system name of the Cairn rows timed in a fresh process (see childLatency). */
+/** The system name of the Cairn rows timed in a fresh process (see freshLatencies). */
 const CAIRN_FRESH_PROCESS = 'Cairn keyword, fresh server process';
 
-/** Latency of `searchConversations` measured by bench/speed-startup.mjs in a fresh process on `dir`. */
-function childLatency(dir, scope, questions, options, size) {
-  const file = join(dir, 'queries.json');
-  writeFileSync(file, JSON.stringify(questions.map((q) => q.query)));
-  const args = [join(REPO, 'bench', 'speed-startup.mjs'), dir, scope.userId, questions[0].query, file, String(options.rounds)];
-  const out = execFileSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
-  const r = JSON.parse(out.trim().split('\n').at(-1));
-  return summarise(questions, options, size, r.rounds_ms, r.ranked);
+/**
+ * Latencies of `searchConversations` in fresh processes (bench/speed-startup.mjs), one per database and
+ * pass: the passes go round the databases in turn, so a slow spell of the machine falls on every row
+ * alike and the ratios between the rows (growth, tenant) do not depend on when each row was timed.
+ * `judgedSize(entry)` is the corpus size the recall is judged at. Returns the entries with `latency`.
+ */
+function freshLatencies(entries, questions, options, judgedSize) {
+  const passes = entries.map(() => ({ rounds: [], ranked: [] }));
+  for (let round = 0; round < options.rounds; round++) {
+    for (const [i, { dir, scope }] of entries.entries()) {
+      const file = join(dir, 'queries.json');
+      writeFileSync(file, JSON.stringify(questions.map((q) => q.query)));
+      const args = [join(REPO, 'bench', 'speed-startup.mjs'), dir, scope.userId, questions[0].query, file, '1'];
+      const out = execFileSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
+      const r = JSON.parse(out.trim().split('\n').at(-1));
+      passes[i].rounds.push(r.rounds_ms[0]);
+      if (round === 0) passes[i].ranked = r.ranked;
+    }
+  }
+  return entries.map((entry, i) => ({ ...entry, latency: summarise(questions, options, judgedSize(entry), passes[i].rounds, passes[i].ranked) }));
 }
 
 /** Times `search(query) → ids` over the questions, in order, `options.rounds` times. */
@@ -372,14 +396,17 @@ export function speedDocument(options, imports, searches, startups, tenants) {
       notes:
         `Recall@10 and nDCG@10 over the ${realistic[0]?.judged_queries ?? 0} questions (categories 1–4) whose gold turns the corpus holds. ` +
         `"${CAIRN_FRESH_PROCESS}" runs the same questions in a process that opened the database and holds nothing else ` +
-        '(the question list twice, the second pass timed), where the other Cairn row shares this process with the generated corpus. ' +
+        `(one process per pass: the question list once to warm up, then once timed; the ${options.rounds} passes go round the sizes in turn), ` +
+        'where the other Cairn row shares this process with the generated corpus. ' +
         `Growth of Cairn's p95 from one size to the next${growth.length > 0 ? `: ${growth.join('; ')}` : ''}.`,
     },
   ];
   if (tenants.length === 2) {
     tables.push({
       title: 'Tenant test: one 10,000-message tenant alone and in a shared database',
-      notes: 'Each row is timed in a fresh process that opens the database and searches tenant u0 only (the question list twice; the second pass is timed).',
+      notes:
+        'Each pass is timed in a fresh process that opens the database and searches tenant u0 only (the question list once to warm up, ' +
+        `then once timed); the ${options.rounds} passes alternate between the two databases.`,
       columns: ['database messages', 'tenants', 'p50 ms', 'p95 ms', 'mean ms', 'p95 / alone', 'recall@10'],
       digits: [0, 0, 2, 2, 2, 2, 3],
       rows: tenants.map((r) => [r.size, r.scopes, r.p50_ms, r.p95_ms, r.mean_ms, r.p95_ratio_to_alone ?? 1, r['recall@10']]),
