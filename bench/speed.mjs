@@ -398,7 +398,9 @@ export function speedDocument(options, imports, searches, startups, tenants) {
         `"${CAIRN_FRESH_PROCESS}" runs the same questions in a process that opened the database and holds nothing else ` +
         `(one process per pass: the question list once to warm up, then once timed; the ${options.rounds} passes go round the sizes in turn), ` +
         'where the other Cairn row shares this process with the generated corpus. ' +
-        `Growth of Cairn's p95 from one size to the next${growth.length > 0 ? `: ${growth.join('; ')}` : ''}.`,
+        `Growth of Cairn's p95 from one size to the next${growth.length > 0 ? `: ${growth.join('; ')}` : ''}. ` +
+        `The in-process row times each size right after its import, minutes apart, so its growth also carries how fast the machine ran at each moment; ` +
+        `the fresh-process row's passes go round the sizes in turn, so its growth compares the sizes under the same conditions.`,
     },
   ];
   if (tenants.length === 2) {
