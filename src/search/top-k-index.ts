@@ -734,12 +734,8 @@ function markDense(dense: Dense, doc: number, p: number): void {
   const word = doc >> 5;
   if (word >= dense.words.length) {
     const size = Math.max(word + 1, dense.words.length * 2);
-    const words = new Uint32Array(size);
-    words.set(dense.words);
-    const ranks = new Int32Array(size);
-    ranks.set(dense.ranks);
-    dense.words = words;
-    dense.ranks = ranks;
+    dense.words = grow(dense.words, size);
+    dense.ranks = grow(dense.ranks, size);
   }
   // Every earlier posting is of a document in a word before the new ones.
   for (; dense.defined <= word; dense.defined++) dense.ranks[dense.defined] = p;
@@ -795,7 +791,7 @@ function seek(list: Postings, from: number, doc: number): number {
   return hi;
 }
 
-function grow<T extends Float64Array | Int32Array>(array: T, size: number): T {
+function grow<T extends Float64Array | Int32Array | Uint32Array>(array: T, size: number): T {
   const next = new (array.constructor as new (n: number) => T)(size);
   next.set(array);
   return next;
