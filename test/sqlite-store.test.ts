@@ -36,7 +36,7 @@ function randomUnitVectors(n: number, dims: number, seed: number): Float32Array[
   });
 }
 
-// The sqlite-vec index is the fallback when usearch does not load: these run with the in-memory index off.
+// The sqlite-vec index is the fallback without WebAssembly SIMD: these run with the in-memory index off.
 describe('SqliteStore message KNN index', () => {
   const scope = { userId: 'u', agentId: 'a' };
   const cosine = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);

@@ -1,39 +1,15 @@
-import { createRequire } from 'node:module';
 import type Database from 'better-sqlite3';
+import { Int8Rows, int8ScanAvailable } from '../../search/int8-scan.js';
 import type { Scope } from '../../types.js';
 import type { KnnHit } from './message-knn.js';
 
-/** usearch's brute-force search over a flat matrix (SIMD, in C++): row numbers and cosine distances, nearest first. */
-type ExactSearch = (
-  dataset: Int8Array,
-  queries: Int8Array,
-  dimensions: number,
-  count: number,
-  metric: 'cos',
-  threads: number,
-) => { keys: BigUint64Array; distances: Float32Array };
-
-let loaded: ExactSearch | null | undefined;
-
-/** usearch's `exactSearch`, or null when the package or its native build does not load (then sqlite-vec answers). */
-export function loadExactSearch(): ExactSearch | null {
-  if (loaded !== undefined) return loaded;
-  try {
-    const usearch = createRequire(import.meta.url)('usearch') as { exactSearch?: unknown };
-    loaded = typeof usearch.exactSearch === 'function' ? (usearch.exactSearch as ExactSearch) : null;
-  } catch {
-    loaded = null;
-  }
-  return loaded;
-}
-
-/** Candidates the int8 stage fetches per requested neighbour before the first exact re-rank. */
+/** Candidates the int8 stage selects per requested neighbour before the first exact re-rank. */
 const OVERSAMPLE = 4;
 /**
- * Allowance for usearch's own float arithmetic on the int8 cosine, on top of the quantisation bound
- * (measured against an exact computation: below 1e-7).
+ * Allowance for floating-point rounding in the int8 similarities, on top of the quantisation bound: the
+ * dot products are exact integers, and their scaling by the two norms' inverses errs by about 1e-16.
  */
-const KERNEL_SLACK = 1e-4;
+const ROUNDING_SLACK = 1e-9;
 
 /** One scope's vectors of one embedder, as int8 rows (see {@link MessageVectorIndex}). */
 type ScopeVectors = {
@@ -45,7 +21,8 @@ type ScopeVectors = {
   saves: number;
   checkedAt: string;
   size: number;
-  codes: Int8Array;
+  /** Row i's int8 code and 1 / ‖code‖ (its scale), in WebAssembly memory for the SIMD scan. */
+  codes: Int8Rows;
   seqs: Float64Array;
   sessions: Int32Array;
   sessionIds: Map<string, number>;
@@ -54,11 +31,11 @@ type ScopeVectors = {
   slack: number;
 };
 
-type Quantised = { code: Int8Array; slack: number } | null;
+type Quantised = { code: Int8Array; slack: number; inverse: number } | null;
 
 /**
  * Message vector search for one connection: per scope, an int8 copy of the scope's vectors in memory,
- * searched by usearch's SIMD brute force, whose candidates are re-ranked by exact cosine over the float32
+ * scanned with WebAssembly SIMD (`int8-scan.ts`), whose candidates are re-ranked by exact cosine over the float32
  * vectors read from `message_vectors` (DESIGN.md, "Vector search"). The candidate set widens until the
  * quantisation bound proves that no vector left out can beat the k-th exact similarity, so the answer is
  * the exact top k (ties aside).
@@ -78,10 +55,7 @@ export class MessageVectorIndex {
   private readonly savedAfter: Database.Statement;
   private readonly floats: Database.Statement;
 
-  private constructor(
-    private readonly db: Database.Database,
-    private readonly exactSearch: ExactSearch,
-  ) {
+  private constructor(private readonly db: Database.Database) {
     this.version = db.prepare('SELECT data_version AS version, total_changes() AS changes FROM pragma_data_version');
     this.state = db.prepare(
       `SELECT (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'message_vector_saves') AS saves,
@@ -105,10 +79,16 @@ export class MessageVectorIndex {
       .raw();
   }
 
-  /** The index for `db`, or null when usearch does not load. */
+  /** The index for `db`, or null when this runtime has no WebAssembly SIMD. */
   static open(db: Database.Database): MessageVectorIndex | null {
-    const exactSearch = loadExactSearch();
-    return exactSearch === null ? null : new MessageVectorIndex(db, exactSearch);
+    return int8ScanAvailable() ? new MessageVectorIndex(db) : null;
+  }
+
+  /** Bytes this index holds in memory for its scopes' rows (codes and scales, `seq`s, sessions). */
+  get byteLength(): number {
+    let bytes = 0;
+    for (const entry of this.scopes.values()) bytes += entry.codes.byteLength + entry.seqs.byteLength + entry.sessions.byteLength;
+    return bytes;
   }
 
   /** The `k` messages of `scope` nearest to `vector` by cosine (optionally in one session), nearest first. */
@@ -116,53 +96,55 @@ export class MessageVectorIndex {
     const query = quantise(vector);
     if (query === null || k <= 0) return [];
     const entry = this.current(scope, embedderId, vector.length);
-    let codes = entry.codes.subarray(0, entry.size * entry.dimensions);
-    let seqs: ArrayLike<number> = entry.seqs;
-    let size = entry.size;
+    let subset: number[] | undefined;
     if (sessionKey !== undefined) {
       const session = entry.sessionIds.get(sessionKey);
       if (session === undefined) return [];
-      const rows: number[] = [];
-      for (let row = 0; row < entry.size; row++) if (entry.sessions[row] === session) rows.push(row);
-      codes = new Int8Array(rows.length * entry.dimensions);
-      rows.forEach((row, i) => codes.set(entry.codes.subarray(row * entry.dimensions, (row + 1) * entry.dimensions), i * entry.dimensions));
-      seqs = rows.map((row) => entry.seqs[row]!);
-      size = rows.length;
+      subset = [];
+      for (let row = 0; row < entry.size; row++) if (entry.sessions[row] === session) subset.push(row);
     }
+    const size = subset?.length ?? entry.size;
     if (size === 0) return [];
-    return this.nearest(entry, codes, seqs, size, query, vector, Math.min(k, size), embedderId);
+    return this.nearest(entry, subset, size, query, vector, Math.min(k, size), embedderId);
   }
 
   /**
-   * Exact top `k` of `size` rows: int8 candidates, widened until the bound proves the re-ranked top k
-   * complete. A candidate left out has exact similarity at most its int8 similarity plus the row and query
-   * quantisation slack, and no left-out row has a higher int8 similarity than the last candidate.
+   * Exact top `k` of the scope's rows (or of `subset`): every row's int8 similarity from one scan, then
+   * the rows in decreasing int8 similarity are re-ranked exactly, a batch of `k` at a time, until the
+   * bound proves the top k complete: a row not yet read has exact similarity at most its int8 similarity
+   * plus the row and query quantisation slack, and no unread row has a higher int8 similarity than the
+   * next one in line.
    */
-  private nearest(entry: ScopeVectors, codes: Int8Array, seqs: ArrayLike<number>, size: number, query: NonNullable<Quantised>, vector: Float32Array, k: number, embedderId: string): KnnHit[] {
-    const exact = new Map<number, number>();
+  private nearest(entry: ScopeVectors, subset: number[] | undefined, size: number, query: NonNullable<Quantised>, vector: Float32Array, k: number, embedderId: string): KnnHit[] {
+    // Each row's dot product with the query code over its code's norm: its int8 similarity × ‖query code‖.
+    const scaled = entry.codes.scan(query.code, entry.size, subset);
+    const seqOf = (i: number): number => entry.seqs[subset === undefined ? i : subset[i]!]!;
+    const slack = entry.slack + query.slack + ROUNDING_SLACK;
     const queryNorm = norm(vector);
+    const ranked: { seq: number; similarity: number }[] = [];
     let count = Math.min(size, k * OVERSAMPLE);
+    let order = bestOf(scaled, size, count);
+    let read = 0;
     for (;;) {
-      const found = this.exactSearch(codes, query.code, entry.dimensions, count, 'cos', 1);
-      const candidates = Array.from(found.keys, (row) => seqs[Number(row)]!);
-      const unread = candidates.filter((seq) => !exact.has(seq));
-      for (const [seq, blob] of this.floats.iterate(JSON.stringify(unread), embedderId) as Iterable<[number, Buffer]>) {
-        exact.set(seq, similarity(vector, queryNorm, blob));
+      const batch = Array.from(order.subarray(read, Math.min(count, read + Math.max(k, read))), seqOf);
+      read += batch.length;
+      for (const [seq, blob] of this.floats.iterate(JSON.stringify(batch), embedderId) as Iterable<[number, Buffer]>) {
+        ranked.push({ seq, similarity: similarity(vector, queryNorm, blob) });
       }
-      const ranked = candidates
-        .filter((seq) => exact.has(seq))
-        .map((seq) => ({ seq, similarity: exact.get(seq)! }))
-        .sort((a, b) => b.similarity - a.similarity || a.seq - b.seq);
-      // Fewer rows than asked for (a kernel that skipped some) proves nothing about the rest: widen.
-      const lastApproximate = found.keys.length < count ? Infinity : 1 - found.distances[count - 1]!;
-      const kth = ranked[k - 1]?.similarity ?? -Infinity;
-      if (count === size || lastApproximate + entry.slack + query.slack + KERNEL_SLACK <= kth) {
-        this.counts.searches++;
-        this.counts.reranked += exact.size;
-        return ranked.slice(0, k).map((hit) => ({ seq: hit.seq, distance: 1 - hit.similarity }));
+      ranked.sort((a, b) => b.similarity - a.similarity || a.seq - b.seq);
+      if (ranked.length > k) ranked.length = k;
+      const kth = ranked.length === k ? ranked[k - 1]!.similarity : -Infinity;
+      if (read === size) break;
+      if (read === count) {
+        count = Math.min(size, count * OVERSAMPLE);
+        order = bestOf(scaled, size, count);
       }
-      count = Math.min(size, count * OVERSAMPLE);
+      // The best int8 similarity not yet read bounds every row not yet read.
+      if (scaled[order[read]!]! * query.inverse + slack <= kth) break;
     }
+    this.counts.searches++;
+    this.counts.reranked += read;
+    return ranked.map((hit) => ({ seq: hit.seq, distance: 1 - hit.similarity }));
   }
 
   /** The scope's rows, brought up to date with the database (nothing is read when the database has not changed). */
@@ -198,7 +180,7 @@ export class MessageVectorIndex {
         saves,
         checkedAt: '',
         size: 0,
-        codes: new Int8Array(0),
+        codes: new Int8Rows(dimensions),
         seqs: new Float64Array(0),
         sessions: new Int32Array(0),
         sessionIds: new Map(),
@@ -230,8 +212,11 @@ function put(entry: ScopeVectors, seq: number, sessionKey: string, vector: Float
   const isNew = row === undefined;
   if (vector !== null) {
     if (row === undefined && entry.size === entry.seqs.length) grow(entry);
-    const slack = quantiseInto(vector, entry.codes, (row ?? entry.size) * entry.dimensions);
-    if (slack >= 0) {
+    const at = row ?? entry.size;
+    const quantised = quantiseInto(vector, entry.codes.row(at));
+    if (quantised !== null) {
+      entry.codes.setScale(at, quantised.inverse);
+      const slack = quantised.slack;
       if (row === undefined) {
         row = entry.size++;
         entry.rowOf.set(seq, row);
@@ -250,9 +235,8 @@ function put(entry: ScopeVectors, seq: number, sessionKey: string, vector: Float
   if (isNew || row === undefined) return;
   // The last row moves into the gap, so the rows stay one dense matrix.
   const last = entry.size - 1;
-  const d = entry.dimensions;
   if (row !== last) {
-    entry.codes.copyWithin(row * d, last * d, (last + 1) * d);
+    entry.codes.copy(last, row);
     entry.seqs[row] = entry.seqs[last]!;
     entry.sessions[row] = entry.sessions[last]!;
     entry.rowOf.set(entry.seqs[row]!, row);
@@ -263,30 +247,28 @@ function put(entry: ScopeVectors, seq: number, sessionKey: string, vector: Float
 
 function grow(entry: ScopeVectors): void {
   const capacity = Math.max(1024, entry.seqs.length * 2);
-  const codes = new Int8Array(capacity * entry.dimensions);
-  codes.set(entry.codes);
+  entry.codes.reserve(capacity);
   const seqs = new Float64Array(capacity);
   seqs.set(entry.seqs);
   const sessions = new Int32Array(capacity);
   sessions.set(entry.sessions);
-  entry.codes = codes;
   entry.seqs = seqs;
   entry.sessions = sessions;
 }
 
-/** The int8 code of a query (see {@link quantiseInto}) and its slack, or null for a vector with no direction. */
+/** The int8 code of a query (see {@link quantiseInto}), or null for a vector with no direction. */
 export function quantise(vector: Float32Array): Quantised {
   const code = new Int8Array(vector.length);
-  const slack = quantiseInto(vector, code, 0);
-  return slack < 0 ? null : { code, slack };
+  const quantised = quantiseInto(vector, code);
+  return quantised === null ? null : { code, ...quantised };
 }
 
 /**
- * Writes the int8 code of a vector's direction at `offset` of `out` (scaled so its largest component is
- * ±127: cosine ignores the scale, so each vector gets the finest grid it fits) and returns the distance
- * between the two unit vectors, or −1 (nothing written that counts) when the vector has no direction.
+ * Writes the int8 code of a vector's direction into `out` (scaled so its largest component is ±127:
+ * cosine ignores the scale, so each vector gets the finest grid it fits) and returns the distance between
+ * the two unit vectors (`slack`) and 1 / ‖code‖, or null (nothing written) when the vector has no direction.
  */
-function quantiseInto(vector: Float32Array, out: Int8Array, offset: number): number {
+function quantiseInto(vector: Float32Array, out: Int8Array): { slack: number; inverse: number } | null {
   let largest = 0;
   let sum = 0;
   for (let i = 0; i < vector.length; i++) {
@@ -295,21 +277,44 @@ function quantiseInto(vector: Float32Array, out: Int8Array, offset: number): num
     if (Math.abs(x) > largest) largest = Math.abs(x);
   }
   const length = Math.sqrt(sum);
-  if (!(length > 0) || !Number.isFinite(length)) return -1;
+  if (!(length > 0) || !Number.isFinite(length)) return null;
   const scale = 127 / largest;
   let codeSum = 0;
   for (let i = 0; i < vector.length; i++) {
     const c = Math.round(vector[i]! * scale);
-    out[offset + i] = c;
+    out[i] = c;
     codeSum += c * c;
   }
   const codeNorm = Math.sqrt(codeSum);
   let error = 0;
   for (let i = 0; i < vector.length; i++) {
-    const gap = vector[i]! / length - out[offset + i]! / codeNorm;
+    const gap = vector[i]! / length - out[i]! / codeNorm;
     error += gap * gap;
   }
-  return Math.sqrt(error);
+  return { slack: Math.sqrt(error), inverse: 1 / codeNorm };
+}
+
+/**
+ * The indices of the `count` largest of `values[0 … size)`, largest first (equal values: lower index
+ * first). One pass keeps every value at or above a threshold that a sample of the values puts at about
+ * twice `count` values; only those are sorted. A threshold that keeps too few falls back to sorting all.
+ */
+function bestOf(values: Float64Array, size: number, count: number): Int32Array {
+  const byValue = (a: number, b: number): number => values[b]! - values[a]! || a - b;
+  const stride = Math.max(1, Math.floor(size / 4096));
+  if (count * 8 < size) {
+    const sample = new Float64Array(Math.ceil(size / stride));
+    for (let i = 0, j = 0; i < size; i += stride) sample[j++] = values[i]!;
+    // Ascending (a typed array sorts by value, natively): the threshold is counted from the end.
+    sample.sort();
+    const threshold = sample[Math.max(0, sample.length - 1 - (2 * Math.ceil(count / stride) + 2))]!;
+    const kept: number[] = [];
+    for (let i = 0; i < size; i++) if (values[i]! >= threshold) kept.push(i);
+    if (kept.length >= count) return Int32Array.from(kept.sort(byValue).slice(0, count));
+  }
+  return Int32Array.from({ length: size }, (_, i) => i)
+    .sort(byValue)
+    .subarray(0, count);
 }
 
 function norm(vector: ArrayLike<number>): number {

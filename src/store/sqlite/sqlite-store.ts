@@ -54,7 +54,8 @@ import { KnowledgeTables } from './knowledge-tables.js';
 import { type IndexedTerms, MessageIndex } from './message-index.js';
 import { MessageKeywords } from './message-keywords.js';
 import { MessageKnn } from './message-knn.js';
-import { loadExactSearch, MessageVectorIndex } from './message-vector-index.js';
+import { int8ScanAvailable } from '../../search/int8-scan.js';
+import { MessageVectorIndex } from './message-vector-index.js';
 import { migrate } from './migrations.js';
 import { ReadPool } from './read-pool.js';
 import { Statements } from './statements.js';
@@ -80,8 +81,8 @@ export type SqliteStoreOptions = {
   /** Where the read pool reports that it could not start. Default stderr. */
   warn?: (message: string) => void;
   /**
-   * Search message vectors in memory with usearch when it loads (`message-vector-index.ts`); false, or
-   * usearch missing, searches sqlite-vec's `message_knn` index instead. Default true.
+   * Search message vectors in memory (`message-vector-index.ts`, a WebAssembly SIMD scan); false, or a
+   * runtime without WebAssembly SIMD, searches sqlite-vec's `message_knn` index instead. Default true.
    */
   memoryVectors?: boolean;
 };
@@ -120,7 +121,7 @@ export class SqliteStore implements Store {
   private readonly messageKnn: MessageKnn | null;
   /**
    * The in-memory message vector search that answers before `messageKnn`: opened by the first vector
-   * search (loading usearch's native module costs every store open otherwise); null when off or usearch is missing.
+   * search; null when off or WebAssembly SIMD is missing.
    */
   private messageVectors: MessageVectorIndex | null | undefined;
   private readonly memoryVectors: boolean;
@@ -146,9 +147,8 @@ export class SqliteStore implements Store {
       vectorSearch,
       location: path,
       readWorkers: readers?.size ?? 0,
-      // Read on demand: it loads usearch, which the store otherwise loads only for its first vector search.
       get messageVectorIndex() {
-        return memoryVectors && vectorSearch && loadExactSearch() !== null ? 'memory' : vectorSearch ? 'database' : 'none';
+        return memoryVectors && vectorSearch && int8ScanAvailable() ? 'memory' : vectorSearch ? 'database' : 'none';
       },
     };
   }
