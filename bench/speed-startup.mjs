@@ -1,21 +1,28 @@
 /**
  * Child process of bench/speed.mjs: opens Cairn on an existing data directory, answers one keyword
  * conversation search and prints, as one JSON line, the time from process start to that answer and the
- * resident memory then. `node bench/speed-startup.mjs <data dir> <user id> <query> [queries file] [rounds]`:
- * with a JSON file of query strings it then runs them once to warm up and `rounds` (default 1) more times,
- * timing each of those passes (`rounds_ms`; the first timed pass's ids in `ranked`), so a latency is
- * measured in a process holding nothing but the database.
+ * resident memory then. `node bench/speed-startup.mjs <data dir> <user id> <query> [queries file] [rounds]
+ * [read workers] [split messages]`: with a JSON file of query strings it then runs them once to warm up and
+ * `rounds` (default 1) more times, timing each of those passes (`rounds_ms`; the first timed pass's ids in
+ * `ranked`), so a latency is measured in a process holding nothing but the database. The searches run on
+ * the calling thread unless `read workers` (default 0) is given, as `cairn serve` gives `server.read_workers`;
+ * `split messages` sets the scope size from which idle workers split a search (default the store's).
  */
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const [dir, userId, query, queriesFile, roundsArg] = process.argv.slice(2);
+const [dir, userId, query, queriesFile, roundsArg, workersArg, splitArg] = process.argv.slice(2);
 const cairnLib = await import(pathToFileURL(join(REPO, 'dist', 'index.js')).href);
 const opened = performance.now();
 const config = cairnLib.parseConfig({ data_dir: dir, embedding: { provider: 'none' }, pipeline: { enabled: false } });
-const cairn = await cairnLib.createCairn(config, { backgroundEmbedding: false, warn: () => {} });
+const cairn = await cairnLib.createCairn(config, {
+  backgroundEmbedding: false,
+  warn: () => {},
+  readWorkers: Number(workersArg ?? 0),
+  ...(splitArg === undefined ? {} : { splitSearchMessages: Number(splitArg) }),
+});
 const result = await cairn.searchConversations({ userId, agentId: 'default' }, { query, limit: 10 });
 // performance.now() counts from the start of this process.
 const answered = performance.now();
@@ -49,6 +56,7 @@ process.stdout.write(
     second_search_ms: warm,
     rss_mb: process.memoryUsage().rss / 2 ** 20,
     hits: result.results?.length ?? null,
+    read_workers: cairn.storeInfo.readWorkers,
     strategy: result.strategy,
     rounds_ms: roundsMs,
     ranked,

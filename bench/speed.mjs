@@ -57,6 +57,7 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
     ...(await import(pathToFileURL(join(REPO, 'dist', 'text', 'stopwords.js')).href)),
   };
   const questions = realisticQueries(options.warmupQueries + options.queries);
+  const servedWorkers = cairnLib.parseConfig({}).server.read_workers;
   const imports = [];
   const searches = [];
   const startups = [];
@@ -81,8 +82,13 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
       log(`speed: Cairn keyword at ${size}: p95 ${searches.at(-1).p95_ms} ms, recall@10 ${searches.at(-1)['recall@10']}`);
       // The same questions in a fresh process that holds only the database, as a server does (this process
       // holds the corpus it generated, a million message objects at 1M); filled in below.
-      fresh.at(-1).row = { corpus: 'realistic', size, system: CAIRN_FRESH_PROCESS, measured_in: 'child processes, passes interleaved across sizes', precondition };
+      fresh.at(-1).row = { corpus: 'realistic', size, system: CAIRN_FRESH_PROCESS, measured_in: 'child processes, passes interleaved across sizes', read_workers: 0, precondition };
       searches.push(fresh.at(-1).row);
+      // And as `cairn serve` searches: on its read workers (server.read_workers), one hop from the caller's thread.
+      const served = { dir, scope, size, readWorkers: servedWorkers };
+      served.row = { corpus: 'realistic', size, system: CAIRN_SERVED_WORKERS, measured_in: 'child processes, passes interleaved across sizes', read_workers: servedWorkers, precondition };
+      fresh.push(served);
+      searches.push(served.row);
       if (size <= options.peersUpTo) {
         for (const peer of PEERS) {
           const row = await peerLatency(peer, messages, questions, options, text, size);
@@ -93,7 +99,7 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
     }
     for (const f of freshLatencies(fresh, questions, options, (f) => f.size)) {
       Object.assign(f.row, f.latency);
-      log(`speed: ${CAIRN_FRESH_PROCESS} at ${f.size}: p95 ${f.row.p95_ms} ms, recall@10 ${f.row['recall@10']}`);
+      log(`speed: ${f.row.system} at ${f.size}: p95 ${f.row.p95_ms} ms, recall@10 ${f.row['recall@10']}`);
     }
   } finally {
     for (const f of fresh) rmSync(f.dir, { recursive: true, force: true });
@@ -240,7 +246,9 @@ async function cairnLatency(cairn, scope, questions, options, size) {
 }
 
 /** The system name of the Cairn rows timed in a fresh process (see freshLatencies). */
-const CAIRN_FRESH_PROCESS = 'Cairn keyword, fresh server process';
+const CAIRN_FRESH_PROCESS = 'Cairn keyword, fresh process';
+/** The same, with the searches on the read workers `cairn serve` starts. */
+const CAIRN_SERVED_WORKERS = 'Cairn keyword, fresh process on the served read workers';
 
 /**
  * Latencies of `searchConversations` in fresh processes (bench/speed-startup.mjs), one per database and
@@ -254,7 +262,7 @@ function freshLatencies(entries, questions, options, judgedSize) {
     for (const [i, { dir, scope }] of entries.entries()) {
       const file = join(dir, 'queries.json');
       writeFileSync(file, JSON.stringify(questions.map((q) => q.query)));
-      const args = [join(REPO, 'bench', 'speed-startup.mjs'), dir, scope.userId, questions[0].query, file, '1'];
+      const args = [join(REPO, 'bench', 'speed-startup.mjs'), dir, scope.userId, questions[0].query, file, '1', String(entries[i].readWorkers ?? 0)];
       const out = execFileSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
       const r = JSON.parse(out.trim().split('\n').at(-1));
       passes[i].rounds.push(r.rounds_ms[0]);
@@ -397,7 +405,9 @@ export function speedDocument(options, imports, searches, startups, tenants) {
         `Recall@10 and nDCG@10 over the ${realistic[0]?.judged_queries ?? 0} questions (categories 1–4) whose gold turns the corpus holds. ` +
         `"${CAIRN_FRESH_PROCESS}" runs the same questions in a process that opened the database and holds nothing else ` +
         `(one process per pass: the question list once to warm up, then once timed; the ${options.rounds} passes go round the sizes in turn), ` +
-        'where the other Cairn row shares this process with the generated corpus. ' +
+        'where the in-process Cairn row shares this process with the generated corpus; both search on the calling thread, as the library does by default. ' +
+        `"${CAIRN_SERVED_WORKERS}" is the fresh process with the ${cairnRows.find((r) => r.system === CAIRN_SERVED_WORKERS)?.read_workers ?? 'default'} read workers \`cairn serve\` starts: each search is posted to a worker thread ` +
+        'and answered back (what a server request waits for), so it carries that hop at every size. ' +
         `Growth of Cairn's p95 from one size to the next${growth.length > 0 ? `: ${growth.join('; ')}` : ''}. ` +
         `The in-process row times each size right after its import, minutes apart, so its growth also carries how fast the machine ran at each moment; ` +
         `the fresh-process row's passes go round the sizes in turn, so its growth compares the sizes under the same conditions.`,
