@@ -3,7 +3,7 @@ import { Int8Rows, int8ScanAvailable } from '../../search/int8-scan.js';
 import type { Scope } from '../../types.js';
 import type { KnnHit } from './message-knn.js';
 
-/** Candidates the int8 stage selects per requested neighbour before the first exact re-rank. */
+/** Rows the first selection takes in int8 order, per requested neighbour (more are selected when needed). */
 const OVERSAMPLE = 4;
 /**
  * Allowance for floating-point rounding in the int8 similarities, on top of the quantisation bound: the
@@ -36,9 +36,9 @@ type Quantised = { code: Int8Array; slack: number; inverse: number } | null;
 /**
  * Message vector search for one connection: per scope, an int8 copy of the scope's vectors in memory,
  * scanned with WebAssembly SIMD (`int8-scan.ts`), whose candidates are re-ranked by exact cosine over the float32
- * vectors read from `message_vectors` (DESIGN.md, "Vector search"). The candidate set widens until the
- * quantisation bound proves that no vector left out can beat the k-th exact similarity, so the answer is
- * the exact top k (ties aside).
+ * vectors read from `message_vectors` (DESIGN.md, "Vector search"). Candidates are read in decreasing
+ * int8 similarity until the quantisation bound proves that no vector left unread can beat the k-th exact
+ * similarity, so the answer is the exact top k (ties aside).
  *
  * Kept current like the keyword engine's postings: loaded on the scope's first search; before each later
  * search (when the database changed) vectors saved since (a higher `message_vectors.saved`) are added or
@@ -110,8 +110,8 @@ export class MessageVectorIndex {
 
   /**
    * Exact top `k` of the scope's rows (or of `subset`): every row's int8 similarity from one scan, then
-   * the rows in decreasing int8 similarity are re-ranked exactly, a batch of `k` at a time, until the
-   * bound proves the top k complete: a row not yet read has exact similarity at most its int8 similarity
+   * the rows in decreasing int8 similarity are re-ranked exactly, `k` at first and then as many again as
+   * read so far, until the bound proves the top k complete: a row not yet read has exact similarity at most its int8 similarity
    * plus the row and query quantisation slack, and no unread row has a higher int8 similarity than the
    * next one in line.
    */
