@@ -167,11 +167,6 @@ export class Int8Rows {
     this.view();
   }
 
-  /** Rows the memory holds room for without growing. */
-  get rows(): number {
-    return this.capacity;
-  }
-
   /** Bytes of WebAssembly memory held (rows, scales and the scratch of the largest scan so far). */
   get byteLength(): number {
     return this.memory.buffer.byteLength;
