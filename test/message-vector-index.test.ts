@@ -95,6 +95,46 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
     await store.close();
   });
 
+  it('on a large scope scans only the sign-bit candidates: exact similarities, nearest first, most of the exact top k', async () => {
+    const path = tempDb();
+    const dims = 384;
+    const store = SqliteStore.open({ path });
+    const stored = await write(store, scope, gaussianVectors(3_000, dims, 21), 'e', 0);
+    const reader = new Database(path, { readonly: true });
+    // The stage forced on from the first row; 10 candidates per neighbour keep 100 of 3,000 rows for k = 10.
+    const approximate = MessageVectorIndex.open(reader, { approximateFrom: 0, candidatesPerNeighbour: 10 })!;
+    let found = 0;
+    const queries = gaussianVectors(20, dims, 22);
+    for (const query of queries) {
+      const hits = approximate.search(scope, 'e', query, undefined, 10);
+      expect(hits).toHaveLength(10);
+      const similarities = hits.map((h) => 1 - h.distance);
+      hits.forEach((h, i) => expect(similarities[i]).toBeCloseTo(cosine(query, stored.find((s) => s.seq === h.seq)!.vector), 5));
+      expect([...similarities].sort((a, b) => b - a)).toEqual(similarities);
+      const exact = new Set(exactTop(stored, query, 10));
+      found += hits.filter((h) => exact.has(h.seq)).length;
+      // A stored vector is its own nearest: its code differs from the query's in no bit.
+      expect(approximate.search(scope, 'e', stored[found % stored.length]!.vector, undefined, 1)[0]!.seq).toBe(stored[found % stored.length]!.seq);
+    }
+    expect(approximate.counts.approximate).toBe(2 * queries.length);
+    // Random 384-dimensional vectors are nearly orthogonal, the hardest case for 512 bits; still most are found.
+    expect(found / (10 * queries.length)).toBeGreaterThan(0.5);
+    // A session filter and a scope under the default size are searched exactly.
+    const defaults = MessageVectorIndex.open(reader)!;
+    for (const query of queries.slice(0, 5)) {
+      expect(defaults.search(scope, 'e', query, undefined, 10).map((h) => h.seq)).toEqual(exactTop(stored, query, 10));
+      expect(approximate.search(scope, 'e', query, 's1', 10).map((h) => h.seq)).toEqual(exactTop(stored.filter((s) => s.session === 's1'), query, 10));
+    }
+    expect(defaults.counts.approximate).toBe(0);
+    // Rows added later get codes: at once (around the same mean), and all again once the scope has doubled.
+    for (const [added, from] of [[500, 3_000], [3_000, 3_500]] as const) {
+      const more = await write(store, scope, gaussianVectors(added, dims, from), 'e', from);
+      for (const row of [more[0]!, more.at(-1)!]) expect(approximate.search(scope, 'e', row.vector, undefined, 1)[0]!.seq).toBe(row.seq);
+    }
+    reader.close();
+    await store.close();
+  });
+
   it('follows inserts, deletions, cleared vectors and an embedder change made by another connection', async () => {
     const path = tempDb();
     const dims = 64;

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { Int8Rows, int8ScanAvailable } from '../../search/int8-scan.js';
+import { BitRows, fewestDiffering, SignProjection } from '../../search/sign-bits.js';
 import type { Scope } from '../../types.js';
 import type { KnnHit } from './message-knn.js';
 
@@ -10,6 +11,18 @@ const OVERSAMPLE = 4;
  * dot products are exact integers, and their scaling by the two norms' inverses errs by about 1e-16.
  */
 const ROUNDING_SLACK = 1e-9;
+/**
+ * On a large scope, the rows whose sign-bit codes differ least from the query's are the only ones scanned
+ * in int8: this many per requested neighbour (bench/hybrid.mjs reports the recall against exact search).
+ */
+export const CANDIDATES_PER_NEIGHBOUR = 64;
+/**
+ * The sign-bit stage runs only where an exact scan is costly and the stage cuts it down: on scopes whose
+ * int8 rows take at least this many bytes (about 0.4 ms of scan here; 21,800 rows at 384 dimensions) and
+ * hold at least 16 times the candidates. Smaller scopes, such as most tenants, are searched exactly.
+ */
+const EXACT_SCAN_BYTES = 8 * 2 ** 20;
+const APPROXIMATE_FROM_CANDIDATES = 16;
 
 /** One scope's vectors of one embedder, as int8 rows (see {@link MessageVectorIndex}). */
 type ScopeVectors = {
@@ -23,6 +36,16 @@ type ScopeVectors = {
   size: number;
   /** Row i's int8 code and 1 / ‖code‖ (its scale), in WebAssembly memory for the SIMD scan. */
   codes: Int8Rows;
+  /**
+   * Row i's sign-bit code (`sign-bits.ts`) for the first stage on large scopes, made from its int8 code
+   * minus `center`, the mean of the rows' unit vectors. Made by the first search that uses them, and made
+   * again (with a new mean) once the scope has doubled since; until then `center` is null and rows added
+   * get no code.
+   */
+  bits: BitRows;
+  projection: SignProjection;
+  center: Float64Array | null;
+  codedSize: number;
   seqs: Float64Array;
   sessions: Int32Array;
   sessionIds: Map<string, number>;
@@ -38,16 +61,28 @@ type Quantised = { code: Int8Array; slack: number; inverse: number } | null;
  * scanned with WebAssembly SIMD (`int8-scan.ts`), whose candidates are re-ranked by exact cosine over the float32
  * vectors read from `message_vectors` (DESIGN.md, "Vector search"). Candidates are read in decreasing
  * int8 similarity until the quantisation bound proves that no vector left unread can beat the k-th exact
- * similarity, so the answer is the exact top k (ties aside).
+ * similarity, so the answer is the exact top k (ties aside). On a large scope only the rows whose
+ * sign-bit codes (`sign-bits.ts`) differ least from the query's are scanned, and the answer is the exact
+ * top k among them (the bench reports its recall against the exact top k).
  *
  * Kept current like the keyword engine's postings: loaded on the scope's first search; before each later
  * search (when the database changed) vectors saved since (a higher `message_vectors.saved`) are added or
  * replace their message's row, and a deletion in the scope (a new `message_terms_state.generation`) or
  * another embedder reloads it. `message_vectors` stays the record; nothing here is ever written.
  */
+export type MessageVectorIndexOptions = {
+  /** Rows the sign-bit stage keeps per requested neighbour (default {@link CANDIDATES_PER_NEIGHBOUR}). */
+  candidatesPerNeighbour?: number;
+  /** Scope size from which the sign-bit stage picks the rows to scan (default: see {@link EXACT_SCAN_BYTES}). */
+  approximateFrom?: number;
+};
+
 export class MessageVectorIndex {
-  /** Searches answered and exact similarities computed for them (re-ranked candidates), since the index opened. */
-  readonly counts = { searches: 0, reranked: 0 };
+  /**
+   * Searches answered, those that scanned only the sign-bit candidates, and exact similarities computed
+   * for them (re-ranked candidates), since the index opened.
+   */
+  readonly counts = { searches: 0, approximate: 0, reranked: 0 };
   private readonly scopes = new Map<string, ScopeVectors>();
   private readonly version: Database.Statement;
   private readonly state: Database.Statement;
@@ -55,7 +90,10 @@ export class MessageVectorIndex {
   private readonly savedAfter: Database.Statement;
   private readonly floats: Database.Statement;
 
-  private constructor(private readonly db: Database.Database) {
+  private constructor(
+    private readonly db: Database.Database,
+    private readonly options: MessageVectorIndexOptions,
+  ) {
     this.version = db.prepare('SELECT data_version AS version, total_changes() AS changes FROM pragma_data_version');
     this.state = db.prepare(
       `SELECT (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'message_vector_saves') AS saves,
@@ -80,28 +118,40 @@ export class MessageVectorIndex {
   }
 
   /** The index for `db`, or null when this runtime has no WebAssembly SIMD. */
-  static open(db: Database.Database): MessageVectorIndex | null {
-    return int8ScanAvailable() ? new MessageVectorIndex(db) : null;
+  static open(db: Database.Database, options: MessageVectorIndexOptions = {}): MessageVectorIndex | null {
+    return int8ScanAvailable() ? new MessageVectorIndex(db, options) : null;
   }
 
   /** Bytes this index holds in memory for its scopes' rows (codes and scales, `seq`s, sessions). */
   get byteLength(): number {
     let bytes = 0;
-    for (const entry of this.scopes.values()) bytes += entry.codes.byteLength + entry.seqs.byteLength + entry.sessions.byteLength;
+    for (const entry of this.scopes.values()) bytes += entry.codes.byteLength + entry.bits.byteLength + entry.seqs.byteLength + entry.sessions.byteLength;
     return bytes;
   }
 
-  /** The `k` messages of `scope` nearest to `vector` by cosine (optionally in one session), nearest first. */
+  /**
+   * The `k` messages of `scope` nearest to `vector` by cosine (optionally in one session), nearest first:
+   * exact on a session and on scopes under the sign-bit stage's size, else exact among its candidates.
+   */
   search(scope: Scope, embedderId: string, vector: Float32Array, sessionKey: string | undefined, k: number): KnnHit[] {
     const query = quantise(vector);
     if (query === null || k <= 0) return [];
     const entry = this.current(scope, embedderId, vector.length);
-    let subset: number[] | undefined;
+    let subset: ArrayLike<number> | undefined;
+    const candidates = k * (this.options.candidatesPerNeighbour ?? CANDIDATES_PER_NEIGHBOUR);
     if (sessionKey !== undefined) {
       const session = entry.sessionIds.get(sessionKey);
       if (session === undefined) return [];
-      subset = [];
-      for (let row = 0; row < entry.size; row++) if (entry.sessions[row] === session) subset.push(row);
+      const rows: number[] = [];
+      for (let row = 0; row < entry.size; row++) if (entry.sessions[row] === session) rows.push(row);
+      subset = rows;
+    } else if (entry.size >= (this.options.approximateFrom ?? Math.max(EXACT_SCAN_BYTES / entry.codes.width, candidates * APPROXIMATE_FROM_CANDIDATES))) {
+      if (entry.center === null || entry.size >= 2 * entry.codedSize) makeCodes(entry);
+      const code = new Uint8Array(entry.bits.width);
+      entry.projection.encode(vector, code, entry.center!, 1 / norm(vector));
+      const { distances, histogram } = entry.bits.distances(code, entry.size);
+      subset = fewestDiffering(distances, histogram, candidates);
+      this.counts.approximate++;
     }
     const size = subset?.length ?? entry.size;
     if (size === 0) return [];
@@ -115,7 +165,7 @@ export class MessageVectorIndex {
    * plus the row and query quantisation slack, and no unread row has a higher int8 similarity than the
    * next one in line.
    */
-  private nearest(entry: ScopeVectors, subset: number[] | undefined, size: number, query: NonNullable<Quantised>, vector: Float32Array, k: number, embedderId: string): KnnHit[] {
+  private nearest(entry: ScopeVectors, subset: ArrayLike<number> | undefined, size: number, query: NonNullable<Quantised>, vector: Float32Array, k: number, embedderId: string): KnnHit[] {
     // Each row's dot product with the query code over its code's norm: its int8 similarity × ‖query code‖.
     const scaled = entry.codes.scan(query.code, entry.size, subset);
     const seqOf = (i: number): number => entry.seqs[subset === undefined ? i : subset[i]!]!;
@@ -173,6 +223,7 @@ export class MessageVectorIndex {
   private load(scope: Scope, embedderId: string, dimensions: number): ScopeVectors {
     return this.db.transaction(() => {
       const { saves, generation } = this.readState(scope);
+      const projection = projectionOf(dimensions);
       const entry: ScopeVectors = {
         embedder: embedderId,
         dimensions,
@@ -181,6 +232,10 @@ export class MessageVectorIndex {
         checkedAt: '',
         size: 0,
         codes: new Int8Rows(dimensions),
+        bits: new BitRows(projection.bits),
+        projection,
+        center: null,
+        codedSize: 0,
         seqs: new Float64Array(0),
         sessions: new Int32Array(0),
         sessionIds: new Map(),
@@ -216,6 +271,7 @@ function put(entry: ScopeVectors, seq: number, sessionKey: string, vector: Float
     const quantised = quantiseInto(vector, entry.codes.row(at));
     if (quantised !== null) {
       entry.codes.setScale(at, quantised.inverse);
+      if (entry.center !== null) encodeRow(entry, at);
       const slack = quantised.slack;
       if (row === undefined) {
         row = entry.size++;
@@ -237,6 +293,7 @@ function put(entry: ScopeVectors, seq: number, sessionKey: string, vector: Float
   const last = entry.size - 1;
   if (row !== last) {
     entry.codes.copy(last, row);
+    entry.bits.copy(last, row);
     entry.seqs[row] = entry.seqs[last]!;
     entry.sessions[row] = entry.sessions[last]!;
     entry.rowOf.set(entry.seqs[row]!, row);
@@ -245,15 +302,47 @@ function put(entry: ScopeVectors, seq: number, sessionKey: string, vector: Float
   entry.size = last;
 }
 
+/** (Re)makes every row's sign-bit code around the current mean of the rows' unit vectors. */
+function makeCodes(entry: ScopeVectors): void {
+  const { codes, dimensions, size } = entry;
+  const center = new Float64Array(dimensions);
+  for (let row = 0; row < size; row++) {
+    const values = codes.row(row);
+    const scale = codes.scale(row) / size;
+    for (let i = 0; i < dimensions; i++) center[i]! += values[i]! * scale;
+  }
+  entry.center = center;
+  entry.codedSize = size;
+  for (let row = 0; row < size; row++) encodeRow(entry, row);
+}
+
+/** Row `row`'s sign-bit code, from its int8 code (× 1 / ‖code‖, its unit vector) minus the scope's center. */
+function encodeRow(entry: ScopeVectors, row: number): void {
+  entry.projection.encode(entry.codes.row(row), entry.bits.row(row), entry.center!, entry.codes.scale(row));
+}
+
 function grow(entry: ScopeVectors): void {
   const capacity = Math.max(1024, entry.seqs.length * 2);
   entry.codes.reserve(capacity);
+  entry.bits.reserve(capacity);
   const seqs = new Float64Array(capacity);
   seqs.set(entry.seqs);
   const sessions = new Int32Array(capacity);
   sessions.set(entry.sessions);
   entry.seqs = seqs;
   entry.sessions = sessions;
+}
+
+const projections = new Map<number, SignProjection>();
+
+/** The (fixed) sign-bit projection of vectors of `dimensions` values, made once per process. */
+function projectionOf(dimensions: number): SignProjection {
+  let projection = projections.get(dimensions);
+  if (projection === undefined) {
+    projection = new SignProjection(dimensions);
+    projections.set(dimensions, projection);
+  }
+  return projection;
 }
 
 /** The int8 code of a query (see {@link quantiseInto}), or null for a vector with no direction. */
