@@ -95,6 +95,30 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
     await store.close();
   });
 
+  it('with a similarity floor returns every hit that reaches it, in order, and reads fewer vectors', async () => {
+    const path = tempDb();
+    const dims = 64;
+    const store = SqliteStore.open({ path });
+    const stored = await write(store, scope, gaussianVectors(1_500, dims, 31), 'e', 0);
+    const reader = new Database(path, { readonly: true });
+    const floored = MessageVectorIndex.open(reader)!;
+    const full = MessageVectorIndex.open(reader)!;
+    // Random 64-dimensional unit vectors have cosine about ±0.125: a floor of 0.3 keeps a few per query.
+    const floor = 0.3;
+    let kept = 0;
+    for (const query of gaussianVectors(30, dims, 32)) {
+      const hits = floored.search(scope, 'e', query, undefined, 30, floor);
+      const reaching = exactTop(stored, query, 30).filter((seq) => cosine(query, stored.find((s) => s.seq === seq)!.vector) >= floor);
+      expect(hits.filter((h) => 1 - h.distance >= floor).map((h) => h.seq)).toEqual(reaching);
+      kept += reaching.length;
+      expect(full.search(scope, 'e', query, undefined, 30).map((h) => h.seq)).toEqual(exactTop(stored, query, 30));
+    }
+    expect(kept).toBeGreaterThan(0);
+    expect(floored.counts.reranked).toBeLessThan(full.counts.reranked / 2);
+    reader.close();
+    await store.close();
+  });
+
   it('on a large scope scans only the sign-bit candidates: exact similarities, nearest first, most of the exact top k', async () => {
     const path = tempDb();
     const dims = 384;

@@ -41,7 +41,9 @@ export async function conversationSearch(
     limit: params.limit,
     candidates: (limit) => (sessionKey === undefined ? limit * 3 : limit * 4),
     keyword: (terms, k) => ctx.store.searchMessagesByKeyword(scope, terms, filter, k),
-    vector: (vector, embedderId, k) => ctx.store.searchMessagesByVector(scope, vector, embedderId, filter, k),
+    // The floor lets the store skip what hybrid search would drop; a trace shows the hits below it too.
+    vector: (vector, embedderId, k) =>
+      ctx.store.searchMessagesByVector(scope, vector, embedderId, trace === undefined ? { sessionKey, minSimilarity: ctx.vectorFloor } : filter, k),
     trace,
     load: (ids) => ctx.store.getMessages(scope, ids),
   });

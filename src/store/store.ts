@@ -151,7 +151,14 @@ export type SessionSummary = { sessionKey: string; messages: number; firstAt: st
 export type ScopeCounts = { messages: number; sessions: number; memories: Record<MemoryType, number>; supersededMemories: number };
 
 export type ListMessagesQuery = { sessionKey?: string | undefined; limit: number; offset?: number | undefined };
-export type MessageFilter = { sessionKey?: string | undefined };
+export type MessageFilter = {
+  sessionKey?: string | undefined;
+  /**
+   * Vector search only: the caller keeps only hits whose cosine similarity reaches this, so a backend may
+   * leave out the others and stop early (the SQLite in-memory index does; the others return them).
+   */
+  minSimilarity?: number | undefined;
+};
 
 export type MemoryFilter = {
   type?: MemoryType | undefined;

@@ -132,8 +132,10 @@ export class MessageVectorIndex {
   /**
    * The `k` messages of `scope` nearest to `vector` by cosine (optionally in one session), nearest first:
    * exact on a session and on scopes under the sign-bit stage's size, else exact among its candidates.
+   * With a `floor`, only the hits whose similarity reaches it are promised: the vectors of rows that
+   * cannot reach it are not read, so fewer than `k` hits, or some below the floor, may come back.
    */
-  search(scope: Scope, embedderId: string, vector: Float32Array, sessionKey: string | undefined, k: number): KnnHit[] {
+  search(scope: Scope, embedderId: string, vector: Float32Array, sessionKey: string | undefined, k: number, floor = -Infinity): KnnHit[] {
     const query = quantise(vector);
     if (query === null || k <= 0) return [];
     const entry = this.current(scope, embedderId, vector.length);
@@ -155,7 +157,7 @@ export class MessageVectorIndex {
     }
     const size = subset?.length ?? entry.size;
     if (size === 0) return [];
-    return this.nearest(entry, subset, size, query, vector, Math.min(k, size), embedderId);
+    return this.nearest(entry, subset, size, query, vector, Math.min(k, size), floor, embedderId);
   }
 
   /**
@@ -165,7 +167,16 @@ export class MessageVectorIndex {
    * plus the row and query quantisation slack, and no unread row has a higher int8 similarity than the
    * next one in line.
    */
-  private nearest(entry: ScopeVectors, subset: ArrayLike<number> | undefined, size: number, query: NonNullable<Quantised>, vector: Float32Array, k: number, embedderId: string): KnnHit[] {
+  private nearest(
+    entry: ScopeVectors,
+    subset: ArrayLike<number> | undefined,
+    size: number,
+    query: NonNullable<Quantised>,
+    vector: Float32Array,
+    k: number,
+    floor: number,
+    embedderId: string,
+  ): KnnHit[] {
     // Each row's dot product with the query code over its code's norm: its int8 similarity × ‖query code‖.
     const scaled = entry.codes.scan(query.code, entry.size, subset);
     const seqOf = (i: number): number => entry.seqs[subset === undefined ? i : subset[i]!]!;
@@ -174,9 +185,15 @@ export class MessageVectorIndex {
     const ranked: { seq: number; similarity: number }[] = [];
     let count = Math.min(size, k * OVERSAMPLE);
     let order = bestOf(scaled, size, count);
+    // The best exact similarity row order[i] can have: its int8 similarity plus the quantisation slack.
+    const bound = (i: number): number => scaled[order[i]!]! * query.inverse + slack;
     let read = 0;
     for (;;) {
-      const batch = Array.from(order.subarray(read, Math.min(count, read + Math.max(k, read))), seqOf);
+      // Rows that cannot reach the floor are never read: the batch ends before the first of them.
+      let end = Math.min(count, read + Math.max(k, read));
+      if (floor > -Infinity) for (let i = read; i < end; i++) if (bound(i) < floor) end = i;
+      if (end === read) break;
+      const batch = Array.from(order.subarray(read, end), seqOf);
       read += batch.length;
       for (const [seq, blob] of this.floats.iterate(JSON.stringify(batch), embedderId) as Iterable<[number, Buffer]>) {
         ranked.push({ seq, similarity: similarity(vector, queryNorm, blob) });
@@ -184,13 +201,13 @@ export class MessageVectorIndex {
       ranked.sort((a, b) => b.similarity - a.similarity || a.seq - b.seq);
       if (ranked.length > k) ranked.length = k;
       const kth = ranked.length === k ? ranked[k - 1]!.similarity : -Infinity;
-      if (read === size) break;
+      if (read === size || (read < count && bound(read) < floor)) break;
       if (read === count) {
         count = Math.min(size, count * OVERSAMPLE);
         order = bestOf(scaled, size, count);
       }
       // The best int8 similarity not yet read bounds every row not yet read.
-      if (scaled[order[read]!]! * query.inverse + slack <= kth) break;
+      if (bound(read) <= kth || bound(read) < floor) break;
     }
     this.counts.searches++;
     this.counts.reranked += read;

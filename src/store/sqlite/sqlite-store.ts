@@ -335,7 +335,7 @@ export class SqliteStore implements Store {
     if (this.readers?.usable) return this.readers.run('searchMessagesByVector', [scope, vector, embedderId, filter, limit]);
     const blob = toBlob(vector);
     const nearest =
-      this.vectorIndex()?.search(scope, embedderId, vector, filter.sessionKey, limit) ??
+      this.vectorIndex()?.search(scope, embedderId, vector, filter.sessionKey, limit, filter.minSimilarity) ??
       this.messageKnn?.search(scope.userId, scope.agentId, embedderId, blob, vector.length, filter.sessionKey, limit) ??
       null;
     if (nearest !== null) {
