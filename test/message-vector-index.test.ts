@@ -59,6 +59,19 @@ async function write(store: SqliteStore, target: typeof scope, vectors: Float32A
   });
 }
 
+/** A fresh store holding `n` Gaussian vectors (embedder `e`) in `scope`, and a read-only connection to its file. */
+async function storedVectors(n: number, dims: number, seed: number) {
+  const path = tempDb();
+  const store = SqliteStore.open({ path });
+  const stored = await write(store, scope, gaussianVectors(n, dims, seed), 'e', 0);
+  const reader = new Database(path, { readonly: true });
+  const close = async (): Promise<void> => {
+    reader.close();
+    await store.close();
+  };
+  return { store, stored, reader, close };
+}
+
 describe('in-memory message vector index (int8 candidates, exact re-rank)', () => {
   it('runs its WebAssembly SIMD scan on this platform', () => {
     expect(int8ScanAvailable()).toBe(true);
@@ -96,11 +109,8 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
   });
 
   it('with a similarity floor returns every hit that reaches it, in order, and reads fewer vectors', async () => {
-    const path = tempDb();
     const dims = 64;
-    const store = SqliteStore.open({ path });
-    const stored = await write(store, scope, gaussianVectors(1_500, dims, 31), 'e', 0);
-    const reader = new Database(path, { readonly: true });
+    const { stored, reader, close } = await storedVectors(1_500, dims, 31);
     const floored = MessageVectorIndex.open(reader)!;
     const full = MessageVectorIndex.open(reader)!;
     // Random 64-dimensional unit vectors have cosine about ±0.125: a floor of 0.3 keeps a few per query.
@@ -115,16 +125,12 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
     }
     expect(kept).toBeGreaterThan(0);
     expect(floored.counts.reranked).toBeLessThan(full.counts.reranked / 2);
-    reader.close();
-    await store.close();
+    await close();
   });
 
   it('on a large scope scans only the sign-bit candidates: exact similarities, nearest first, most of the exact top k', async () => {
-    const path = tempDb();
     const dims = 384;
-    const store = SqliteStore.open({ path });
-    const stored = await write(store, scope, gaussianVectors(3_000, dims, 21), 'e', 0);
-    const reader = new Database(path, { readonly: true });
+    const { store, stored, reader, close } = await storedVectors(3_000, dims, 21);
     // The stage forced on from the first row; 10 candidates per neighbour keep 100 of 3,000 rows for k = 10.
     const approximate = MessageVectorIndex.open(reader, { approximateFrom: 0, candidatesPerNeighbour: 10 })!;
     let found = 0;
@@ -155,8 +161,7 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
       const more = await write(store, scope, gaussianVectors(added, dims, from), 'e', from);
       for (const row of [more[0]!, more.at(-1)!]) expect(approximate.search(scope, 'e', row.vector, undefined, 1)[0]!.seq).toBe(row.seq);
     }
-    reader.close();
-    await store.close();
+    await close();
   });
 
   it('follows inserts, deletions, cleared vectors and an embedder change made by another connection', async () => {
