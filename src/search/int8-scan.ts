@@ -1,6 +1,6 @@
 /**
  * Dot products of one int8 query against every row of an int8 matrix, each times its row's scale, with
- * WebAssembly SIMD: the scan behind exact in-memory vector search (`message-vector-index.ts`, DESIGN.md
+ * WebAssembly SIMD: the scan behind in-memory vector search (`message-vector-index.ts`, DESIGN.md
  * "Vector search").
  *
  * The kernel is one small WebAssembly function, assembled below from named instructions (no toolchain is
