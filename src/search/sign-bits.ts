@@ -111,7 +111,11 @@ export class SignProjection {
     let byte = 0;
     for (const { target, sign } of this.rotations) {
       x.fill(0);
-      for (let i = 0; i < this.dimensions; i++) x[target[i]!] = (vector[i]! * scale - (center?.[i] ?? 0)) * sign[i]!;
+      if (center === undefined) {
+        for (let i = 0; i < this.dimensions; i++) x[target[i]!] = vector[i]! * scale * sign[i]!;
+      } else {
+        for (let i = 0; i < this.dimensions; i++) x[target[i]!] = (vector[i]! * scale - center[i]!) * sign[i]!;
+      }
       walshHadamard(x);
       for (let i = 0; i < x.length && byte < out.length; byte++, i += 8) {
         out[byte] =
