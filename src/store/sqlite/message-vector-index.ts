@@ -39,8 +39,8 @@ type ScopeVectors = {
   /**
    * Row i's sign-bit code (`sign-bits.ts`) for the first stage on large scopes, made from its int8 code
    * minus `center`, the mean of the rows' unit vectors. Made by the first search that uses them, and made
-   * again (with a new mean) once the scope has doubled since; until then `center` is null and rows added
-   * get no code.
+   * again (with a new mean) once the scope has doubled since; until then `center` is null, the codes hold
+   * no room and rows added get no code.
    */
   bits: BitRows;
   projection: SignProjection;
@@ -56,6 +56,13 @@ type ScopeVectors = {
 
 type Quantised = { code: Int8Array; slack: number; inverse: number } | null;
 
+export type MessageVectorIndexOptions = {
+  /** Rows the sign-bit stage keeps per requested neighbour (default {@link CANDIDATES_PER_NEIGHBOUR}). */
+  candidatesPerNeighbour?: number;
+  /** Scope size from which the sign-bit stage picks the rows to scan (default: see {@link EXACT_SCAN_BYTES}). */
+  approximateFrom?: number;
+};
+
 /**
  * Message vector search for one connection: per scope, an int8 copy of the scope's vectors in memory,
  * scanned with WebAssembly SIMD (`int8-scan.ts`), whose candidates are re-ranked by exact cosine over the float32
@@ -70,13 +77,6 @@ type Quantised = { code: Int8Array; slack: number; inverse: number } | null;
  * replace their message's row, and a deletion in the scope (a new `message_terms_state.generation`) or
  * another embedder reloads it. `message_vectors` stays the record; nothing here is ever written.
  */
-export type MessageVectorIndexOptions = {
-  /** Rows the sign-bit stage keeps per requested neighbour (default {@link CANDIDATES_PER_NEIGHBOUR}). */
-  candidatesPerNeighbour?: number;
-  /** Scope size from which the sign-bit stage picks the rows to scan (default: see {@link EXACT_SCAN_BYTES}). */
-  approximateFrom?: number;
-};
-
 export class MessageVectorIndex {
   /**
    * Searches answered, those that scanned only the sign-bit candidates, and exact similarities computed
@@ -201,7 +201,7 @@ export class MessageVectorIndex {
       ranked.sort((a, b) => b.similarity - a.similarity || a.seq - b.seq);
       if (ranked.length > k) ranked.length = k;
       const kth = ranked.length === k ? ranked[k - 1]!.similarity : -Infinity;
-      if (read === size || (read < count && bound(read) < floor)) break;
+      if (read === size) break;
       if (read === count) {
         count = Math.min(size, count * OVERSAMPLE);
         order = bestOf(scaled, size, count);
@@ -310,7 +310,7 @@ function put(entry: ScopeVectors, seq: number, sessionKey: string, vector: Float
   const last = entry.size - 1;
   if (row !== last) {
     entry.codes.copy(last, row);
-    entry.bits.copy(last, row);
+    if (entry.center !== null) entry.bits.copy(last, row);
     entry.seqs[row] = entry.seqs[last]!;
     entry.sessions[row] = entry.sessions[last]!;
     entry.rowOf.set(entry.seqs[row]!, row);
@@ -330,6 +330,7 @@ function makeCodes(entry: ScopeVectors): void {
   }
   entry.center = center;
   entry.codedSize = size;
+  entry.bits.reserve(entry.seqs.length);
   for (let row = 0; row < size; row++) encodeRow(entry, row);
 }
 
@@ -341,7 +342,7 @@ function encodeRow(entry: ScopeVectors, row: number): void {
 function grow(entry: ScopeVectors): void {
   const capacity = Math.max(1024, entry.seqs.length * 2);
   entry.codes.reserve(capacity);
-  entry.bits.reserve(capacity);
+  if (entry.center !== null) entry.bits.reserve(capacity);
   const seqs = new Float64Array(capacity);
   seqs.set(entry.seqs);
   const sessions = new Int32Array(capacity);
