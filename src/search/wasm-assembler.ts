@@ -6,6 +6,7 @@
 
 /** Value types. */
 export const I32 = 0x7f;
+export const I64 = 0x7e;
 export const V128 = 0x7b;
 
 /** Core instructions. */
@@ -18,6 +19,7 @@ export const LOCAL_GET = 0x20;
 export const LOCAL_SET = 0x21;
 export const LOCAL_TEE = 0x22;
 export const I32_LOAD = 0x28;
+export const I64_LOAD = 0x29;
 export const F64_LOAD = 0x2b;
 export const I32_STORE = 0x36;
 export const F64_STORE = 0x39;
@@ -28,6 +30,10 @@ export const I32_GE_U = 0x4f;
 export const I32_LT_U = 0x49;
 export const I32_ADD = 0x6a;
 export const I32_MUL = 0x6c;
+export const I64_POPCNT = 0x7b;
+export const I64_ADD = 0x7c;
+export const I64_XOR = 0x85;
+export const I32_WRAP_I64 = 0xa7;
 
 /** SIMD instructions (each written after the 0xfd prefix, see {@link simd}). */
 export const V128_LOAD = 0x00;
@@ -72,6 +78,8 @@ export function signed(n: number): number[] {
 export const simd = (op: number, ...immediates: number[]): number[] => [SIMD, ...unsigned(op), ...immediates];
 /** `v128.load` with 16-byte alignment at a constant offset. */
 export const load = (offset: number): number[] => simd(V128_LOAD, 4, ...unsigned(offset));
+/** `i64.load` with 8-byte alignment at a constant offset. */
+export const load64 = (offset: number): number[] => [I64_LOAD, 3, ...unsigned(offset)];
 export const get = (local: number): number[] => [LOCAL_GET, ...unsigned(local)];
 export const set = (local: number): number[] => [LOCAL_SET, ...unsigned(local)];
 export const tee = (local: number): number[] => [LOCAL_TEE, ...unsigned(local)];
