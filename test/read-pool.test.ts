@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type * as CairnModule from '../src/index.js';
+import type * as PoolModule from '../src/store/sqlite/read-pool.js';
 import type * as StoreModule from '../src/store/sqlite/sqlite-store.js';
 import type * as TextModule from '../src/text/analyze.js';
 
@@ -14,6 +15,7 @@ type Cairn = Awaited<ReturnType<typeof CairnModule.createCairn>>;
 const DIST = join(import.meta.dirname, '..', 'dist');
 const cairnLib = (await import(pathToFileURL(join(DIST, 'index.js')).href)) as typeof CairnModule;
 const storeLib = (await import(pathToFileURL(join(DIST, 'store', 'sqlite', 'sqlite-store.js')).href)) as typeof StoreModule;
+const poolLib = (await import(pathToFileURL(join(DIST, 'store', 'sqlite', 'read-pool.js')).href)) as typeof PoolModule;
 const textLib = (await import(pathToFileURL(join(DIST, 'text', 'analyze.js')).href)) as typeof TextModule;
 
 const TOPICS = ['hiking trip', 'pottery class', 'jazz concert', 'sourdough bread', 'chess club', 'garden tomatoes', 'marathon training', 'camping gear'];
@@ -147,5 +149,41 @@ describe('read workers', () => {
     await cairn.close();
     expect(existsSync(join(dir, 'cairn.db-wal'))).toBe(false);
     await expect(cairn.listMessages(SCOPES[0]!, { limit: 1 })).rejects.toThrow(/not open/);
+  });
+});
+
+describe('read pool', () => {
+  let dir = '';
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'cairn-read-pool-home-'));
+    const cairn = await open(dir, 0);
+    await cairn.recordMessages(corpus().slice(0, 100));
+    await cairn.close();
+  });
+
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('sends a query to its home worker when that worker is free, else to a free one', async () => {
+    const pool = poolLib.ReadPool.start(join(dir, 'cairn.db'), 2, () => {})!;
+    try {
+      const terms = textLib.analyze('hiking trip');
+      const search = (home?: number) => pool.run('searchMessagesByKeyword', [SCOPES[0]!, terms, {}, 5], home);
+      // One at a time: every query finds its home free.
+      for (let i = 0; i < 6; i++) await search(1);
+      expect(pool.answered).toEqual([0, 6]);
+      for (let i = 0; i < 4; i++) await search(2);
+      expect(pool.answered).toEqual([4, 6]);
+      // Without a home the workers take turns.
+      for (let i = 0; i < 4; i++) await search();
+      expect(pool.answered).toEqual([6, 8]);
+      // Two at once with the same home: the second goes to the worker that is free.
+      const answers = await Promise.all([search(0), search(0)]);
+      expect(pool.answered).toEqual([7, 9]);
+      expect(answers[0]).toEqual(answers[1]);
+      expect(answers[0]!.length).toBe(5);
+    } finally {
+      await pool.close();
+    }
   });
 });

@@ -27,6 +27,8 @@ type Reader = {
   worker: Worker;
   pending: Map<number, Pending>;
   ready: boolean;
+  /** Queries this worker has answered. */
+  answered: number;
 };
 
 /**
@@ -35,7 +37,9 @@ type Reader = {
  * every reader work while the one writer (the main thread's connection) commits; a read posted after a
  * write returns has a snapshot that includes it, so a caller always reads its own writes.
  *
- * A worker runs one query at a time; a request goes to the worker with the fewest in flight. A worker
+ * A worker runs one query at a time; a request goes to the worker with the fewest in flight, and among
+ * those to the one its `home` names (the store gives each scope's keyword and vector searches a home of
+ * their own), or in turn when it has none. A worker
  * that fails while starting disables the pool (the store then reads on its own connection); one that
  * stops later fails its pending requests and is replaced.
  */
@@ -73,9 +77,19 @@ export class ReadPool {
     return this.readers.length;
   }
 
-  /** Runs `method(...args)` on a worker's read-only store. */
-  run<M extends PooledRead>(method: M, args: Parameters<Store[M]>): ReturnType<Store[M]> {
-    const reader = this.leastBusy();
+  /** How many queries each running worker has answered, in the order the pool picks them by `home`. */
+  get answered(): number[] {
+    return this.readers.map((reader) => reader.answered);
+  }
+
+  /**
+   * Runs `method(...args)` on a worker's read-only store. `home` (any non-negative integer) names the
+   * worker that takes it when no other has fewer queries in flight: the same scope's searches then find
+   * their data in that worker's caches, and a search's keyword and vector paths, given different homes,
+   * run side by side.
+   */
+  run<M extends PooledRead>(method: M, args: Parameters<Store[M]>, home?: number): ReturnType<Store[M]> {
+    const reader = this.leastBusy(home);
     const id = this.nextId++;
     // Referenced while a query runs (a process waiting on it must not exit); idle, it never keeps the process alive.
     reader.worker.ref();
@@ -93,10 +107,10 @@ export class ReadPool {
     return this.closing;
   }
 
-  /** The worker with the fewest queries in flight; ties rotate, so every worker warms its caches. */
-  private leastBusy(): Reader {
+  /** The worker with the fewest queries in flight; ties go to `home`'s worker, or rotate without one. */
+  private leastBusy(home?: number): Reader {
     const n = this.readers.length;
-    const start = this.turn++ % n;
+    const start = home === undefined ? this.turn++ % n : home % n;
     let best = this.readers[start]!;
     for (let i = 1; i < n; i++) {
       const reader = this.readers[(start + i) % n]!;
@@ -107,7 +121,7 @@ export class ReadPool {
 
   private spawn(): Reader {
     const worker = new Worker(WORKER_SCRIPT, { workerData: { path: this.path } });
-    const reader: Reader = { worker, pending: new Map(), ready: false };
+    const reader: Reader = { worker, pending: new Map(), ready: false, answered: 0 };
     worker.unref();
     worker.on('message', (reply: ReadReply) => {
       if (reply.type === 'ready') {
@@ -117,6 +131,7 @@ export class ReadPool {
       const pending = reader.pending.get(reply.id);
       if (!pending) return;
       reader.pending.delete(reply.id);
+      reader.answered++;
       if (reader.pending.size === 0 && this.closing === null) worker.unref();
       if (reply.type === 'done') pending.resolve(reply.result);
       else pending.reject(reply.code === null ? new Error(reply.message) : new CairnError(reply.code, reply.message));
