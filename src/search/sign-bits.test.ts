@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BitRows, fewestDiffering, hammingModule, SignProjection } from './sign-bits.js';
+import { BitRows, hammingModule, selectModule, SignProjection } from './sign-bits.js';
 
 const popcount = (byte: number): number => {
   let n = 0;
@@ -60,21 +60,39 @@ describe('BitRows', () => {
   });
 });
 
-describe('fewestDiffering', () => {
-  it('keeps the given number of smallest distances, lower indices first among equals, in index order', () => {
+describe('BitRows.fewest', () => {
+  it('assembles a valid selection module', () => {
+    expect(WebAssembly.validate(selectModule())).toBe(true);
+  });
+
+  it('keeps the wanted number of codes differing least, lower indices first among equals, in index order', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 0, max: 16 }), { maxLength: 300 }), fc.integer({ min: 0, max: 320 }), (values, count) => {
-        const distances = Int32Array.from(values);
-        const histogram = new Int32Array(17);
-        for (const d of values) histogram[d]!++;
-        const expected = values
-          .map((d, i) => ({ d, i }))
+      // Codes of 128 bits that differ from the query in at most 12 bits, so that many distances are equal.
+      fc.property(fc.integer({ min: 0, max: 1500 }), fc.integer({ min: 0, max: 1600 }), fc.nat(), (count, wanted, seed) => {
+        const next = uniform(seed);
+        const rows = new BitRows(128);
+        const query = Uint8Array.from({ length: 16 }, () => Math.floor(next() * 256));
+        const codes: Uint8Array[] = [];
+        for (let i = 0; i < count; i++) {
+          // Reserving one more each time makes the memory grow, and the codes move, along the way.
+          rows.reserve(i + 1);
+          const code = query.slice();
+          for (let flips = Math.floor(next() * 13); flips > 0; flips--) {
+            const bit = Math.floor(next() * 128);
+            code[bit >> 3]! ^= 1 << (bit & 7);
+          }
+          rows.row(i).set(code);
+          codes.push(code);
+        }
+        const expected = codes
+          .map((c, i) => ({ d: differing(c, query), i }))
           .sort((a, b) => a.d - b.d || a.i - b.i)
-          .slice(0, count)
+          .slice(0, wanted)
           .map((x) => x.i)
           .sort((a, b) => a - b);
-        expect(Array.from(fewestDiffering(distances, histogram, count))).toEqual(expected);
+        expect(Array.from(rows.fewest(query, count, wanted))).toEqual(expected);
       }),
+      { numRuns: 60 },
     );
   });
 });

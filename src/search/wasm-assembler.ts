@@ -28,6 +28,7 @@ export const F64_CONVERT_I32_S = 0xb7;
 export const I32_CONST = 0x41;
 export const I32_GE_U = 0x4f;
 export const I32_LT_U = 0x49;
+export const I32_LE_S = 0x4c;
 export const I32_ADD = 0x6a;
 export const I32_MUL = 0x6c;
 export const I64_POPCNT = 0x7b;

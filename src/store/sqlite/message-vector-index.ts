@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { Int8Rows, int8ScanAvailable } from '../../search/int8-scan.js';
-import { BitRows, fewestDiffering, SignProjection } from '../../search/sign-bits.js';
+import { BitRows, SignProjection } from '../../search/sign-bits.js';
 import type { Scope } from '../../types.js';
 import type { KnnHit } from './message-knn.js';
 
@@ -156,8 +156,7 @@ export class MessageVectorIndex {
       if (entry.center === null || entry.size >= 2 * entry.codedSize) makeCodes(entry);
       const code = new Uint8Array(entry.bits.width);
       entry.projection.encode(vector, code, entry.center!, 1 / norm(vector));
-      const { distances, histogram } = entry.bits.distances(code, entry.size);
-      subset = fewestDiffering(distances, histogram, candidates);
+      subset = entry.bits.fewest(code, entry.size, candidates);
       this.counts.approximate++;
     }
     const size = subset?.length ?? entry.size;
