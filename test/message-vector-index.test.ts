@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { int8ScanAvailable } from '../src/search/int8-scan.js';
-import { MessageVectorIndex } from '../src/store/sqlite/message-vector-index.js';
+import { MessageVectorIndex, type VectorSnapshot } from '../src/store/sqlite/message-vector-index.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
+import { decodeVectorSnapshot, encodeVectorSnapshot } from '../src/store/sqlite/vector-snapshot.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -204,5 +205,113 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
     check('f', stored.map((s, i) => ({ ...s, vector: replaced[i]! })));
     reader.close();
     await store.close();
+  });
+});
+
+describe('vector snapshots', () => {
+  const dims = 48;
+  // The sign-bit stage from the first row (so codes, and with them a snapshot, are made), keeping every
+  // row as a candidate (64 × 10 ≥ the rows here): the answers are exact, so any wrong row shows.
+  const options = { approximateFrom: 0, candidatesPerNeighbour: 64 };
+  const queries = gaussianVectors(12, dims, 42);
+
+  /** A fresh read-only connection's index, and the snapshots it hands over. */
+  function openIndex(path: string) {
+    const reader = new Database(path, { readonly: true });
+    const made: VectorSnapshot[] = [];
+    const index = MessageVectorIndex.open(reader, { ...options, onSnapshot: (s) => made.push(s) })!;
+    return { index, made, reader };
+  }
+
+  const seqsOf = (index: MessageVectorIndex, query: Float32Array, session?: string) => index.search(scope, 'e', query, session, 10).map((h) => h.seq);
+
+  it('round-trip the rows, codes and sessions through bytes, and reject bytes they did not write', () => {
+    const image = {
+      dimensions: 3,
+      width: 16,
+      codeWidth: 64,
+      size: 2,
+      slack: 0.01,
+      codedSize: 2,
+      seqs: Float64Array.of(4, 9),
+      scales: Float64Array.of(0.5, 0.25),
+      center: Float64Array.of(0.1, 0.2, 0.3),
+      sessions: Int32Array.of(1, 0),
+      sessionKeys: ['a', 'b'],
+      rows: Int8Array.from({ length: 32 }, (_, i) => i - 16),
+      codes: Uint8Array.from({ length: 128 }, (_, i) => i),
+    };
+    const bytes = new Uint8Array(encodeVectorSnapshot(image));
+    expect(decodeVectorSnapshot(bytes)).toEqual(image);
+    // Read from a view at an odd offset, and from a Node Buffer (as a row of the database hands it; small
+    // ones share a pool, and a Buffer's own slice shares its memory).
+    const shifted = new Uint8Array(bytes.length + 1);
+    shifted.set(bytes, 1);
+    expect(decodeVectorSnapshot(shifted.subarray(1))).toEqual(image);
+    expect(decodeVectorSnapshot(Buffer.from(bytes))).toEqual(image);
+    expect(() => decodeVectorSnapshot(bytes.subarray(0, bytes.length - 8))).toThrow(/length/);
+    expect(() => decodeVectorSnapshot(Uint8Array.of(0, 0))).toThrow(/short/);
+    const badSession = { ...image, sessions: Int32Array.of(0, 5) };
+    expect(() => decodeVectorSnapshot(new Uint8Array(encodeVectorSnapshot(badSession)))).toThrow(/session/);
+  });
+
+  it('are made with the sign codes, saved by the writer, and answer a new connection the same; later vectors are added to them', async () => {
+    const { store, stored, close } = await storedVectors(600, dims, 41);
+    const path = store.capabilities.location;
+    const first = openIndex(path);
+    const answers = queries.map((q) => seqsOf(first.index, q));
+    answers.forEach((seqs, i) => expect(seqs).toEqual(exactTop(stored, queries[i]!, 10)));
+    expect(first.made).toHaveLength(1);
+    expect(first.index.counts.snapshots).toBe(0);
+    await store.saveVectorSnapshot(first.made[0]!);
+
+    const second = openIndex(path);
+    expect(queries.map((q) => seqsOf(second.index, q))).toEqual(answers);
+    expect(queries.map((q) => seqsOf(second.index, q, 's2'))).toEqual(queries.map((q) => exactTop(stored.filter((s) => s.session === 's2'), q, 10)));
+    expect(second.index.counts.snapshots).toBe(1);
+    // Its codes came with the snapshot: none made again, so nothing handed over.
+    expect(second.made).toHaveLength(0);
+
+    // Vectors saved after the snapshot are read on top of it.
+    const all = stored.concat(await write(store, scope, gaussianVectors(100, dims, 43), 'e', 600));
+    const third = openIndex(path);
+    for (const q of queries) expect(seqsOf(third.index, q)).toEqual(exactTop(all, q, 10));
+    expect(third.index.counts.snapshots).toBe(1);
+    for (const c of [first, second, third]) c.reader.close();
+    await close();
+  });
+
+  it('are dropped by a deletion in the scope and never saved from before it; an unreadable one is ignored', async () => {
+    const { store, stored, close } = await storedVectors(600, dims, 51);
+    const path = store.capabilities.location;
+    const raw = new Database(path);
+    const count = raw.prepare('SELECT count(*) FROM message_vector_snapshots').pluck();
+    const first = openIndex(path);
+    for (const q of queries) seqsOf(first.index, q);
+    const before = first.made[0]!;
+    await store.saveVectorSnapshot(before);
+    expect(count.get()).toBe(1);
+
+    // Deleting each query's nearest message drops the snapshot; the one made before cannot come back.
+    const nearest = new Set(queries.map((q) => exactTop(stored, q, 1)[0]!));
+    for (const s of stored.filter((s) => nearest.has(s.seq))) await store.deleteMessage(scope, s.id);
+    expect(count.get()).toBe(0);
+    await store.saveVectorSnapshot(before);
+    expect(count.get()).toBe(0);
+    const left = stored.filter((s) => !nearest.has(s.seq));
+    const second = openIndex(path);
+    for (const q of queries) expect(seqsOf(second.index, q)).toEqual(exactTop(left, q, 10));
+    expect(second.index.counts.snapshots).toBe(0);
+
+    // A snapshot of the new generation is saved; damaged bytes are read as no snapshot.
+    await store.saveVectorSnapshot(second.made[0]!);
+    expect(count.get()).toBe(1);
+    raw.prepare(`UPDATE message_vector_snapshots SET data = X'0400000000ff00ff'`).run();
+    const third = openIndex(path);
+    for (const q of queries) expect(seqsOf(third.index, q)).toEqual(exactTop(left, q, 10));
+    expect(third.index.counts.snapshots).toBe(0);
+    for (const c of [first, second, third]) c.reader.close();
+    raw.close();
+    await close();
   });
 });

@@ -7,6 +7,8 @@ import type * as CairnModule from '../src/index.js';
 import type * as PoolModule from '../src/store/sqlite/read-pool.js';
 import type * as StoreModule from '../src/store/sqlite/sqlite-store.js';
 import type * as TextModule from '../src/text/analyze.js';
+import type * as HashModule from '../src/embed/hash-embedder.js';
+import Database from 'better-sqlite3';
 
 // The read workers run the built worker script (dist/store/sqlite/read-worker.js; `npm test` builds
 // first): from TypeScript sources the store has no worker to start and reads on its own connection. So
@@ -16,6 +18,7 @@ const DIST = join(import.meta.dirname, '..', 'dist');
 const cairnLib = (await import(pathToFileURL(join(DIST, 'index.js')).href)) as typeof CairnModule;
 const storeLib = (await import(pathToFileURL(join(DIST, 'store', 'sqlite', 'sqlite-store.js')).href)) as typeof StoreModule;
 const poolLib = (await import(pathToFileURL(join(DIST, 'store', 'sqlite', 'read-pool.js')).href)) as typeof PoolModule;
+const hashLib = (await import(pathToFileURL(join(DIST, 'embed', 'hash-embedder.js')).href)) as typeof HashModule;
 const textLib = (await import(pathToFileURL(join(DIST, 'text', 'analyze.js')).href)) as typeof TextModule;
 
 const TOPICS = ['hiking trip', 'pottery class', 'jazz concert', 'sourdough bread', 'chess club', 'garden tomatoes', 'marathon training', 'camping gear'];
@@ -139,6 +142,39 @@ describe('read workers', () => {
       expect(answers).toEqual(await Promise.all(SCOPES.map((scope) => single.searchMessagesByKeyword(scope, terms, {}, 10))));
     } finally {
       await single.close();
+    }
+  });
+
+  it('send the vector snapshots they make to the writer, which saves them for the next process', async () => {
+    const path = join(dir, 'cairn.db');
+    const embedder = new hashLib.HashEmbedder(64);
+    const vectors = (await embedder.embed(QUERIES)).filter((v) => v !== null);
+    // The sign-bit stage (which makes the codes, and so a snapshot) from the first row.
+    const options = { readWorkers: 2, vectorIndex: { approximateFrom: 0, candidatesPerNeighbour: 64 } };
+    const searchAll = (store: StoreModule.SqliteStore) => Promise.all(vectors.map((v) => store.searchMessagesByVector(SCOPES[0]!, v, embedder.id, {}, 10)));
+    const single = storeLib.SqliteStore.open({ path });
+    const exact = await searchAll(single);
+    await single.close();
+    expect(exact.every((hits) => hits.length === 10)).toBe(true);
+
+    const first = storeLib.SqliteStore.open({ path, ...options });
+    const raw = new Database(path, { readonly: true });
+    const saved = raw.prepare('SELECT user_id, embedder FROM message_vector_snapshots');
+    try {
+      expect(saved.all()).toEqual([]);
+      expect(await searchAll(first)).toEqual(exact);
+      // The worker hands the snapshot over after answering; the writer saves it soon after.
+      for (let tries = 0; tries < 200 && saved.all().length === 0; tries++) await new Promise((resolve) => setTimeout(resolve, 25));
+      expect(saved.all()).toEqual([{ user_id: SCOPES[0]!.userId, embedder: embedder.id }]);
+    } finally {
+      await first.close();
+    }
+    const second = storeLib.SqliteStore.open({ path, ...options });
+    try {
+      expect(await searchAll(second)).toEqual(exact);
+    } finally {
+      await second.close();
+      raw.close();
     }
   });
 

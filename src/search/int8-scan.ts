@@ -138,6 +138,17 @@ export class Int8Rows {
     return this.bytes.subarray(at, at + this.dimensions);
   }
 
+  /** Rows 0 … `count` − 1 one after another (`width` bytes each; valid until the memory grows). */
+  rows(count: number): Int8Array {
+    return this.bytes.subarray(QUERY_BYTES, QUERY_BYTES + count * this.width);
+  }
+
+  /** The scales of rows 0 … `count` − 1 (valid until the memory grows). */
+  scales(count: number): Float64Array {
+    const at = this.scalesAt() / 8;
+    return this.floats.subarray(at, at + count);
+  }
+
   /** The factor row `i`'s dot products are multiplied by. */
   scale(i: number): number {
     return this.floats[this.scalesAt() / 8 + i]!;

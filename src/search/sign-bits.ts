@@ -222,6 +222,11 @@ export class BitRows {
     return this.bytes.subarray(at, at + this.width);
   }
 
+  /** Codes 0 … `count` − 1 one after another (`width` bytes each; valid until the memory grows). */
+  codes(count: number): Uint8Array {
+    return this.bytes.subarray(QUERY_BYTES, QUERY_BYTES + count * this.width);
+  }
+
   /** Copies code `from` over code `to`. */
   copy(from: number, to: number): void {
     const at = QUERY_BYTES + from * this.width;

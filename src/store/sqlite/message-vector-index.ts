@@ -3,6 +3,7 @@ import { Int8Rows, int8ScanAvailable } from '../../search/int8-scan.js';
 import { BitRows, SignProjection } from '../../search/sign-bits.js';
 import type { Scope } from '../../types.js';
 import type { KnnHit } from './message-knn.js';
+import { decodeVectorSnapshot, encodeVectorSnapshot } from './vector-snapshot.js';
 
 /** Rows the first selection takes in int8 order, per requested neighbour (more are selected when needed). */
 const OVERSAMPLE = 4;
@@ -61,7 +62,16 @@ type ScopeVectors = {
 
 type Quantised = { code: Int8Array; slack: number; inverse: number } | null;
 
+/** A scope's rows as snapshot bytes (`vector-snapshot.ts`), with what they reflect, for `message_vector_snapshots`. */
+export type VectorSnapshot = { scope: Scope; embedder: string; generation: number; saves: number; data: ArrayBuffer };
+
 export type MessageVectorIndexOptions = {
+  /**
+   * Receives a snapshot of a scope's rows each time this index makes the scope's sign-bit codes (its
+   * first search with the stage, and again once the scope has doubled), to be saved for the next process
+   * (the connection that writes does; a read worker sends it there). Default: none is made.
+   */
+  onSnapshot?: (snapshot: VectorSnapshot) => void;
   /** Rows the sign-bit stage keeps per requested neighbour (default {@link CANDIDATES_PER_NEIGHBOUR}). */
   candidatesPerNeighbour?: number;
   /** Scope size from which the sign-bit stage picks the rows to scan (default: see {@link EXACT_SCAN_BYTES}). */
@@ -84,16 +94,17 @@ export type MessageVectorIndexOptions = {
  */
 export class MessageVectorIndex {
   /**
-   * Searches answered, those that scanned only the sign-bit candidates, and exact similarities computed
-   * for them (re-ranked candidates), since the index opened.
+   * Searches answered, those that scanned only the sign-bit candidates, exact similarities computed
+   * for them (re-ranked candidates), and scopes loaded from a snapshot, since the index opened.
    */
-  readonly counts = { searches: 0, approximate: 0, reranked: 0 };
+  readonly counts = { searches: 0, approximate: 0, reranked: 0, snapshots: 0 };
   private readonly scopes = new Map<string, ScopeVectors>();
   private readonly version: Database.Statement;
   private readonly state: Database.Statement;
   private readonly rowsOf: Database.Statement;
   private readonly savedAfter: Database.Statement;
   private readonly floats: Database.Statement;
+  private readonly readSnapshot: Database.Statement;
 
   private constructor(
     private readonly db: Database.Database,
@@ -117,6 +128,7 @@ export class MessageVectorIndex {
          WHERE v.saved > ? AND m.user_id = ? AND m.agent_id = ? ORDER BY v.saved`,
       )
       .raw();
+    this.readSnapshot = db.prepare('SELECT generation, saves, data FROM message_vector_snapshots WHERE user_id = ? AND agent_id = ? AND embedder = ?');
     this.floats = db
       .prepare('SELECT v.message_seq, v.embedding FROM json_each(?) AS j CROSS JOIN message_vectors AS v ON v.message_seq = j.value WHERE v.embedder = ?')
       .raw();
@@ -153,7 +165,10 @@ export class MessageVectorIndex {
       for (let row = 0; row < entry.size; row++) if (entry.sessions[row] === session) rows.push(row);
       subset = rows;
     } else if (entry.size >= (this.options.approximateFrom ?? Math.max(EXACT_SCAN_BYTES / entry.codes.width, candidates * APPROXIMATE_FROM_CANDIDATES))) {
-      if (entry.center === null || entry.size >= 2 * entry.codedSize) makeCodes(entry);
+      if (entry.center === null || entry.size >= 2 * entry.codedSize) {
+        makeCodes(entry);
+        this.snapshot(scope, entry);
+      }
       const code = new Uint8Array(entry.bits.width);
       entry.projection.encode(vector, code, entry.center!, 1 / norm(vector));
       subset = entry.bits.fewest(code, entry.size, candidates);
@@ -240,34 +255,88 @@ export class MessageVectorIndex {
     return entry;
   }
 
-  /** Reads every vector of the scope and the counters they reflect in one read transaction. */
+  /**
+   * The scope's rows and the counters they reflect, in one read transaction: from its snapshot when one
+   * of this embedder and generation exists (then the vectors saved since it), else from every vector.
+   */
   private load(scope: Scope, embedderId: string, dimensions: number): ScopeVectors {
     return this.db.transaction(() => {
       const { saves, generation } = this.readState(scope);
-      const projection = projectionOf(dimensions);
-      const entry: ScopeVectors = {
-        embedder: embedderId,
-        dimensions,
-        generation,
-        saves,
-        checkedAt: '',
-        size: 0,
-        codes: new Int8Rows(dimensions),
-        bits: new BitRows(projection.bits),
-        projection,
-        center: null,
-        codedSize: 0,
-        seqs: new Float64Array(0),
-        sessions: new Int32Array(0),
-        sessionIds: new Map(),
-        rowOf: new Map(),
-        slack: 0,
-      };
+      const snapshot = this.snapshotOf(scope, embedderId, dimensions, generation, saves);
+      if (snapshot !== null) {
+        this.counts.snapshots++;
+        for (const [seq, sessionKey, embedder, blob] of this.savedAfter.iterate(snapshot.saves, scope.userId, scope.agentId) as Iterable<[number, string, string, Buffer | null]>) {
+          put(snapshot, seq, sessionKey, embedder === embedderId && blob !== null && blob.length === dimensions * 4 ? viewOf(blob) : null);
+        }
+        snapshot.saves = saves;
+        return snapshot;
+      }
+      const entry = emptyScope(embedderId, dimensions, generation, saves);
       for (const [seq, sessionKey, blob] of this.rowsOf.iterate(scope.userId, scope.agentId, embedderId, dimensions * 4) as Iterable<[number, string, Buffer]>) {
         put(entry, seq, sessionKey, viewOf(blob));
       }
       return entry;
     })();
+  }
+
+  /** The scope's rows as its snapshot holds them, or null when it has none usable (another generation, an unreadable one). */
+  private snapshotOf(scope: Scope, embedderId: string, dimensions: number, generation: number, saves: number): ScopeVectors | null {
+    const row = this.readSnapshot.get(scope.userId, scope.agentId, embedderId) as { generation: number; saves: number; data: Buffer } | undefined;
+    if (row === undefined || row.generation !== generation || row.saves > saves) return null;
+    try {
+      const image = decodeVectorSnapshot(row.data);
+      const entry = emptyScope(embedderId, dimensions, generation, row.saves);
+      const codeWidth = image.center === null ? 0 : entry.bits.width;
+      if (image.dimensions !== dimensions || image.width !== entry.codes.width || image.codeWidth !== codeWidth || image.codedSize > image.size) return null;
+      const size = image.size;
+      entry.codes.reserve(size);
+      entry.codes.rows(size).set(image.rows);
+      entry.codes.scales(size).set(image.scales);
+      if (image.center !== null) {
+        entry.bits.reserve(size);
+        entry.bits.codes(size).set(image.codes);
+        entry.center = image.center;
+        entry.codedSize = image.codedSize;
+      }
+      entry.seqs = image.seqs;
+      entry.sessions = image.sessions;
+      image.sessionKeys.forEach((key, id) => entry.sessionIds.set(key, id));
+      for (let row = 0; row < size; row++) {
+        entry.rowOf.set(entry.seqs[row]!, row);
+      }
+      if (entry.rowOf.size !== size) return null;
+      entry.size = size;
+      entry.slack = image.slack;
+      return entry;
+    } catch {
+      // An unreadable snapshot is only a lost cache: read the vectors.
+      return null;
+    }
+  }
+
+  /** Hands a snapshot of `entry` (just given its sign-bit codes) to `onSnapshot`. */
+  private snapshot(scope: Scope, entry: ScopeVectors): void {
+    const onSnapshot = this.options.onSnapshot;
+    if (onSnapshot === undefined || entry.center === null) return;
+    const size = entry.size;
+    const sessionKeys: string[] = [];
+    for (const [key, id] of entry.sessionIds) sessionKeys[id] = key;
+    const data = encodeVectorSnapshot({
+      dimensions: entry.dimensions,
+      width: entry.codes.width,
+      codeWidth: entry.bits.width,
+      size,
+      slack: entry.slack,
+      codedSize: entry.codedSize,
+      seqs: entry.seqs.subarray(0, size),
+      scales: entry.codes.scales(size),
+      center: entry.center,
+      sessions: entry.sessions.subarray(0, size),
+      sessionKeys,
+      rows: entry.codes.rows(size),
+      codes: entry.bits.codes(size),
+    });
+    onSnapshot({ scope, embedder: entry.embedder, generation: entry.generation, saves: entry.saves, data });
   }
 
   private readState(scope: Scope): { saves: number; generation: number } {
@@ -280,6 +349,29 @@ export class MessageVectorIndex {
     const { version, changes } = this.version.get() as { version: number; changes: number };
     return `${version}:${changes}`;
   }
+}
+
+/** A scope with no rows yet, reflecting `generation` and `saves`. */
+function emptyScope(embedder: string, dimensions: number, generation: number, saves: number): ScopeVectors {
+  const projection = projectionOf(dimensions);
+  return {
+    embedder,
+    dimensions,
+    generation,
+    saves,
+    checkedAt: '',
+    size: 0,
+    codes: new Int8Rows(dimensions),
+    bits: new BitRows(projection.bits),
+    projection,
+    center: null,
+    codedSize: 0,
+    seqs: new Float64Array(0),
+    sessions: new Int32Array(0),
+    sessionIds: new Map(),
+    rowOf: new Map(),
+    slack: 0,
+  };
 }
 
 /** Sets message `seq`'s row to `vector`'s code, or removes it when `vector` is null or has no direction. */

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { CairnError, type CairnErrorCode } from '../../errors.js';
 import type { Store } from '../store.js';
+import type { MessageVectorIndexOptions, VectorSnapshot } from './message-vector-index.js';
 
 /**
  * Store methods the read workers answer: the searches (and the memory keyword candidates), whose cost grows with the corpus. Loading the few
@@ -16,12 +17,24 @@ export type PooledRead = (typeof POOLED_READS)[number];
 export type ReadRequest = { id: number; method: PooledRead; args: unknown[] } | { id: 0; method: 'close' };
 export type ReadReply =
   | { id: 0; type: 'ready' }
+  | { id: 0; type: 'snapshot'; snapshot: VectorSnapshot }
   | { id: number; type: 'done'; result: unknown }
   | { id: number; type: 'error'; code: CairnErrorCode | null; message: string };
 
 const WORKER_SCRIPT = new URL('./read-worker.js', import.meta.url);
 
 type Pending = { resolve: (value: unknown) => void; reject: (err: Error) => void };
+
+/** What a read worker gets to open its store with. */
+export type ReadWorkerData = { path: string; vectorIndex?: Omit<MessageVectorIndexOptions, 'onSnapshot'> | undefined };
+
+/** Options of {@link ReadPool.start}. */
+export type ReadPoolOptions = {
+  /** Tuning of the workers' in-memory vector indexes (tests run the sign-bit stage on small scopes). */
+  vectorIndex?: Omit<MessageVectorIndexOptions, 'onSnapshot'> | undefined;
+  /** Receives the vector snapshots the workers make (`message-vector-index.ts`), for the writer to save. */
+  onSnapshot?: (snapshot: VectorSnapshot) => void;
+};
 
 type Reader = {
   worker: Worker;
@@ -53,6 +66,7 @@ export class ReadPool {
   private constructor(
     private readonly path: string,
     private readonly warn: (message: string) => void,
+    private readonly options: ReadPoolOptions,
   ) {}
 
   /**
@@ -60,9 +74,9 @@ export class ReadPool {
    * size of 0, an in-memory database (not shared between connections), or no built worker script
    * (running from TypeScript sources).
    */
-  static start(path: string, size: number, warn: (message: string) => void): ReadPool | null {
+  static start(path: string, size: number, warn: (message: string) => void, options: ReadPoolOptions = {}): ReadPool | null {
     if (size <= 0 || path === ':memory:' || !existsSync(fileURLToPath(WORKER_SCRIPT))) return null;
-    const pool = new ReadPool(path, warn);
+    const pool = new ReadPool(path, warn, options);
     for (let i = 0; i < size; i++) pool.readers.push(pool.spawn());
     return pool;
   }
@@ -120,12 +134,16 @@ export class ReadPool {
   }
 
   private spawn(): Reader {
-    const worker = new Worker(WORKER_SCRIPT, { workerData: { path: this.path } });
+    const worker = new Worker(WORKER_SCRIPT, { workerData: { path: this.path, vectorIndex: this.options.vectorIndex } satisfies ReadWorkerData });
     const reader: Reader = { worker, pending: new Map(), ready: false, answered: 0 };
     worker.unref();
     worker.on('message', (reply: ReadReply) => {
       if (reply.type === 'ready') {
         reader.ready = true;
+        return;
+      }
+      if (reply.type === 'snapshot') {
+        this.options.onSnapshot?.(reply.snapshot);
         return;
       }
       const pending = reader.pending.get(reply.id);

@@ -1,13 +1,17 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { describeError, isCairnError } from '../../errors.js';
-import { POOLED_READS, type ReadReply, type ReadRequest } from './read-pool.js';
+import { POOLED_READS, type ReadReply, type ReadRequest, type ReadWorkerData } from './read-pool.js';
+import type { VectorSnapshot } from './message-vector-index.js';
 import { SqliteStore } from './sqlite-store.js';
 
 // The entry point of a read worker (read-pool.ts): its own read-only connection runs the same store code
 // as the main thread, so a search gives the same answer wherever it runs.
 const port = parentPort;
 if (port) {
-  const store = SqliteStore.open({ path: (workerData as { path: string }).path, readOnly: true });
+  const { path, vectorIndex } = workerData as ReadWorkerData;
+  // A read-only connection cannot save the vector snapshots it makes: they go to the writer (read-pool.ts).
+  const vectorSnapshots = (snapshot: VectorSnapshot) => port.postMessage({ id: 0, type: 'snapshot', snapshot } satisfies ReadReply, [snapshot.data]);
+  const store = SqliteStore.open({ path, readOnly: true, vectorIndex, vectorSnapshots });
   const allowed = new Set<string>(POOLED_READS);
   port.on('message', (request: ReadRequest) => {
     if (request.method === 'close') {

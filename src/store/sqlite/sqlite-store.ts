@@ -55,7 +55,7 @@ import { type IndexedTerms, MessageIndex } from './message-index.js';
 import { MessageKeywords } from './message-keywords.js';
 import { MessageKnn } from './message-knn.js';
 import { int8ScanAvailable } from '../../search/int8-scan.js';
-import { MessageVectorIndex } from './message-vector-index.js';
+import { MessageVectorIndex, type MessageVectorIndexOptions, type VectorSnapshot } from './message-vector-index.js';
 import { migrate } from './migrations.js';
 import { ReadPool } from './read-pool.js';
 import { Statements } from './statements.js';
@@ -85,6 +85,13 @@ export type SqliteStoreOptions = {
    * runtime without WebAssembly SIMD, searches sqlite-vec's `message_knn` index instead. Default true.
    */
   memoryVectors?: boolean;
+  /** Tuning of the in-memory vector index (tests run its sign-bit stage and snapshots on small scopes). */
+  vectorIndex?: Omit<MessageVectorIndexOptions, 'onSnapshot'> | undefined;
+  /**
+   * Where a read-only connection sends the snapshots of vector rows it makes (a read worker: to the
+   * writer, which saves them). A writable connection saves its own. Default: a read-only one drops them.
+   */
+  vectorSnapshots?: ((snapshot: VectorSnapshot) => void) | undefined;
 };
 
 
@@ -124,11 +131,11 @@ export class SqliteStore implements Store {
    * search; null when off or WebAssembly SIMD is missing.
    */
   private messageVectors: MessageVectorIndex | null | undefined;
-  private readonly memoryVectors: boolean;
+  private readonly vectorOptions: VectorOptions;
   /** Worker threads that answer the searches; null when this connection answers them itself. */
   private readonly readers: ReadPool | null;
 
-  private constructor(db: Database.Database, path: string, vectorSearch: boolean, memoryVectors: boolean, readers: ReadPool | null, busyTimeoutMs: number) {
+  private constructor(db: Database.Database, path: string, vectorSearch: boolean, vectorOptions: VectorOptions, readers: ReadPool | null, busyTimeoutMs: number) {
     this.db = db;
     this.writes = new WriteLock(db, busyTimeoutMs);
     this.readers = readers;
@@ -136,7 +143,7 @@ export class SqliteStore implements Store {
     this.messageIndex = new MessageIndex(db);
     this.messageKeywords = new MessageKeywords(db);
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
-    this.memoryVectors = vectorSearch && memoryVectors;
+    this.vectorOptions = { ...vectorOptions, memory: vectorSearch && vectorOptions.memory };
     this.knowledge = new KnowledgeTables(db, this.writes);
     this.coordination = new CoordinationTables(db, this.statements, this.writes, path, busyTimeoutMs);
     this.history = new HistoryTables(db, vectorSearch, this.writes);
@@ -148,7 +155,7 @@ export class SqliteStore implements Store {
       location: path,
       readWorkers: readers?.size ?? 0,
       get messageVectorIndex() {
-        return memoryVectors && vectorSearch && int8ScanAvailable() ? 'memory' : vectorSearch ? 'database' : 'none';
+        return vectorOptions.memory && vectorSearch && int8ScanAvailable() ? 'memory' : vectorSearch ? 'database' : 'none';
       },
     };
   }
@@ -185,8 +192,17 @@ export class SqliteStore implements Store {
       db.function('casefold', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? text.toLowerCase() : text));
       migrate(db);
       const warn = options.warn ?? ((message: string) => process.stderr.write(`cairn: ${message}\n`));
-      const readers = readOnly ? null : ReadPool.start(options.path, options.readWorkers ?? 0, warn);
-      const store = new SqliteStore(db, options.path, vectorSearch, options.memoryVectors ?? true, readers, busyTimeoutMs);
+      // The workers send the vector snapshots they make here, to be saved by this (the writing) connection.
+      const writer: { store?: SqliteStore } = {};
+      const readers = readOnly
+        ? null
+        : ReadPool.start(options.path, options.readWorkers ?? 0, warn, {
+            vectorIndex: options.vectorIndex,
+            onSnapshot: (snapshot) => void writer.store?.saveVectorSnapshot(snapshot),
+          });
+      const vectorOptions = { memory: options.memoryVectors ?? true, tuning: options.vectorIndex, send: options.vectorSnapshots };
+      const store = new SqliteStore(db, options.path, vectorSearch, vectorOptions, readers, busyTimeoutMs);
+      writer.store = store;
       // From here on the writer never sleeps inside SQLite, which would stall the event loop: a write that
       // finds the lock taken waits asynchronously in WriteLock; a cache write (a postings snapshot) skips.
       if (!readOnly) db.pragma('busy_timeout = 0');
@@ -852,8 +868,37 @@ export class SqliteStore implements Store {
   }
 
   private vectorIndex(): MessageVectorIndex | null {
-    if (this.messageVectors === undefined) this.messageVectors = this.memoryVectors ? MessageVectorIndex.open(this.db) : null;
+    if (this.messageVectors === undefined) {
+      const { memory, tuning, send } = this.vectorOptions;
+      const onSnapshot = this.db.readonly ? send : (snapshot: VectorSnapshot) => void this.saveVectorSnapshot(snapshot);
+      this.messageVectors = memory ? MessageVectorIndex.open(this.db, { ...tuning, onSnapshot }) : null;
+    }
     return this.messageVectors;
+  }
+
+  /**
+   * Saves a snapshot of a scope's vector rows (made by this connection's index or a read worker's) for
+   * the next process's first search of the scope, and drops the scope's snapshots of other embedders. It
+   * is only a cache: one made before a deletion in the scope (another generation now) is not saved, and
+   * a file busy past the write timeout, or a closed store, skips it.
+   */
+  saveVectorSnapshot(snapshot: VectorSnapshot): Promise<void> {
+    if (this.db.readonly || !this.db.open) return Promise.resolve();
+    const { scope, embedder, generation, saves } = snapshot;
+    const data = Buffer.from(snapshot.data);
+    return this.writes
+      .run(() => {
+        const saved = this.stmt(
+          `INSERT INTO message_vector_snapshots (user_id, agent_id, embedder, generation, saves, data)
+           SELECT ?, ?, ?, ?, ?, ? WHERE coalesce((SELECT generation FROM message_terms_state WHERE user_id = ? AND agent_id = ?), 0) = ?
+           ON CONFLICT (user_id, agent_id, embedder) DO UPDATE SET generation = excluded.generation, saves = excluded.saves, data = excluded.data
+           WHERE excluded.saves >= message_vector_snapshots.saves`,
+        ).run(scope.userId, scope.agentId, embedder, generation, saves, data, scope.userId, scope.agentId, generation).changes;
+        if (saved > 0) this.stmt('DELETE FROM message_vector_snapshots WHERE user_id = ? AND agent_id = ? AND embedder <> ?').run(scope.userId, scope.agentId, embedder);
+      })
+      .catch(() => {
+        // Busy past the timeout, or closed meanwhile: the next process reads the vectors instead.
+      });
   }
 
   private requireVectors(): void {
@@ -862,6 +907,9 @@ export class SqliteStore implements Store {
 }
 
 /** SQL for the optional memory filters, pushed into the candidate query so they never starve results. */
+/** How this connection searches message vectors (see SqliteStoreOptions). */
+type VectorOptions = { memory: boolean; tuning: Omit<MessageVectorIndexOptions, 'onSnapshot'> | undefined; send: ((snapshot: VectorSnapshot) => void) | undefined };
+
 /**
  * The read worker a scope's keyword searches prefer (its vector searches prefer the next one): each
  * worker keeps the scopes it searches in memory, so a scope kept on the same worker finds its postings
