@@ -315,3 +315,45 @@ describe('vector snapshots', () => {
     await close();
   });
 });
+
+describe('vector snapshots in parts', () => {
+  it('of a scope larger than one part are read only as a whole set of one snapshot', async () => {
+    const dims = 384;
+    // About 470 bytes a row: 20,000 rows make a snapshot of a little over one part (8 MiB).
+    const { store, close } = await storedVectors(20_000, dims, 61);
+    const path = store.capabilities.location;
+    const queries = gaussianVectors(8, dims, 62);
+    const made: VectorSnapshot[] = [];
+    const reader = new Database(path, { readonly: true });
+    const options = { approximateFrom: 0 };
+    const first = MessageVectorIndex.open(reader, { ...options, onSnapshot: (s) => made.push(s) })!;
+    const answers = queries.map((q) => first.search(scope, 'e', q, undefined, 10).map((h) => h.seq));
+    expect(made).toHaveLength(1);
+    await store.saveVectorSnapshot(made[0]!);
+    const raw = new Database(path);
+    const parts = raw.prepare('SELECT part, parts, length(data) AS bytes FROM message_vector_snapshots ORDER BY part').all() as { part: number; parts: number; bytes: number }[];
+    expect(parts.length).toBeGreaterThan(1);
+    expect(parts.map((p) => p.part)).toEqual(parts.map((_, i) => i));
+    expect(parts.every((p) => p.parts === parts.length)).toBe(true);
+    expect(parts.reduce((sum, p) => sum + p.bytes, 0)).toBe(made[0]!.data.byteLength);
+
+    /** A new connection's answers, and whether it read the snapshot. */
+    const fresh = () => {
+      const index = MessageVectorIndex.open(reader, options)!;
+      const seqs = queries.map((q) => index.search(scope, 'e', q, undefined, 10).map((h) => h.seq));
+      return { seqs, fromSnapshot: index.counts.snapshots === 1 };
+    };
+    // The same codes and rows as the connection that made them: the same answers, sign-bit stage included.
+    expect(fresh()).toEqual({ seqs: answers, fromSnapshot: true });
+    // A part of another snapshot (an interrupted or interleaved write), or a missing part: not used.
+    raw.prepare('UPDATE message_vector_snapshots SET saves = saves - 1 WHERE part = 1').run();
+    expect(fresh()).toEqual({ seqs: answers, fromSnapshot: false });
+    raw.prepare('UPDATE message_vector_snapshots SET saves = saves + 1 WHERE part = 1').run();
+    expect(fresh().fromSnapshot).toBe(true);
+    raw.prepare('DELETE FROM message_vector_snapshots WHERE part = 1').run();
+    expect(fresh()).toEqual({ seqs: answers, fromSnapshot: false });
+    raw.close();
+    reader.close();
+    await close();
+  });
+});

@@ -128,7 +128,9 @@ export class MessageVectorIndex {
          WHERE v.saved > ? AND m.user_id = ? AND m.agent_id = ? ORDER BY v.saved`,
       )
       .raw();
-    this.readSnapshot = db.prepare('SELECT generation, saves, data FROM message_vector_snapshots WHERE user_id = ? AND agent_id = ? AND embedder = ?');
+    this.readSnapshot = db.prepare(
+      'SELECT part, parts, generation, saves, data FROM message_vector_snapshots WHERE user_id = ? AND agent_id = ? AND embedder = ? ORDER BY part',
+    );
     this.floats = db
       .prepare('SELECT v.message_seq, v.embedding FROM json_each(?) AS j CROSS JOIN message_vectors AS v ON v.message_seq = j.value WHERE v.embedder = ?')
       .raw();
@@ -279,13 +281,31 @@ export class MessageVectorIndex {
     })();
   }
 
-  /** The scope's rows as its snapshot holds them, or null when it has none usable (another generation, an unreadable one). */
+  /**
+   * The scope's rows as its snapshot holds them, or null when it has none usable: of another generation,
+   * not yet (or no longer) a whole set of parts of one snapshot, or unreadable.
+   */
   private snapshotOf(scope: Scope, embedderId: string, dimensions: number, generation: number, saves: number): ScopeVectors | null {
-    const row = this.readSnapshot.get(scope.userId, scope.agentId, embedderId) as { generation: number; saves: number; data: Buffer } | undefined;
-    if (row === undefined || row.generation !== generation || row.saves > saves) return null;
+    let head: { parts: number; generation: number; saves: number } | null = null;
+    let bytes = new Uint8Array(0);
+    let next = 0;
+    let length = 0;
+    for (const row of this.readSnapshot.iterate(scope.userId, scope.agentId, embedderId) as Iterable<{ part: number; parts: number; generation: number; saves: number; data: Buffer }>) {
+      if (head === null) {
+        head = row;
+        if (row.generation !== generation || row.saves > saves) return null;
+        // Every part but the last is as long as the first: room for all of them, filled one at a time.
+        bytes = new Uint8Array(row.data.length * row.parts);
+      }
+      if (row.part !== next || row.parts !== head.parts || row.generation !== head.generation || row.saves !== head.saves || length + row.data.length > bytes.length) return null;
+      bytes.set(row.data, length);
+      length += row.data.length;
+      next++;
+    }
+    if (head === null || next !== head.parts) return null;
     try {
-      const image = decodeVectorSnapshot(row.data);
-      const entry = emptyScope(embedderId, dimensions, generation, row.saves);
+      const image = decodeVectorSnapshot(bytes.subarray(0, length));
+      const entry = emptyScope(embedderId, dimensions, generation, head.saves);
       const codeWidth = image.center === null ? 0 : entry.bits.width;
       if (image.dimensions !== dimensions || image.width !== entry.codes.width || image.codeWidth !== codeWidth || image.codedSize > image.size) return null;
       const size = image.size;
@@ -301,9 +321,7 @@ export class MessageVectorIndex {
       entry.seqs = image.seqs;
       entry.sessions = image.sessions;
       image.sessionKeys.forEach((key, id) => entry.sessionIds.set(key, id));
-      for (let row = 0; row < size; row++) {
-        entry.rowOf.set(entry.seqs[row]!, row);
-      }
+      for (let row = 0; row < size; row++) entry.rowOf.set(entry.seqs[row]!, row);
       if (entry.rowOf.size !== size) return null;
       entry.size = size;
       entry.slack = image.slack;

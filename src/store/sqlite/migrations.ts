@@ -272,18 +272,20 @@ const MIGRATIONS: readonly Migration[] = [
     expires_at INTEGER NOT NULL
   );
   `,
-  // Snapshots of a scope's in-memory vector rows (vector-snapshot.ts), one per scope and embedder: a cache,
-  // dropped like the keyword postings' snapshot when a message of the scope is deleted. A no-op on a file
-  // that has them (one put back a version by a test).
+  // Snapshots of a scope's in-memory vector rows (vector-snapshot.ts), one per scope and embedder, in parts
+  // (each written in a transaction of its own): a cache, dropped like the keyword postings' snapshot when
+  // a message of the scope is deleted. A no-op on a file that has them (one put back a version by a test).
   `
   CREATE TABLE IF NOT EXISTS message_vector_snapshots (
     user_id TEXT NOT NULL,
     agent_id TEXT NOT NULL,
     embedder TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    parts INTEGER NOT NULL,
     generation INTEGER NOT NULL,
     saves INTEGER NOT NULL,
     data BLOB NOT NULL,
-    PRIMARY KEY (user_id, agent_id, embedder)
+    PRIMARY KEY (user_id, agent_id, embedder, part)
   );
   CREATE TRIGGER IF NOT EXISTS message_vector_snapshots_after_state_insert AFTER INSERT ON message_terms_state BEGIN
     DELETE FROM message_vector_snapshots WHERE user_id = new.user_id AND agent_id = new.agent_id;
