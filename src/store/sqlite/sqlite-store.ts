@@ -866,6 +866,8 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     await this.readers?.close();
     if (!this.db.open) return;
+    // A vector snapshot being written (the workers' last ones included) is finished, not left in part.
+    await this.snapshotWrites;
     await this.coordination.close();
     this.messageKeywords.saveAll();
     this.db.close();
@@ -885,9 +887,9 @@ export class SqliteStore implements Store {
    * the next process's first search of the scope, and drops the scope's snapshots of other embedders. It
    * is written in parts of {@link SNAPSHOT_PART_BYTES}, each in a write transaction of its own with the
    * event loop free in between (one 470 MB write at 1M rows held it for 0.8–3.2 s), one snapshot at a
-   * time. It is only a cache: a part made before a deletion in the scope (another generation now) is not
-   * written, a reader takes only a whole set of parts of one snapshot, and a file busy past the write
-   * timeout, or a closed store, leaves the rest unwritten.
+   * time; closing the store finishes the one being written. It is only a cache: a part made before a
+   * deletion in the scope (another generation now) is not written, a reader takes only a whole set of
+   * parts of one snapshot, and a file busy past the write timeout leaves the rest unwritten.
    */
   saveVectorSnapshot(snapshot: VectorSnapshot): Promise<void> {
     if (this.db.readonly || !this.db.open) return Promise.resolve();
