@@ -350,6 +350,10 @@ describe('vector snapshots in parts', () => {
     expect(fresh()).toEqual({ seqs: answers, fromSnapshot: false });
     raw.prepare('UPDATE message_vector_snapshots SET saves = saves + 1 WHERE part = 1').run();
     expect(fresh().fromSnapshot).toBe(true);
+    // A part count no buffer can hold (damaged rows): not used either.
+    raw.prepare('UPDATE message_vector_snapshots SET parts = 1e12').run();
+    expect(fresh()).toEqual({ seqs: answers, fromSnapshot: false });
+    raw.prepare(`UPDATE message_vector_snapshots SET parts = ${parts.length}`).run();
     raw.prepare('DELETE FROM message_vector_snapshots WHERE part = 1').run();
     expect(fresh()).toEqual({ seqs: answers, fromSnapshot: false });
     raw.close();

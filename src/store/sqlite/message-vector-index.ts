@@ -286,24 +286,24 @@ export class MessageVectorIndex {
    * not yet (or no longer) a whole set of parts of one snapshot, or unreadable.
    */
   private snapshotOf(scope: Scope, embedderId: string, dimensions: number, generation: number, saves: number): ScopeVectors | null {
-    let head: { parts: number; generation: number; saves: number } | null = null;
-    let bytes = new Uint8Array(0);
-    let next = 0;
-    let length = 0;
-    for (const row of this.readSnapshot.iterate(scope.userId, scope.agentId, embedderId) as Iterable<{ part: number; parts: number; generation: number; saves: number; data: Buffer }>) {
-      if (head === null) {
-        head = row;
-        if (row.generation !== generation || row.saves > saves) return null;
-        // Every part but the last is as long as the first: room for all of them, filled one at a time.
-        bytes = new Uint8Array(row.data.length * row.parts);
-      }
-      if (row.part !== next || row.parts !== head.parts || row.generation !== head.generation || row.saves !== head.saves || length + row.data.length > bytes.length) return null;
-      bytes.set(row.data, length);
-      length += row.data.length;
-      next++;
-    }
-    if (head === null || next !== head.parts) return null;
     try {
+      let head: { parts: number; generation: number; saves: number } | null = null;
+      let bytes = new Uint8Array(0);
+      let next = 0;
+      let length = 0;
+      for (const row of this.readSnapshot.iterate(scope.userId, scope.agentId, embedderId) as Iterable<{ part: number; parts: number; generation: number; saves: number; data: Buffer }>) {
+        if (head === null) {
+          head = row;
+          if (row.generation !== generation || row.saves > saves) return null;
+          // Every part but the last is as long as the first: room for all of them, filled one at a time.
+          bytes = new Uint8Array(row.data.length * row.parts);
+        }
+        if (row.part !== next || row.parts !== head.parts || row.generation !== head.generation || row.saves !== head.saves || length + row.data.length > bytes.length) return null;
+        bytes.set(row.data, length);
+        length += row.data.length;
+        next++;
+      }
+      if (head === null || next !== head.parts) return null;
       const image = decodeVectorSnapshot(bytes.subarray(0, length));
       const entry = emptyScope(embedderId, dimensions, generation, head.saves);
       const codeWidth = image.center === null ? 0 : entry.bits.width;
