@@ -65,6 +65,9 @@ type Quantised = { code: Int8Array; slack: number; inverse: number } | null;
 /** A scope's rows as snapshot bytes (`vector-snapshot.ts`), with what they reflect, for `message_vector_snapshots`. */
 export type VectorSnapshot = { scope: Scope; embedder: string; generation: number; saves: number; data: ArrayBuffer };
 
+/** The options that tune the search (what a store or read worker passes on; `onSnapshot` is its own). */
+export type VectorIndexTuning = Omit<MessageVectorIndexOptions, 'onSnapshot'>;
+
 export type MessageVectorIndexOptions = {
   /**
    * Receives a snapshot of a scope's rows each time this index makes the scope's sign-bit codes (its

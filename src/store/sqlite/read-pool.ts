@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { CairnError, type CairnErrorCode } from '../../errors.js';
 import type { Store } from '../store.js';
-import type { MessageVectorIndexOptions, VectorSnapshot } from './message-vector-index.js';
+import type { VectorIndexTuning, VectorSnapshot } from './message-vector-index.js';
 
 /**
  * Store methods the read workers answer: the searches (and the memory keyword candidates), whose cost grows with the corpus. Loading the few
@@ -26,12 +26,12 @@ const WORKER_SCRIPT = new URL('./read-worker.js', import.meta.url);
 type Pending = { resolve: (value: unknown) => void; reject: (err: Error) => void };
 
 /** What a read worker gets to open its store with. */
-export type ReadWorkerData = { path: string; vectorIndex?: Omit<MessageVectorIndexOptions, 'onSnapshot'> | undefined };
+export type ReadWorkerData = { path: string; vectorIndex?: VectorIndexTuning | undefined };
 
 /** Options of {@link ReadPool.start}. */
 export type ReadPoolOptions = {
   /** Tuning of the workers' in-memory vector indexes (tests run the sign-bit stage on small scopes). */
-  vectorIndex?: Omit<MessageVectorIndexOptions, 'onSnapshot'> | undefined;
+  vectorIndex?: VectorIndexTuning | undefined;
   /** Receives the vector snapshots the workers make (`message-vector-index.ts`), for the writer to save. */
   onSnapshot?: (snapshot: VectorSnapshot) => void;
 };

@@ -55,7 +55,7 @@ import { type IndexedTerms, MessageIndex } from './message-index.js';
 import { MessageKeywords } from './message-keywords.js';
 import { MessageKnn } from './message-knn.js';
 import { int8ScanAvailable } from '../../search/int8-scan.js';
-import { MessageVectorIndex, type MessageVectorIndexOptions, type VectorSnapshot } from './message-vector-index.js';
+import { MessageVectorIndex, type VectorIndexTuning, type VectorSnapshot } from './message-vector-index.js';
 import { migrate } from './migrations.js';
 import { ReadPool } from './read-pool.js';
 import { Statements } from './statements.js';
@@ -86,7 +86,7 @@ export type SqliteStoreOptions = {
    */
   memoryVectors?: boolean;
   /** Tuning of the in-memory vector index (tests run its sign-bit stage and snapshots on small scopes). */
-  vectorIndex?: Omit<MessageVectorIndexOptions, 'onSnapshot'> | undefined;
+  vectorIndex?: VectorIndexTuning | undefined;
   /**
    * Where a read-only connection sends the snapshots of vector rows it makes (a read worker: to the
    * writer, which saves them). A writable connection saves its own. Default: a read-only one drops them.
@@ -98,7 +98,7 @@ export type SqliteStoreOptions = {
 
 const INSERT_CHUNK = 2_000;
 /** Bytes of a vector snapshot written per transaction (saveVectorSnapshot). */
-export const SNAPSHOT_PART_BYTES = 8 * 2 ** 20;
+const SNAPSHOT_PART_BYTES = 8 * 2 ** 20;
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 /** How much of the file a read-only connection maps into memory (pages are the OS page cache's, shared). */
 const READER_MMAP_BYTES = 1 << 30;
@@ -929,7 +929,7 @@ export class SqliteStore implements Store {
 }
 
 /** How this connection searches message vectors (see SqliteStoreOptions). */
-type VectorOptions = { memory: boolean; tuning: Omit<MessageVectorIndexOptions, 'onSnapshot'> | undefined; send: ((snapshot: VectorSnapshot) => void) | undefined };
+type VectorOptions = { memory: boolean; tuning: VectorIndexTuning | undefined; send: ((snapshot: VectorSnapshot) => void) | undefined };
 
 /** SQL for the optional memory filters, pushed into the candidate query so they never starve results. */
 
