@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { int8ScanAvailable } from '../src/search/int8-scan.js';
 import { MessageVectorIndex, type VectorSnapshot } from '../src/store/sqlite/message-vector-index.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { decodeVectorSnapshot, encodeVectorSnapshot } from '../src/store/sqlite/vector-snapshot.js';
+import { decodeVectorSnapshot, encodeVectorSnapshot, readVectorSnapshot } from '../src/store/sqlite/vector-snapshot.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -126,6 +126,23 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
     }
     expect(kept).toBeGreaterThan(0);
     expect(floored.counts.reranked).toBeLessThan(full.counts.reranked / 2);
+    await close();
+  });
+
+  it('reports the bytes it holds per scope and drops a scope on release, answering the same after reloading it', async () => {
+    const dims = 48;
+    const { stored, reader, close } = await storedVectors(700, dims, 41);
+    const index = MessageVectorIndex.open(reader)!;
+    expect(index.heldBytes(scope)).toBe(0);
+    const query = gaussianVectors(1, dims, 42)[0]!;
+    const before = index.search(scope, 'e', query, undefined, 10);
+    // 48 int8 values in a 48-byte row, its scale, seq and session (no sign codes on a scope this small).
+    expect(index.heldBytes(scope)).toBe(stored.length * (48 + 8 + 8 + 4));
+    expect(index.heldBytes(other)).toBe(0);
+    index.release(scope);
+    expect(index.heldBytes(scope)).toBe(0);
+    expect(index.search(scope, 'e', query, undefined, 10)).toEqual(before);
+    expect(index.heldBytes(scope)).toBeGreaterThan(0);
     await close();
   });
 
@@ -253,6 +270,24 @@ describe('vector snapshots', () => {
     expect(() => decodeVectorSnapshot(Uint8Array.of(0, 0))).toThrow(/short/);
     const badSession = { ...image, sessions: Int32Array.of(0, 5) };
     expect(() => decodeVectorSnapshot(new Uint8Array(encodeVectorSnapshot(badSession)))).toThrow(/session/);
+    // In pieces of any size (the header split too), copied straight into the arrays given for the rows, scales and codes.
+    for (const size of [1, 5, 8, 64, 333]) {
+      const pieces: Uint8Array[] = [];
+      for (let at = 0; at < bytes.length; at += size) pieces.push(bytes.subarray(at, at + size));
+      const rows = new Int8Array(32);
+      const scales = new Float64Array(2);
+      const codes = new Uint8Array(128);
+      const read = readVectorSnapshot(pieces, (layout) => {
+        expect(layout.bytes).toBe(bytes.length);
+        return { rows: new Uint8Array(rows.buffer), scales: new Uint8Array(scales.buffer), codes };
+      });
+      expect(read).toEqual(image);
+      expect([rows, scales, codes]).toEqual([image.rows, image.scales, image.codes]);
+      expect(() => readVectorSnapshot(pieces.slice(0, -1), () => ({ rows: new Uint8Array(32), scales: new Uint8Array(16), codes: new Uint8Array(128) }))).toThrow(/length/);
+      expect(() => readVectorSnapshot([...pieces, Uint8Array.of(1)], () => ({ rows: new Uint8Array(32), scales: new Uint8Array(16), codes: new Uint8Array(128) }))).toThrow(/length/);
+    }
+    // Room of the wrong size for a section is refused.
+    expect(() => readVectorSnapshot([bytes], () => ({ rows: new Uint8Array(31), scales: new Uint8Array(16), codes: new Uint8Array(128) }))).toThrow(/room/);
   });
 
   it('are made with the sign codes, saved by the writer, and answer a new connection the same; later vectors are added to them', async () => {

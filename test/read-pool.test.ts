@@ -221,4 +221,33 @@ describe('read pool', () => {
       await pool.close();
     }
   });
+
+  it('keeps a scope holding the pin size on one worker, drops the other copy, and spreads a smaller scope', async () => {
+    // The scope's postings here take a few kilobytes; a pin size between them pins one scope and not the other.
+    const pool = poolLib.ReadPool.start(join(dir, 'cairn.db'), 2, () => {}, { pinBytes: 1 })!;
+    const unpinned = poolLib.ReadPool.start(join(dir, 'cairn.db'), 2, () => {})!;
+    try {
+      const terms = textLib.analyze('hiking trip');
+      const search = (target: PoolModule.ReadPool, home: number) => target.run('searchMessagesByKeyword', [SCOPES[0]!, terms, {}, 5], home);
+      // Two at once: each worker takes one and loads the scope's postings.
+      const first = await Promise.all([search(pool, 0), search(pool, 0)]);
+      expect(pool.answered).toEqual([1, 1]);
+      // The first answer pinned the scope to its worker; the other worker's copy is gone.
+      const held = await pool.held('searchMessagesByKeyword', SCOPES[0]!);
+      expect(held.filter((bytes) => bytes > 0)).toHaveLength(1);
+      const owner = held.findIndex((bytes) => bytes > 0);
+      // Now every search of the scope goes there, even four at once with either home, and answers the same.
+      const answers = await Promise.all([search(pool, 0), search(pool, 1), search(pool, 0), search(pool, 1)]);
+      expect(pool.answered[owner]).toBe(5);
+      expect(pool.answered[1 - owner]).toBe(1);
+      for (const answer of answers) expect(answer).toEqual(first[0]);
+      // The same scope under the default pin size is small: searches at once go to both workers, which both keep it.
+      await Promise.all([search(unpinned, 0), search(unpinned, 0), search(unpinned, 1), search(unpinned, 1)]);
+      expect(unpinned.answered).toEqual([2, 2]);
+      expect((await unpinned.held('searchMessagesByKeyword', SCOPES[0]!)).every((bytes) => bytes > 0)).toBe(true);
+    } finally {
+      await pool.close();
+      await unpinned.close();
+    }
+  });
 });

@@ -69,6 +69,11 @@ function build(raw: { terms: string[]; context: string[] }[], gaps: number[] = [
   return { index, docs };
 }
 
+/** What `byteLength` counts for `docs`: a seq and a length per document, two int32 per (document, term) posting. */
+function heldBytes(docs: readonly { terms: readonly string[]; context: readonly string[] }[]): number {
+  return docs.reduce((bytes, d) => bytes + 12 + new Set([...d.terms, ...d.context]).size * 8, 0);
+}
+
 /**
  * The same snapshot as written before postings held their documents' lengths: no `format` in the
  * header, and only the frequencies in each posting's second word.
@@ -140,6 +145,15 @@ describe('TopKIndex', () => {
         if (searchFirst) index.search(query, 10);
         const copy = TopKIndex.fromBytes(index.toBytes());
         expect(copy.size).toBe(index.size);
+        expect(index.byteLength).toBe(heldBytes(docs));
+        expect(copy.byteLength).toBe(index.byteLength);
+        // Bytes handed over are used in place where aligned (here 8 bytes into a larger buffer), else copied.
+        const raw = index.toBytes();
+        for (const shift of [8, 3]) {
+          const shifted = new Uint8Array(raw.length + shift);
+          shifted.set(raw, shift);
+          expect(TopKIndex.fromBytes(shifted.subarray(shift), { owned: true }).search(query, 10)).toEqual(index.search(query, 10));
+        }
         expect(copy.blockSize).toBe(index.blockSize);
         if (searchFirst) copy.search(query, 10);
         expect(copy.search(query, 10)).toEqual(index.search(query, 10));
@@ -151,6 +165,7 @@ describe('TopKIndex', () => {
           all.push({ seq, ...d });
         }
         expectSameRanking(copy.search(query, 10), exactTopK(all, query, 10, copy.ownStats()));
+        expect(copy.byteLength).toBe(heldBytes(all));
       }),
       { numRuns: 150 },
     );

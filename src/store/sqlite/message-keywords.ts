@@ -150,6 +150,20 @@ export class MessageKeywords {
     }
   }
 
+  /** About the bytes this connection holds for `scope`'s postings (0 when it holds none). */
+  heldBytes(scope: Scope): number {
+    return this.scopes.get(JSON.stringify([scope.userId, scope.agentId]))?.index.byteLength ?? 0;
+  }
+
+  /** Drops `scope`'s postings from memory (saved first when this connection writes and has rows unsaved); its next search loads them again. */
+  release(scope: Scope): void {
+    const key = JSON.stringify([scope.userId, scope.agentId]);
+    const entry = this.scopes.get(key);
+    if (entry === undefined) return;
+    if (entry.unsaved > 0) this.save(entry);
+    this.scopes.delete(key);
+  }
+
   /** Saves a snapshot of every scope with rows added since its last one (e.g. before closing). */
   saveAll(): void {
     for (const entry of this.scopes.values()) if (entry.unsaved > 0) this.save(entry);
@@ -188,7 +202,8 @@ export class MessageKeywords {
     const row = this.loadSnapshot.get(scope.userId, scope.agentId) as { generation: number; lastSeq: number; data: Buffer } | undefined;
     if (row === undefined || row.generation !== generation) return null;
     try {
-      const index = TopKIndex.fromBytes(row.data);
+      // The row's bytes are this call's own: the index keeps them instead of a copy.
+      const index = TopKIndex.fromBytes(row.data, { owned: true });
       return index.lastSeq === row.lastSeq ? index : null;
     } catch {
       // An unreadable snapshot is only a lost cache: build from the rows.

@@ -3,7 +3,7 @@ import { Int8Rows, int8ScanAvailable } from '../../search/int8-scan.js';
 import { BitRows, SignProjection } from '../../search/sign-bits.js';
 import type { Scope } from '../../types.js';
 import type { KnnHit } from './message-knn.js';
-import { decodeVectorSnapshot, encodeVectorSnapshot } from './vector-snapshot.js';
+import { encodeVectorSnapshot, readVectorSnapshot } from './vector-snapshot.js';
 
 /** Rows the first selection takes in int8 order, per requested neighbour (more are selected when needed). */
 const OVERSAMPLE = 4;
@@ -151,6 +151,19 @@ export class MessageVectorIndex {
     return bytes;
   }
 
+  /** Bytes this index holds for `scope`'s rows of any embedder (int8 codes and scales, sign codes, `seq`s, sessions); 0 when none. */
+  heldBytes(scope: Scope): number {
+    const entry = this.scopes.get(JSON.stringify([scope.userId, scope.agentId]));
+    if (entry === undefined) return 0;
+    const perRow = entry.codes.width + 8 + (entry.center === null ? 0 : entry.bits.width) + 8 + 4;
+    return entry.size * perRow;
+  }
+
+  /** Drops `scope`'s rows from memory; its next search loads them again (from its snapshot when there is one). */
+  release(scope: Scope): void {
+    this.scopes.delete(JSON.stringify([scope.userId, scope.agentId]));
+  }
+
   /**
    * The `k` messages of `scope` nearest to `vector` by cosine (optionally in one session), nearest first:
    * exact on a session and on scopes under the sign-bit stage's size, else exact among its candidates.
@@ -289,35 +302,49 @@ export class MessageVectorIndex {
    * not yet (or no longer) a whole set of parts of one snapshot, or unreadable.
    */
   private snapshotOf(scope: Scope, embedderId: string, dimensions: number, generation: number, saves: number): ScopeVectors | null {
-    try {
-      let head: { parts: number; generation: number; saves: number } | null = null;
-      let bytes = new Uint8Array(0);
-      let next = 0;
-      let length = 0;
-      for (const row of this.readSnapshot.iterate(scope.userId, scope.agentId, embedderId) as Iterable<{ part: number; parts: number; generation: number; saves: number; data: Buffer }>) {
-        if (head === null) {
-          head = row;
-          if (row.generation !== generation || row.saves > saves) return null;
-          // Every part but the last is as long as the first: room for all of them, filled one at a time.
-          bytes = new Uint8Array(row.data.length * row.parts);
+    const entry = emptyScope(embedderId, dimensions, generation, 0);
+    const codeWidth = entry.bits.width;
+    // The first part's counters and length, and the parts read so far.
+    const read: { head: { parts: number; generation: number; saves: number; length: number } | null; parts: number } = { head: null, parts: 0 };
+    const rows = this.readSnapshot.iterate(scope.userId, scope.agentId, embedderId) as Iterable<{ part: number; parts: number; generation: number; saves: number; data: Buffer }>;
+    // The parts in order, each checked to belong to one whole snapshot of this generation; any other
+    // counts as none (thrown, caught below).
+    function* pieces(): Generator<Uint8Array> {
+      for (const row of rows) {
+        if (read.head === null) {
+          if (row.generation !== generation || row.saves > saves) throw new Error('vector snapshot: of another generation or newer than the state');
+          read.head = { parts: row.parts, generation: row.generation, saves: row.saves, length: row.data.length };
         }
-        if (row.part !== next || row.parts !== head.parts || row.generation !== head.generation || row.saves !== head.saves || length + row.data.length > bytes.length) return null;
-        bytes.set(row.data, length);
-        length += row.data.length;
-        next++;
+        const head = read.head;
+        if (row.part !== read.parts || row.parts !== head.parts || row.generation !== head.generation || row.saves !== head.saves) throw new Error('vector snapshot: parts of different snapshots');
+        read.parts++;
+        yield row.data;
       }
-      if (head === null || next !== head.parts) return null;
-      const image = decodeVectorSnapshot(bytes.subarray(0, length));
-      const entry = emptyScope(embedderId, dimensions, generation, head.saves);
-      const codeWidth = image.center === null ? 0 : entry.bits.width;
-      if (image.dimensions !== dimensions || image.width !== entry.codes.width || image.codeWidth !== codeWidth || image.codedSize > image.size) return null;
+    }
+    try {
+      const image = readVectorSnapshot(pieces(), (layout) => {
+        // Every part but the last is as long as the first: the whole must end within the last one.
+        const { parts, length } = read.head!;
+        if (layout.bytes > parts * length || layout.bytes <= (parts - 1) * length) throw new Error('vector snapshot: sizes do not match its parts');
+        const coded = layout.codeWidth > 0;
+        if (layout.dimensions !== dimensions || layout.width !== entry.codes.width || (coded && layout.codeWidth !== codeWidth) || layout.codedSize > layout.size) {
+          throw new Error('vector snapshot: of another shape');
+        }
+        // Both memories grow before any view of them is taken (growing one replaces its buffer).
+        entry.codes.reserve(layout.size);
+        if (coded) entry.bits.reserve(layout.size);
+        const rowBytes = entry.codes.rows(layout.size);
+        const scales = entry.codes.scales(layout.size);
+        return {
+          rows: new Uint8Array(rowBytes.buffer, rowBytes.byteOffset, rowBytes.byteLength),
+          scales: new Uint8Array(scales.buffer, scales.byteOffset, scales.byteLength),
+          codes: coded ? entry.bits.codes(layout.size) : new Uint8Array(0),
+        };
+      });
+      if (read.head === null || read.parts !== read.head.parts) return null;
       const size = image.size;
-      entry.codes.reserve(size);
-      entry.codes.rows(size).set(image.rows);
-      entry.codes.scales(size).set(image.scales);
+      entry.saves = read.head.saves;
       if (image.center !== null) {
-        entry.bits.reserve(size);
-        entry.bits.codes(size).set(image.codes);
         entry.center = image.center;
         entry.codedSize = image.codedSize;
       }

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { CairnError, type CairnErrorCode } from '../../errors.js';
+import type { Scope } from '../../types.js';
 import type { Store } from '../store.js';
 import type { VectorIndexTuning, VectorSnapshot } from './message-vector-index.js';
 
@@ -13,17 +14,34 @@ export const POOLED_READS = ['searchMessagesByKeyword', 'searchMessagesByVector'
 
 export type PooledRead = (typeof POOLED_READS)[number];
 
-/** Messages between a {@link ReadPool} and its workers (`read-worker.ts`). */
-export type ReadRequest = { id: number; method: PooledRead; args: unknown[] } | { id: 0; method: 'close' };
+/**
+ * Messages between a {@link ReadPool} and its workers (`read-worker.ts`). A search's answer carries the
+ * bytes the worker then holds in memory for the scope on that path (`held`); `release` drops them;
+ * `held` asks for them without searching.
+ */
+export type ReadRequest =
+  | { id: number; method: PooledRead; args: unknown[] }
+  | { id: 0; method: 'close' }
+  | { id: 0; method: 'release'; path: PooledRead; scope: Scope }
+  | { id: number; method: 'held'; path: PooledRead; scope: Scope };
 export type ReadReply =
   | { id: 0; type: 'ready' }
   | { id: 0; type: 'snapshot'; snapshot: VectorSnapshot }
-  | { id: number; type: 'done'; result: unknown }
+  | { id: number; type: 'done'; result: unknown; held?: number }
   | { id: number; type: 'error'; code: CairnErrorCode | null; message: string };
+
+/**
+ * A scope whose keyword postings or vector rows take at least this many bytes on a worker is searched on
+ * that path by that worker alone, and any other worker's copy is dropped: at 1M messages a copy of the
+ * postings takes about 250 MB and one of 384-dimensional vector rows about 500 MB, and a second of each
+ * would take a server past 1.5 GB. Below it a copy is cheap (100k messages: about 25 MB of postings,
+ * 45 MB of such vector rows), and a search goes to whichever worker is free.
+ */
+export const PIN_BYTES = 64 * 2 ** 20;
 
 const WORKER_SCRIPT = new URL('./read-worker.js', import.meta.url);
 
-type Pending = { resolve: (value: unknown) => void; reject: (err: Error) => void };
+type Pending = { resolve: (value: unknown) => void; reject: (err: Error) => void; method: PooledRead | 'held'; scope: Scope };
 
 /** What a read worker gets to open its store with. */
 export type ReadWorkerData = { path: string; vectorIndex?: VectorIndexTuning | undefined };
@@ -34,6 +52,8 @@ export type ReadPoolOptions = {
   vectorIndex?: VectorIndexTuning | undefined;
   /** Receives the vector snapshots the workers make (`message-vector-index.ts`), for the writer to save. */
   onSnapshot?: (snapshot: VectorSnapshot) => void;
+  /** Bytes held from which a scope stays on one worker per path (default {@link PIN_BYTES}; tests set it low). */
+  pinBytes?: number;
 };
 
 type Reader = {
@@ -58,6 +78,8 @@ type Reader = {
  */
 export class ReadPool {
   private readonly readers: Reader[] = [];
+  /** Per path and scope ({@link pinKey}) held at or above the pin size: the worker that searches it. */
+  private readonly pinned = new Map<string, Reader>();
   private nextId = 1;
   private turn = 0;
   private closing: Promise<void> | null = null;
@@ -103,14 +125,45 @@ export class ReadPool {
    * run side by side.
    */
   run<M extends PooledRead>(method: M, args: Parameters<Store[M]>, home?: number): ReturnType<Store[M]> {
-    const reader = this.leastBusy(home);
+    const scope = args[0];
+    const reader = this.pinned.get(pinKey(method, scope)) ?? this.leastBusy(home);
+    return this.post(reader, method, scope, (id) => ({ id, method, args })) as ReturnType<Store[M]>;
+  }
+
+  /** Bytes each running worker holds in memory for `scope` on the path `method` searches, in pool order (a diagnostic). */
+  async held(method: PooledRead, scope: Scope): Promise<number[]> {
+    return Promise.all(this.readers.map((reader) => this.post(reader, 'held', scope, (id) => ({ id, method: 'held', path: method, scope })) as Promise<number>));
+  }
+
+  private post(reader: Reader, method: PooledRead | 'held', scope: Scope, request: (id: number) => ReadRequest): Promise<unknown> {
     const id = this.nextId++;
     // Referenced while a query runs (a process waiting on it must not exit); idle, it never keeps the process alive.
     reader.worker.ref();
     return new Promise<unknown>((resolve, reject) => {
-      reader.pending.set(id, { resolve, reject });
-      reader.worker.postMessage({ id, method, args } satisfies ReadRequest);
-    }) as ReturnType<Store[M]>;
+      reader.pending.set(id, { resolve, reject, method, scope });
+      reader.worker.postMessage(request(id));
+    });
+  }
+
+  /**
+   * Keeps `scope`'s searches on `method`'s path with `reader` once it holds {@link PIN_BYTES} for them,
+   * and drops any other worker's copy; lets them go to any worker again when it holds less.
+   */
+  private track(reader: Reader, method: PooledRead, scope: Scope, held: number): void {
+    const key = pinKey(method, scope);
+    const owner = this.pinned.get(key);
+    if (held < (this.options.pinBytes ?? PIN_BYTES)) {
+      if (owner === reader) this.pinned.delete(key);
+      return;
+    }
+    if (owner === reader) return;
+    if (owner === undefined) {
+      this.pinned.set(key, reader);
+      for (const other of this.readers) if (other !== reader) other.worker.postMessage({ id: 0, method: 'release', path: method, scope } satisfies ReadRequest);
+    } else {
+      // Sent here before the scope was pinned: this copy goes.
+      reader.worker.postMessage({ id: 0, method: 'release', path: method, scope } satisfies ReadRequest);
+    }
   }
 
   /** Lets the queries in flight finish, then closes every worker's connection and ends the threads. */
@@ -149,7 +202,8 @@ export class ReadPool {
       const pending = reader.pending.get(reply.id);
       if (!pending) return;
       reader.pending.delete(reply.id);
-      reader.answered++;
+      if (pending.method !== 'held') reader.answered++;
+      if (reply.type === 'done' && reply.held !== undefined && pending.method !== 'held') this.track(reader, pending.method, pending.scope, reply.held);
       if (reader.pending.size === 0 && this.closing === null) worker.unref();
       if (reply.type === 'done') pending.resolve(reply.result);
       else pending.reject(reply.code === null ? new Error(reply.message) : new CairnError(reply.code, reply.message));
@@ -163,6 +217,7 @@ export class ReadPool {
     const index = this.readers.indexOf(reader);
     if (index < 0) return;
     this.readers.splice(index, 1);
+    for (const [key, owner] of this.pinned) if (owner === reader) this.pinned.delete(key);
     const error = new CairnError('internal', `a read worker stopped: ${reason}`);
     for (const pending of reader.pending.values()) pending.reject(error);
     reader.pending.clear();
@@ -183,4 +238,9 @@ export class ReadPool {
     reader.worker.postMessage({ id: 0, method: 'close' } satisfies ReadRequest);
     await exited;
   }
+}
+
+/** The key of a scope's searches on one path. */
+function pinKey(method: PooledRead, scope: Scope): string {
+  return JSON.stringify([method, scope.userId, scope.agentId]);
 }

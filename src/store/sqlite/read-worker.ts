@@ -3,6 +3,7 @@ import { describeError, isCairnError } from '../../errors.js';
 import { POOLED_READS, type ReadReply, type ReadRequest, type ReadWorkerData } from './read-pool.js';
 import type { VectorSnapshot } from './message-vector-index.js';
 import { SqliteStore } from './sqlite-store.js';
+import type { Scope } from '../../types.js';
 
 // The entry point of a read worker (read-pool.ts): its own read-only connection runs the same store code
 // as the main thread, so a search gives the same answer wherever it runs.
@@ -19,12 +20,21 @@ if (port) {
       return;
     }
     const reply = (message: ReadReply) => port.postMessage(message);
+    if (request.method === 'release') {
+      store.releaseHeld(request.path, request.scope);
+      return;
+    }
+    if (request.method === 'held') {
+      reply({ id: request.id, type: 'done', result: store.heldBytes(request.path, request.scope) });
+      return;
+    }
     const method = request.method;
     const call = allowed.has(method)
       ? (store[method] as (...args: unknown[]) => Promise<unknown>).apply(store, request.args)
       : Promise.reject(new Error(`${String(method)} is not a pooled read`));
     call.then(
-      (result) => reply({ id: request.id, type: 'done', result }),
+      // With the answer, what the worker now holds for the scope on this path (read-pool.ts keeps a large scope here).
+      (result) => reply({ id: request.id, type: 'done', result, held: store.heldBytes(method, request.args[0] as Scope) }),
       (err: unknown) => reply({ id: request.id, type: 'error', code: isCairnError(err) ? err.code : null, message: describeError(err) }),
     );
   });

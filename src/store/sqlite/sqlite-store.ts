@@ -57,7 +57,7 @@ import { MessageKnn } from './message-knn.js';
 import { int8ScanAvailable } from '../../search/int8-scan.js';
 import { MessageVectorIndex, type VectorIndexTuning, type VectorSnapshot } from './message-vector-index.js';
 import { migrate } from './migrations.js';
-import { ReadPool } from './read-pool.js';
+import { type PooledRead, ReadPool } from './read-pool.js';
 import { Statements } from './statements.js';
 import { toBlob } from './vector-blob.js';
 import { WriteLock, YIELD_MS } from './write-lock.js';
@@ -871,6 +871,23 @@ export class SqliteStore implements Store {
     await this.coordination.close();
     this.messageKeywords.saveAll();
     this.db.close();
+  }
+
+  /**
+   * Bytes this connection holds in memory for `scope` on the path `method` searches (keyword postings,
+   * vector rows; 0 for the memory searches, which hold nothing per scope). A read worker reports it with
+   * each answer, so that the pool keeps a large scope on one worker (read-pool.ts).
+   */
+  heldBytes(method: PooledRead, scope: Scope): number {
+    if (method === 'searchMessagesByKeyword') return this.messageKeywords.heldBytes(scope);
+    if (method === 'searchMessagesByVector') return this.messageVectors?.heldBytes(scope) ?? 0;
+    return 0;
+  }
+
+  /** Drops what this connection holds in memory for `scope` on the path `method` searches (see {@link heldBytes}). */
+  releaseHeld(method: PooledRead, scope: Scope): void {
+    if (method === 'searchMessagesByKeyword') this.messageKeywords.release(scope);
+    if (method === 'searchMessagesByVector') this.messageVectors?.release(scope);
   }
 
   private vectorIndex(): MessageVectorIndex | null {

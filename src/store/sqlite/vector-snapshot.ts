@@ -73,47 +73,112 @@ export function encodeVectorSnapshot(image: VectorRowsImage): ArrayBuffer {
   return bytes.buffer;
 }
 
-/**
- * The image in `bytes`. Its rows and codes view `bytes` (no copy of the largest sections: the caller
- * copies them where they go, while `bytes` is unchanged); the other sections are aligned copies.
- * Throws when the bytes are not a snapshot of the current format, or their sizes do not add up.
- */
+/** A snapshot's header as {@link readVectorSnapshot} hands it to its `place` callback, with its whole length in bytes. */
+export type VectorSnapshotLayout = Omit<VectorRowsImage, 'seqs' | 'scales' | 'center' | 'sessions' | 'rows' | 'codes'> & { bytes: number };
+
+/** Where {@link readVectorSnapshot} copies the largest sections: the rows' bytes, their scales' bytes, the codes. */
+export type VectorSnapshotTargets = { rows: Uint8Array; scales: Uint8Array; codes: Uint8Array };
+
+/** The image in `bytes` (every section a new array). Throws as {@link readVectorSnapshot} does. */
 export function decodeVectorSnapshot(bytes: Uint8Array): VectorRowsImage {
-  if (bytes.length < 4) throw new Error('vector snapshot: too short');
-  const length = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
-  if (4 + length > bytes.length) throw new Error('vector snapshot: header runs past the end');
-  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + length))) as Header;
+  let rows = new Int8Array(0);
+  let scales = new Float64Array(0);
+  const image = readVectorSnapshot([bytes], (layout) => {
+    if (layout.bytes !== bytes.length) throw new Error('vector snapshot: sizes do not match its length');
+    rows = new Int8Array(layout.size * layout.width);
+    scales = new Float64Array(layout.size);
+    return { rows: new Uint8Array(rows.buffer), scales: new Uint8Array(scales.buffer), codes: new Uint8Array(layout.size * layout.codeWidth) };
+  });
+  return { ...image, rows, scales };
+}
+
+/**
+ * Reads a snapshot from its consecutive pieces (the parts it was saved in) without joining them: the
+ * header from the first bytes, then every section copied straight to its place as the pieces come, the
+ * int8 rows, their scales and the sign codes into the arrays `place` returns for the header (the index's
+ * WebAssembly memory), the other sections into new arrays. So reading a snapshot of 470 MB takes no
+ * second 470 MB. The image's `rows` and `scales` are views of `place`'s arrays. Throws when the bytes are
+ * not a snapshot of the current format, or their sizes do not add up; `place` may throw to refuse one.
+ */
+export function readVectorSnapshot(pieces: Iterable<Uint8Array>, place: (layout: VectorSnapshotLayout) => VectorSnapshotTargets): VectorRowsImage {
+  // The bytes before the header is whole (it normally fits in the first piece).
+  let head = new Uint8Array(0);
+  let header: Header | null = null;
+  let image: VectorRowsImage | null = null;
+  let targets: Uint8Array[] = [];
+  let starts: number[] = [];
+  let total = 0;
+  let offset = 0;
+  // Copies the bytes of `piece`, which starts at `at` in the snapshot, into every section it overlaps.
+  const copy = (piece: Uint8Array, at: number): void => {
+    if (at + piece.length > total) throw new Error('vector snapshot: sizes do not match its length');
+    targets.forEach((target, i) => {
+      const from = Math.max(starts[i]!, at);
+      const to = Math.min(starts[i]! + target.length, at + piece.length);
+      if (from < to) target.set(piece.subarray(from - at, to - at), from - starts[i]!);
+    });
+  };
+  for (const piece of pieces) {
+    if (header !== null) {
+      copy(piece, offset);
+      offset += piece.length;
+      continue;
+    }
+    const joined = new Uint8Array(head.length + piece.length);
+    joined.set(head);
+    joined.set(piece, head.length);
+    head = joined;
+    if (head.length < 4) continue;
+    const length = new DataView(head.buffer, head.byteOffset, 4).getUint32(0, true);
+    if (head.length < 4 + length) continue;
+    header = parseHeader(head.subarray(4, 4 + length));
+    const sizes = sections(header);
+    let at = align(4 + length);
+    starts = sizes.map((size) => {
+      const start = at;
+      at += align(size);
+      return start;
+    });
+    total = at;
+    const shape = {
+      dimensions: header.dimensions,
+      width: header.width,
+      codeWidth: header.codeWidth,
+      size: header.size,
+      slack: header.slack,
+      codedSize: header.codedSize,
+      sessionKeys: header.sessionKeys,
+    };
+    const placed = place({ ...shape, bytes: total });
+    image = {
+      ...shape,
+      seqs: new Float64Array(header.size),
+      scales: new Float64Array(placed.scales.buffer, placed.scales.byteOffset, header.size),
+      center: header.center ? new Float64Array(header.dimensions) : null,
+      sessions: new Int32Array(header.size),
+      rows: new Int8Array(placed.rows.buffer, placed.rows.byteOffset, placed.rows.byteLength),
+      codes: placed.codes,
+    };
+    targets = [image.seqs, placed.scales, image.center ?? new Float64Array(0), image.sessions, placed.rows, placed.codes].map((array, i) => {
+      if (array.byteLength !== sizes[i]) throw new Error(`vector snapshot: section ${i} has room for ${array.byteLength} bytes, expected ${sizes[i]}`);
+      return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+    });
+    copy(head, 0);
+    offset = head.length;
+    head = new Uint8Array(0);
+  }
+  if (image === null) throw new Error(head.length < 4 ? 'vector snapshot: too short' : 'vector snapshot: header runs past the end');
+  if (offset !== total) throw new Error('vector snapshot: sizes do not match its length');
+  if (image.sessions.some((id) => id < 0 || id >= image!.sessionKeys.length)) throw new Error('vector snapshot: session id out of range');
+  return image;
+}
+
+function parseHeader(json: Uint8Array): Header {
+  const header = JSON.parse(new TextDecoder().decode(json)) as Header;
   if (header.format !== FORMAT) throw new Error(`vector snapshot: unknown format ${String(header.format)}`);
   const counts = [header.dimensions, header.width, header.codeWidth, header.size, header.codedSize];
   if (!counts.every((n) => Number.isInteger(n) && n >= 0) || !Array.isArray(header.sessionKeys) || typeof header.slack !== 'number') {
     throw new Error('vector snapshot: malformed header');
   }
-  const sizes = sections(header);
-  const at: number[] = [];
-  let offset = align(4 + length);
-  for (const size of sizes) {
-    at.push(offset);
-    offset += align(size);
-  }
-  if (offset !== bytes.length) throw new Error('vector snapshot: sizes do not match its length');
-  // A copy of section i, so that its typed array is aligned wherever `bytes` starts (a new array: a
-  // Buffer's own `slice` would share its memory).
-  const copy = (i: number): ArrayBuffer => new Uint8Array(bytes.subarray(at[i], at[i]! + sizes[i]!)).buffer;
-  const sessions = new Int32Array(copy(3));
-  if (sessions.some((id) => id < 0 || id >= header.sessionKeys.length)) throw new Error('vector snapshot: session id out of range');
-  return {
-    dimensions: header.dimensions,
-    width: header.width,
-    codeWidth: header.codeWidth,
-    size: header.size,
-    slack: header.slack,
-    codedSize: header.codedSize,
-    seqs: new Float64Array(copy(0)),
-    scales: new Float64Array(copy(1)),
-    center: header.center ? new Float64Array(copy(2)) : null,
-    sessions,
-    sessionKeys: header.sessionKeys,
-    rows: new Int8Array(bytes.buffer, bytes.byteOffset + at[4]!, sizes[4]),
-    codes: new Uint8Array(bytes.buffer, bytes.byteOffset + at[5]!, sizes[5]),
-  };
+  return header;
 }
