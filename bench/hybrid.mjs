@@ -144,7 +144,7 @@ function open(dir, provider, readWorkers) {
   return createCairn(config, { backgroundEmbedding: false, readWorkers, warn: () => {} });
 }
 
-async function loadCorpus(dir, count, log) {
+export async function loadCorpus(dir, count, log) {
   const cairn = await open(dir, 'hash', 0);
   try {
     const started = performance.now();

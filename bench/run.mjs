@@ -29,6 +29,7 @@ const BENCHES = {
   speed: './speed.mjs',
   postgres: './postgres.mjs',
   hybrid: './hybrid.mjs',
+  'hybrid-server': './hybrid-server.mjs',
   'locomo-observations': './locomo-observations.mjs',
   'word-vectors': './word-vectors.mjs',
   rest: './rest.mjs',
