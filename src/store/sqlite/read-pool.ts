@@ -72,7 +72,8 @@ type Reader = {
  *
  * A worker runs one query at a time; a request goes to the worker with the fewest in flight, and among
  * those to the one its `home` names (the store gives each scope's keyword and vector searches a home of
- * their own), or in turn when it has none. A worker
+ * their own), or in turn when it has none. A scope a worker holds {@link PIN_BYTES} or more for on a
+ * path is searched there alone (the other workers drop their copies). A worker
  * that fails while starting disables the pool (the store then reads on its own connection); one that
  * stops later fails its pending requests and is replaced.
  */
