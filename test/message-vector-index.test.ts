@@ -345,7 +345,13 @@ describe('vector snapshots', () => {
     const third = openIndex(path);
     for (const q of queries) expect(seqsOf(third.index, q)).toEqual(exactTop(left, q, 10));
     expect(third.index.counts.snapshots).toBe(0);
-    for (const c of [first, second, third]) c.reader.close();
+    // So are well-formed bytes whose sign codes come without the center they were made around.
+    const centerless = encodeVectorSnapshot({ ...decodeVectorSnapshot(new Uint8Array(second.made[0]!.data)), center: null });
+    raw.prepare('UPDATE message_vector_snapshots SET data = ?').run(Buffer.from(centerless));
+    const fourth = openIndex(path);
+    for (const q of queries) expect(seqsOf(fourth.index, q)).toEqual(exactTop(left, q, 10));
+    expect(fourth.index.counts.snapshots).toBe(0);
+    for (const c of [first, second, third, fourth]) c.reader.close();
     raw.close();
     await close();
   });

@@ -341,7 +341,8 @@ export class MessageVectorIndex {
           codes: coded ? entry.bits.codes(layout.size) : new Uint8Array(0),
         };
       });
-      if (read.head === null || read.parts !== read.head.parts) return null;
+      // Codes come with their center, and only then.
+      if (read.head === null || read.parts !== read.head.parts || (image.center !== null) !== image.codeWidth > 0) return null;
       const size = image.size;
       entry.saves = read.head.saves;
       if (image.center !== null) {
