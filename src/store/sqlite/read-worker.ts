@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { parentPort, workerData } from 'node:worker_threads';
 import { describeError, isCairnError } from '../../errors.js';
 import { POOLED_READS, type ReadReply, type ReadRequest, type ReadWorkerData } from './read-pool.js';
@@ -21,7 +23,11 @@ if (port) {
     }
     const reply = (message: ReadReply) => port.postMessage(message);
     if (request.method === 'release') {
+      const held = store.heldBytes(request.path, request.scope);
       store.releaseHeld(request.path, request.scope);
+      // The pool releases only copies of a large scope; left to the next full collection, a worker with
+      // little else to do would keep their memory (hundreds of MB at 1M messages) for a long time.
+      if (held > 0) collectGarbage();
       return;
     }
     if (request.method === 'held') {
@@ -39,4 +45,13 @@ if (port) {
     );
   });
   port.postMessage({ id: 0, type: 'ready' } satisfies ReadReply);
+}
+
+/**
+ * A full garbage collection of this thread's heap, on demand: V8's `gc` function, exposed by its flag
+ * and taken from a new context (the flag shows it only in contexts made after it is set).
+ */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
 }
