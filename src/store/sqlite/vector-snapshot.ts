@@ -81,15 +81,11 @@ export type VectorSnapshotTargets = { rows: Uint8Array; scales: Uint8Array; code
 
 /** The image in `bytes` (every section a new array). Throws as {@link readVectorSnapshot} does. */
 export function decodeVectorSnapshot(bytes: Uint8Array): VectorRowsImage {
-  let rows = new Int8Array(0);
-  let scales = new Float64Array(0);
-  const image = readVectorSnapshot([bytes], (layout) => {
+  return readVectorSnapshot([bytes], (layout) => {
     if (layout.bytes !== bytes.length) throw new Error('vector snapshot: sizes do not match its length');
-    rows = new Int8Array(layout.size * layout.width);
-    scales = new Float64Array(layout.size);
-    return { rows: new Uint8Array(rows.buffer), scales: new Uint8Array(scales.buffer), codes: new Uint8Array(layout.size * layout.codeWidth) };
+    // New arrays: the image's rows and scales view the first two (scales 8-byte aligned as a whole buffer).
+    return { rows: new Uint8Array(layout.size * layout.width), scales: new Uint8Array(layout.size * 8), codes: new Uint8Array(layout.size * layout.codeWidth) };
   });
-  return { ...image, rows, scales };
 }
 
 /**
