@@ -78,6 +78,11 @@ export type MemoryPatch = Partial<Omit<NewMemory, 'id'>>;
 export type RankedHit = {
   id: string;
   score: number;
+  /**
+   * True for a keyword hit on a message that holds the query's terms only in its context (the previous
+   * turn), not in its own text: it ranks after every message that holds one (DESIGN.md, "Ranking").
+   */
+  context?: true;
 };
 
 /** Which retrieval paths produced a result (the seed's `strategy`). */

@@ -87,6 +87,43 @@ describe('conversation_search', () => {
     expect((await cairn.searchConversations(scope, { query: 'volcano' })).text).toBe('No matching conversation messages found.');
   });
 
+  it('scores a term held by most of a five-message store positively, in a strict order', async () => {
+    const cairn = await cairnAt(tempDir());
+    await cairn.recordMessages([
+      say('m1', 'coffee with oat milk every morning', 'chat-a'),
+      say('m2', 'coffee', 'chat-b'),
+      say('m3', 'I had coffee twice today, coffee is my fuel', 'chat-c'),
+      say('m4', 'coffee beans from a small roaster in Lisbon, ground at home before work', 'chat-d'),
+      say('m5', 'tea in the afternoon', 'chat-e'),
+    ]);
+    const { results, text } = await cairn.searchConversations(scope, { query: 'coffee' });
+    expect(results.map((r) => r.id)).toHaveLength(4);
+    for (const hit of results) expect(hit.score).toBeGreaterThan(0);
+    const shown = [...text.matchAll(/\(score: (\d\.\d{3})\)/g)].map((m) => Number(m[1]));
+    expect(shown).toHaveLength(4);
+    for (let i = 1; i < shown.length; i++) expect(shown[i]!).toBeLessThan(shown[i - 1]!);
+    // The one-word message first, the long message with one occurrence last.
+    expect(results[0]!.id).toBe('m2');
+    expect(results.at(-1)!.id).toBe('m4');
+  });
+
+  it('ranks a message that matches only through the previous one after every message holding the word, and says so', async () => {
+    const cairn = await cairnAt(tempDir());
+    await cairn.recordMessages([
+      say('q', 'Which airline did you pick for the trip?', 'chat-1'),
+      // Short, and holds "airline" only through the question before it.
+      say('a', 'Lufthansa.', 'chat-1', 'assistant'),
+      say('long', 'Later I compared every airline I could find, their luggage rules, their seats, their food and their delays over the whole summer season', 'chat-2'),
+    ]);
+    const { results, text } = await cairn.searchConversations(scope, { query: 'airline' });
+    expect(results.map((r) => r.id)).toEqual(['q', 'long', 'a']);
+    expect(results.map((r) => r.match)).toEqual([undefined, undefined, 'context']);
+    expect(results[2]!.score).toBeLessThan(results[1]!.score);
+    const headers = text.split('\n').filter((line) => line.startsWith('**['));
+    expect(headers[2]).toMatch(/\(score: \d\.\d{3}\) \(matched through the previous message, not this one\)$/);
+    expect(headers[0]).not.toMatch(/matched through/);
+  });
+
   it('clamps limit to [1, 20], accepting numeric strings and floats', async () => {
     const cairn = await cairnAt(tempDir());
     await cairn.recordMessages(Array.from({ length: 30 }, (_, i) => say(`m${i}`, `apple pie recipe variant ${i}`)));

@@ -13,6 +13,8 @@ export type ConversationHit = {
   score: number;
   recorded_at: string;
   timestamp: string | null;
+  /** `context` when the message matched only through the previous turn, not its own text (the text says so). */
+  match?: 'context';
 };
 
 export type ConversationSearchResult = {
@@ -47,7 +49,7 @@ export async function conversationSearch(
     trace,
     load: (ids) => ctx.store.getMessages(scope, ids),
   });
-  const results = outcome.hits.map(({ row: m, score }) => ({
+  const results = outcome.hits.map(({ row: m, score, context }): ConversationHit => ({
     id: m.id,
     session_key: m.sessionKey,
     role: m.role,
@@ -55,6 +57,7 @@ export async function conversationSearch(
     score,
     recorded_at: m.recordedAt,
     timestamp: m.timestamp,
+    ...(context ? { match: 'context' as const } : {}),
   }));
   return { results, strategy: outcome.strategy, text: outcome.unavailable ? SEARCH_UNAVAILABLE_MESSAGE : formatConversationResults(results) };
 }

@@ -25,7 +25,8 @@ export function formatConversationResults(hits: readonly ConversationHit[]): str
   const lines = [`Found ${hits.length} matching message(s):`];
   for (const hit of hits) {
     lines.push('---');
-    lines.push(`**[${hit.role}]** Session: ${hit.session_key} [${hit.timestamp ?? hit.recorded_at}] (score: ${hit.score.toFixed(3)})`);
+    const match = hit.match === 'context' ? ' (matched through the previous message, not this one)' : '';
+    lines.push(`**[${hit.role}]** Session: ${hit.session_key} [${hit.timestamp ?? hit.recorded_at}] (score: ${hit.score.toFixed(3)})${match}`);
     lines.push('');
     lines.push(hit.content);
   }

@@ -80,7 +80,8 @@ export type SearchPlan<T extends { id: string }> = {
 };
 
 export type SearchOutcome<T> = {
-  hits: { row: T; score: number }[];
+  /** The rows in rank order, with their scores and the keyword path's context mark (see RankedHit). */
+  hits: { row: T; score: number; context?: true }[];
   strategy: SearchStrategy;
   /** True when neither path can run (the configuration message applies). */
   unavailable: boolean;
@@ -114,7 +115,14 @@ export async function runSearch<T extends { id: string }>(ctx: SearchContext, pl
     plan.trace,
   );
   const top = hits.slice(0, limit);
-  const scores = new Map(top.map((h) => [h.id, h.score]));
+  const byId = new Map(top.map((h) => [h.id, h]));
   const rows = await plan.load(top.map((h) => h.id));
-  return { hits: rows.map((row) => ({ row, score: scores.get(row.id) ?? 0 })), strategy, unavailable: false };
+  return {
+    hits: rows.map((row) => {
+      const hit = byId.get(row.id);
+      return hit?.context ? { row, score: hit.score, context: true as const } : { row, score: hit?.score ?? 0 };
+    }),
+    strategy,
+    unavailable: false,
+  };
 }

@@ -50,7 +50,10 @@ export async function hybridSearch(input: HybridInput): Promise<HybridOutput> {
   if (input.trace) Object.assign(input.trace, { keyword: keywordHits, vector: allVectorHits, vectorFloor: floor ?? null, vectorWeight: input.vectorWeight ?? 1 });
   const vectorHits = floor === undefined ? allVectorHits : allVectorHits.filter((h) => h.score >= floor);
   if (keywordHits.length > 0 && vectorHits.length > 0) {
-    return { hits: rrfFuse([keywordHits, vectorHits], RRF_K, [1, input.vectorWeight ?? 1]), strategy: 'hybrid' };
+    const fused = rrfFuse([keywordHits, vectorHits], RRF_K, [1, input.vectorWeight ?? 1]);
+    // The keyword path's context mark survives fusion: the label says how the keywords matched.
+    const context = new Set(keywordHits.filter((h) => h.context).map((h) => h.id));
+    return { hits: context.size === 0 ? fused : fused.map((h) => (context.has(h.id) ? { ...h, context: true as const } : h)), strategy: 'hybrid' };
   }
   if (vectorHits.length > 0) return { hits: vectorHits, strategy: 'embedding' };
   if (keywordHits.length > 0) return { hits: keywordHits, strategy: 'fts' };

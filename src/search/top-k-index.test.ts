@@ -7,7 +7,10 @@ type Doc = { seq: number; terms: string[]; context: string[] };
 
 /**
  * Exact BM25 written out plainly: every document scored on every query term. Own-text hits weigh 1,
- * context hits 0.3; the first 8 distinct query terms count once per such term the document holds.
+ * context hits 0.3; the first 8 distinct query terms count once per such term the document holds;
+ * idf ln(1 + (N − n + 0.5) / (n + 0.5)). Documents holding a query term in their own text rank before
+ * those holding them only in context; the context-only scores are scaled to 0.3 × the last own score
+ * when the best of them would otherwise reach it.
  */
 function exactTopK(docs: readonly Doc[], query: readonly string[], k: number, stats: CollectionStats): TopKHit[] {
   const distinct = [...new Set(query)];
@@ -17,11 +20,14 @@ function exactTopK(docs: readonly Doc[], query: readonly string[], k: number, st
     let coordSum = 0;
     let coordCount = 0;
     let otherSum = 0;
+    let own = false;
     for (const term of distinct) {
-      const freq = doc.terms.filter((t) => t === term).length + 0.3 * doc.context.filter((t) => t === term).length;
+      const ownFreq = doc.terms.filter((t) => t === term).length;
+      const freq = ownFreq + 0.3 * doc.context.filter((t) => t === term).length;
       if (freq === 0) continue;
+      if (ownFreq > 0) own = true;
       const n = stats.documentFrequency(term);
-      const raw = Math.log((stats.documents - n + 0.5) / (n + 0.5));
+      const raw = Math.log(1 + (stats.documents - n + 0.5) / (n + 0.5));
       const idf = raw > 0 ? raw : 1e-6;
       const s = (idf * (freq * (BM25_K1 + 1))) / (freq + BM25_K1 * (1 - BM25_B + (BM25_B * length) / stats.avgLength));
       if (coordinated.has(term)) {
@@ -31,12 +37,18 @@ function exactTopK(docs: readonly Doc[], query: readonly string[], k: number, st
         otherSum += s;
       }
     }
-    return { seq: doc.seq, score: coordCount * coordSum + otherSum };
+    return { seq: doc.seq, score: coordCount * coordSum + otherSum, context: !own };
   });
-  return scored
+  const top = scored
     .filter((h) => h.score > 0)
-    .sort((a, b) => b.score - a.score || a.seq - b.seq)
+    .sort((a, b) => Number(a.context) - Number(b.context) || b.score - a.score || a.seq - b.seq)
     .slice(0, k);
+  const first = top.findIndex((h) => h.context);
+  if (first > 0 && top[first]!.score >= top[first - 1]!.score) {
+    const scale = (0.3 * top[first - 1]!.score) / top[first]!.score;
+    for (const h of top) if (h.context) h.score *= scale;
+  }
+  return top;
 }
 
 /** Same ranking, ties aside: equal scores position by position, equal ids wherever the score is not tied. */
@@ -45,6 +57,7 @@ function expectSameRanking(actual: TopKHit[], expected: TopKHit[]): void {
   const close = (a: number, b: number): boolean => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
   for (const [i, hit] of expected.entries()) {
     expect(close(actual[i]!.score, hit.score)).toBe(true);
+    expect(actual[i]!.context).toBe(hit.context);
     const tied = expected.some((other, j) => j !== i && close(other.score, hit.score));
     if (!tied) expect(actual[i]!.seq).toBe(hit.seq);
   }

@@ -1,3 +1,4 @@
+import type { RankedHit } from '../types.js';
 import { BM25_B, BM25_K1 } from './bm25-index.js';
 
 /** The weight of a term found in a message's context (the previous turn) against one in its own text. */
@@ -7,8 +8,12 @@ export const COORDINATED_TERMS = 8;
 /** The most distinct analysed terms one query is scored on; longer queries keep their rarest terms. */
 export const MAX_QUERY_TERMS = 32;
 
-/** One hit: the document's sequence number and its score (higher is better). */
-export type TopKHit = { seq: number; score: number };
+/**
+ * One hit: the document's sequence number and its score (higher is better). `context` marks a document
+ * that holds no query term in its own text, only in its context (the previous turn): it ranks after
+ * every document that holds one (see {@link TopKIndex.search}).
+ */
+export type TopKHit = { seq: number; score: number; context: boolean };
 
 /** Postings of one term: pairs (local document number, packed frequencies), in document order. */
 type Postings = {
@@ -75,6 +80,8 @@ const FREQ_SHIFT = 4096;
 const FREQ_MAX = FREQ_SHIFT - 1;
 const LENGTH_SHIFT = 24;
 const FREQ_BITS = 2 ** LENGTH_SHIFT - 1;
+/** The own-text count's bits of a packed posting: non-zero when the document holds the term itself. */
+const OWN_BITS = FREQ_MAX * FREQ_SHIFT;
 /** The packed length of a document of 255 tokens or more: read it from the per-document lengths. */
 const LENGTH_UNKNOWN = 255;
 /** The snapshot layout {@link TopKIndex.toBytes} writes; version 1 held no lengths in the postings. */
@@ -365,6 +372,8 @@ export class TopKIndex {
    * The `k` best documents for the analysed query `terms`, best first (equal scores: lower `seq` first),
    * or only among `within` (sorted `seq`s, e.g. one session) when given. Every document holding at
    * least one term may rank; documents that cannot beat the current k-th score are skipped unscored.
+   * A document that holds a query term only in its context ranks after every document holding one in its
+   * own text, whatever the scores, and its score is scaled below theirs (see TopList.hits).
    */
   search(terms: readonly string[], k: number, options: { stats?: CollectionStats; within?: readonly number[] } = {}): TopKHit[] {
     if (k <= 0 || this.count === 0) return [];
@@ -464,7 +473,7 @@ export class TopKIndex {
     // it and every non-essential term cannot beat the k-th score. A term that does not fit is passed
     // over, not the end: a later one outside the coordinated terms adds only its own bound.
     const extendNonEssential = (): void => {
-      if (!top.full) return;
+      if (!top.prunable) return;
       for (let j = nonEssential; j < m; j++) {
         const t = byBound[j]!;
         const coordSum = allCoordSum + (t.coordinated ? t.bound : 0);
@@ -564,11 +573,12 @@ export class TopKIndex {
           coordCount += neCoordCount;
           otherSum += neOtherSum;
         }
-        if (top.full && (coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) continue;
+        if (top.prunable && (coordCount * coordSum + otherSum) * BOUND_SLACK < top.threshold) continue;
         // Probe the non-essential terms whose block spans the document, highest bound first, while it can still rank.
         const length = docLengths[at]!;
         const norm = length < NORM_TABLE_SIZE ? norms[length]! : BM25_K1 * (1 - BM25_B + (BM25_B * length) / avgLength);
         let alive = true;
+        let own = false;
         for (let i = nonEssential - 1; i >= 0 && alive; i--) {
           const bound = neBlock[i]!;
           found[i] = -1;
@@ -587,9 +597,11 @@ export class TopKIndex {
           const present = c >= 0;
           let s = 0;
           if (present) {
-            const freq = unpackFreq(data[c * 2 + 1]!);
+            const packed = data[c * 2 + 1]!;
+            const freq = unpackFreq(packed);
             s = (idfs[i]! * (freq * (BM25_K1 + 1))) / (freq + norm);
             found[i] = s;
+            if ((packed & OWN_BITS) !== 0) own = true;
           }
           if (coordinated[i] === 1) {
             coordSum += s - bound;
@@ -606,11 +618,13 @@ export class TopKIndex {
           const data = datas[i]!;
           found[i] = -1;
           if (c < lengthOf[i]! && data[c * 2] === doc) {
-            const freq = unpackFreq(data[c * 2 + 1]!);
+            const packed = data[c * 2 + 1]!;
+            const freq = unpackFreq(packed);
             found[i] = (idfs[i]! * (freq * (BM25_K1 + 1))) / (freq + norm);
+            if ((packed & OWN_BITS) !== 0) own = true;
           }
         }
-        top.offer(doc, combine(byBound, found, inQueryOrder));
+        top.offer(doc, combine(byBound, found, inQueryOrder), own);
       }
     }
   }
@@ -672,14 +686,17 @@ export class TopKIndex {
   /** Scores one document exactly on every query term and offers it to `top`. */
   private scoreDoc(doc: number, query: QueryTerm[], top: TopList, avgLength: number): void {
     const found = new Float64Array(query.length).fill(-1);
+    let own = false;
     for (const [i, t] of query.entries()) {
       const c = seek(t.postings, 0, doc);
       if (c < t.postings.length && t.postings.data[c * 2] === doc) {
-        found[i] = termScore(t.idf, unpackFreq(t.postings.data[c * 2 + 1]!), this.lengths[doc]!, avgLength);
+        const packed = t.postings.data[c * 2 + 1]!;
+        found[i] = termScore(t.idf, unpackFreq(packed), this.lengths[doc]!, avgLength);
+        if ((packed & OWN_BITS) !== 0) own = true;
       }
     }
     const score = combine(query, found, queryOrder(query));
-    if (score > 0) top.offer(doc, score);
+    if (score > 0) top.offer(doc, score, own);
   }
 
   /** The length of `doc` from one of its postings' packed word, else from the per-document lengths. */
@@ -703,10 +720,28 @@ export class TopKIndex {
   }
 }
 
-/** BM25 idf as FTS5 computes it: ln((N − n + 0.5) / (n + 0.5)), floored at 1e-6 for very common terms. */
+/**
+ * The store's answer for `hits`: each one's id (hits whose row is gone are left out), its score mapped to
+ * (0, 1) as s / (1 + s), and the context mark.
+ */
+export function rankedHits(hits: readonly TopKHit[], ids: ReadonlyMap<number, string>): RankedHit[] {
+  return hits.flatMap((h) => {
+    const id = ids.get(h.seq);
+    if (id === undefined) return [];
+    const score = h.score / (1 + h.score);
+    return [h.context ? { id, score, context: true as const } : { id, score }];
+  });
+}
+
+/**
+ * BM25 idf as Lucene computes it: ln(1 + (N − n + 0.5) / (n + 0.5)), positive for every term of the
+ * collection, so a term in most rows of a small store still scores and orders (FTS5's form without the
+ * `1 +` reached its floor once a term was in half of the rows). Floored at 1e-6 for a count read while
+ * another connection wrote (n > N).
+ */
 export function bm25Idf(documents: number, holding: number): number {
-  const idf = Math.log((documents - holding + 0.5) / (holding + 0.5));
-  // `> 0` is also false for NaN (a count read while another connection wrote).
+  const idf = Math.log(1 + (documents - holding + 0.5) / (holding + 0.5));
+  // `> 0` is also false for NaN.
   return idf > 0 ? idf : 1e-6;
 }
 
@@ -817,14 +852,27 @@ function grow<T extends Float64Array | Int32Array | Uint32Array>(array: T, size:
   return next;
 }
 
-/** The best `k` (document, score) pairs seen, best first; equal scores keep the earlier document. */
+/**
+ * The best `k` documents seen, best first: every document holding a query term in its own text before
+ * every one holding them only in its context, then by score; equal scores keep the earlier document.
+ */
 class TopList {
   private readonly docs: number[] = [];
   private readonly scores: number[] = [];
+  private readonly own: boolean[] = [];
   constructor(private readonly k: number) {}
 
   get full(): boolean {
     return this.docs.length === this.k;
+  }
+
+  /**
+   * True when a bound below {@link threshold} rules a document out: the list is full and its k-th
+   * document holds a term itself. While a context-only document is k-th, any own match beats it whatever
+   * its score, so nothing may be pruned. Once true it stays true (only own matches enter after).
+   */
+  get prunable(): boolean {
+    return this.full && this.own[this.k - 1] === true;
   }
 
   /** The k-th best score (only meaningful when full). */
@@ -833,20 +881,35 @@ class TopList {
   }
 
   /** Adds the document when it ranks; true when the list changed. Documents arrive in increasing order. */
-  offer(doc: number, score: number): boolean {
-    if (this.full && score <= this.threshold) return false;
+  offer(doc: number, score: number, own: boolean): boolean {
+    if (this.full) {
+      const lastOwn = this.own[this.k - 1]!;
+      if (lastOwn && !own) return false;
+      if (lastOwn === own && score <= this.threshold) return false;
+    }
     let i = this.scores.length;
-    while (i > 0 && this.scores[i - 1]! < score) i--;
+    while (i > 0 && ((own && !this.own[i - 1]) || (own === this.own[i - 1] && this.scores[i - 1]! < score))) i--;
     this.docs.splice(i, 0, doc);
     this.scores.splice(i, 0, score);
+    this.own.splice(i, 0, own);
     if (this.docs.length > this.k) {
       this.docs.pop();
       this.scores.pop();
+      this.own.pop();
     }
     return true;
   }
 
+  /**
+   * The hits in rank order. Context-only matches keep their order, and their scores are scaled by one
+   * factor to stay below the lowest own match's (when any is above it), so scores read in rank order.
+   */
   hits(seqs: Float64Array): TopKHit[] {
-    return this.docs.map((doc, i) => ({ seq: seqs[doc]!, score: this.scores[i]! }));
+    const firstContext = this.own.indexOf(false);
+    let scale = 1;
+    if (firstContext > 0 && this.scores[firstContext]! >= this.scores[firstContext - 1]!) {
+      scale = (CONTEXT_WEIGHT * this.scores[firstContext - 1]!) / this.scores[firstContext]!;
+    }
+    return this.docs.map((doc, i) => ({ seq: seqs[doc]!, score: this.own[i] ? this.scores[i]! : this.scores[i]! * scale, context: !this.own[i] }));
   }
 }

@@ -1,4 +1,4 @@
-import { type CollectionStats, TopKIndex } from '../../search/top-k-index.js';
+import { type CollectionStats, rankedHits, TopKIndex } from '../../search/top-k-index.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { MessageFilter } from '../store.js';
 import { split } from './message-tables.js';
@@ -80,10 +80,7 @@ export class MessageKeywords {
       [scope.userId, scope.agentId, hits.map((h) => h.seq)],
     );
     const ids = new Map(found.map((row) => [row.seq, row.id]));
-    return hits.flatMap((h) => {
-      const id = ids.get(h.seq);
-      return id === undefined ? [] : [{ id, score: h.score / (1 + h.score) }];
-    });
+    return rankedHits(hits, ids);
   }
 
   /**

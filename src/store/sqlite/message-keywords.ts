@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { type CollectionStats, TopKIndex } from '../../search/top-k-index.js';
+import { type CollectionStats, rankedHits, TopKIndex } from '../../search/top-k-index.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { MessageFilter } from '../store.js';
 import type { IndexedTerms } from './message-index.js';
@@ -82,10 +82,7 @@ export class MessageKeywords {
     const hits = index.search(terms, limit, { stats: this.stats(terms, mark) ?? index.ownStats(), within });
     if (hits.length === 0) return [];
     const ids = new Map((this.idsOf.all({ seqs: JSON.stringify(hits.map((h) => h.seq)), user: scope.userId, agent: scope.agentId }) as [number, string][]).map(([seq, id]) => [seq, id]));
-    return hits.flatMap((h) => {
-      const id = ids.get(h.seq);
-      return id === undefined ? [] : [{ id, score: h.score / (1 + h.score) }];
-    });
+    return rankedHits(hits, ids);
   }
 
   /** A value that differs whenever the database may have changed since it was last taken (O(1)). */
