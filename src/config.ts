@@ -17,13 +17,25 @@ const positiveInt = z.coerce.number().int().positive();
 const embeddingSchema = z
   .object({
     /**
-     * `auto` (default): the measured zero-configuration default, keyword search only (DESIGN.md,
-     * "Embeddings"); `none` disables the vector path; `word_vectors` requires the optional package;
-     * `hash` is for tests only.
+     * `auto` (default): keyword search only until a local model has been pulled (`cairn models pull`),
+     * then that model; nothing is ever downloaded for it (DESIGN.md, "Embeddings"). `local`: an in-process
+     * model (`model` or `model_path`), pulled at start when absent unless `allow_download` is false;
+     * `none` disables the vector path; `word_vectors` requires the optional package; `hash` is for tests only.
      */
-    provider: z.enum(['auto', 'none', 'hash', 'openai_compatible', 'word_vectors']).default('auto'),
+    provider: z.enum(['auto', 'none', 'hash', 'openai_compatible', 'word_vectors', 'local']).default('auto'),
     base_url: z.url().optional(),
+    /** The model: an embedding server's model name, or for `local` a Hub id (`cairn models list`; default minishlab/potion-base-8M). */
     model: z.string().min(1).optional(),
+    /** `local`: a model folder in either layout (static model2vec or sentence-transformers ONNX), used as it is. */
+    model_path: z.string().min(1).optional(),
+    /** Where `cairn models pull` keeps models. Default `<data_dir>/models`. */
+    models_dir: z.string().min(1).optional(),
+    /** The Hugging Face Hub, or a mirror of it, that models are pulled from. */
+    hub_url: z.url().default('https://huggingface.co'),
+    /** `local`: false makes a model that is not present a start-up error instead of a download. */
+    allow_download: flag.default(true),
+    /** `local` transformer models: threads of the ONNX runtime per inference. */
+    threads: positiveInt.max(64).default(1),
     api_key: z.string().min(1).optional(),
     dimensions: positiveInt.max(8192).optional(),
     send_dimensions: flag.default(false),
@@ -50,6 +62,9 @@ const embeddingSchema = z
   })
   .strict()
   .superRefine((e, ctx) => {
+    if (e.model_path !== undefined && e.model !== undefined && e.provider === 'local') {
+      ctx.addIssue({ code: 'custom', path: ['model_path'], message: 'set embedding.model (a model id) or embedding.model_path (a folder), not both' });
+    }
     if (e.provider !== 'openai_compatible') return;
     for (const key of ['base_url', 'model', 'dimensions'] as const) {
       if (e[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message: `required when provider is openai_compatible` });
@@ -447,6 +462,8 @@ function issueLine(issue: z.core.$ZodIssue): string {
 function resolvePaths(config: CairnConfig): CairnConfig {
   config.data_dir = resolve(config.data_dir);
   if (config.embedding.cache_dir !== undefined) config.embedding.cache_dir = resolve(config.embedding.cache_dir);
+  if (config.embedding.model_path !== undefined) config.embedding.model_path = resolve(config.embedding.model_path);
+  if (config.embedding.models_dir !== undefined) config.embedding.models_dir = resolve(config.embedding.models_dir);
   return config;
 }
 

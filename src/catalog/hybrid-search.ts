@@ -110,7 +110,7 @@ export class HybridToolSearch {
   async similarities(catalog: Catalog, query: string, exclude?: ReadonlySet<number>): Promise<{ index: number; sim: number }[]> {
     if (!this.embedder) return [];
     try {
-      const [queryVector] = await this.embedder.embed([query]);
+      const [queryVector] = await this.embedder.embed([query], undefined, 'query');
       if (!queryVector) return [];
       const tools = await this.toolVectors(catalog, this.embedder);
       const scored: { index: number; sim: number }[] = [];

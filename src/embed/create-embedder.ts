@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { EmbeddingConfig } from '../config.js';
 import type { Embedder } from './embedder.js';
 import { HashEmbedder } from './hash-embedder.js';
+import { LocalEmbedder, pulledModels, type LocalModelSource } from './local/local-embedder.js';
 import { OpenAIEmbedder } from './openai-embedder.js';
 import { createWordVectorEmbedder, embeddingCacheDir, WORD_VECTOR_PACKAGE, type WordVectorEmbedder } from './word-vectors/word-vector-embedder.js';
 
@@ -10,7 +11,7 @@ import { createWordVectorEmbedder, embeddingCacheDir, WORD_VECTOR_PACKAGE, type 
 export type EmbedderContext = {
   /** Data directory; word vectors keep their cache in `embedding.cache_dir`, else `<dataDir>/cache`. Default `~/.cairn`. */
   dataDir?: string;
-  /** Progress of a long one-off preparation (building the word-vector cache, in MB of JSON read). */
+  /** Progress of a long one-off preparation (building the word-vector cache, in MB of JSON read; a model download, in MB). */
   onProgress?: (task: string, done: number, total: number) => void;
   /** Where the optional word-vector package is resolved from (module resolution base). Default: Cairn itself. */
   resolveFrom?: string | URL;
@@ -41,8 +42,19 @@ export function openEmbedder(config: EmbeddingConfig, context: EmbedderContext =
   switch (config.provider) {
     case 'none':
       return fixed(null, 'none: vector search off; keyword search only');
-    case 'auto':
-      return fixed(null, 'auto: keyword search only (the measured default; embedding.provider word_vectors or openai_compatible adds a vector path)');
+    case 'auto': {
+      // A model someone pulled is a choice made: auto uses it (the recommended one first). Nothing is downloaded.
+      const pulled = pulledModels(modelsDir(config, context))[0];
+      if (pulled === undefined) {
+        return fixed(null, 'auto: keyword search only (no local model pulled; `cairn models pull` adds a vector path, as do embedding.provider local or openai_compatible)');
+      }
+      const embedder = new LocalEmbedder({ ...localSource(config, context), model: pulled.id, modelPath: undefined, allowDownload: false });
+      return { embedder, describe: () => `auto: ${embedder.describe()} (pulled)`, unavailable: null };
+    }
+    case 'local': {
+      const embedder = new LocalEmbedder(localSource(config, context));
+      return { embedder, describe: () => embedder.describe(), unavailable: null };
+    }
     case 'hash': {
       const embedder = new HashEmbedder(config.dimensions ?? 256);
       return fixed(embedder, `hash: ${embedder.id} (deterministic, for tests and development only)`);
@@ -78,6 +90,26 @@ function wordVectors(config: EmbeddingConfig, context: EmbedderContext): WordVec
     resolveFrom: context.resolveFrom,
     onBuildProgress: onProgress ? (done, total) => onProgress('building word-vector cache (MB read)', Math.round(done / 1e6), Math.round(total / 1e6)) : undefined,
   });
+}
+
+/** Where pulled models live: `embedding.models_dir`, else `<data dir>/models`. */
+export function modelsDir(config: EmbeddingConfig, context: EmbedderContext): string {
+  return config.models_dir ?? join(context.dataDir ?? join(homedir(), '.cairn'), 'models');
+}
+
+function localSource(config: EmbeddingConfig, context: EmbedderContext): LocalModelSource {
+  const onProgress = context.onProgress;
+  return {
+    model: config.model,
+    modelPath: config.model_path,
+    modelsDir: modelsDir(config, context),
+    hubUrl: config.hub_url,
+    allowDownload: config.allow_download,
+    threads: config.threads,
+    onProgress: onProgress
+      ? (p) => onProgress(`downloading ${p.model} ${p.file} (MB)`, Math.round(p.done / 1e5) / 10, Math.round(p.total / 1e5) / 10)
+      : undefined,
+  };
 }
 
 function fixed(embedder: Embedder | null, description: string): EmbedderHandle {

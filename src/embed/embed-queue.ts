@@ -120,6 +120,9 @@ export class EmbedQueue {
       }
       this.dirty = false;
       try {
+        // An embedder still preparing (a local model being downloaded) settles its id first: nothing is
+        // embedded under a provisional one.
+        if (this.embedder.ready === false) await this.embedder.prepare?.();
         let deferred = false;
         for (const target of TARGETS) if (!(await this.pass(target))) deferred = true;
         this.failures = 0;

@@ -1,5 +1,8 @@
 import { describeError } from '../errors.js';
 
+/** What a text is embedded as: a search query, or a stored text (models such as e5 prefix them differently). */
+export type EmbedKind = 'query' | 'document';
+
 /**
  * Turns texts into L2-normalised vectors. Implementations: `hash-embedder.ts`, `openai-embedder.ts`
  * (and later word vectors). A text may have no vector (`null`), e.g. when it holds no known word.
@@ -28,8 +31,8 @@ export interface Embedder {
   readonly ready?: boolean;
   /** Starts (or joins) the one-off preparation; resolves when the embedder is ready. */
   prepare?(): Promise<void>;
-  /** Embeds texts in order; the result has one entry per input. */
-  embed(texts: readonly string[], signal?: AbortSignal): Promise<(Float32Array | null)[]>;
+  /** Embeds texts in order (as stored texts unless `kind` says `query`); the result has one entry per input. */
+  embed(texts: readonly string[], signal?: AbortSignal, kind?: EmbedKind): Promise<(Float32Array | null)[]>;
 }
 
 /** Scales `vector` in place to unit length; returns null for an all-zero or non-finite vector. */

@@ -273,7 +273,7 @@ export class ChatHistory {
     if (!embedder || texts.length === 0) return null;
     try {
       const signal = AbortSignal.timeout(this.deps.queryTimeoutMs);
-      const [queryVector] = await embedder.embed([query], signal);
+      const [queryVector] = await embedder.embed([query], signal, 'query');
       if (!queryVector) return null;
       const items = texts.map((t) => ({ key: t.key, text: searchableText(t) }));
       const vectors = await this.deps.embeddings.embeddingsOf('run_text', embedder.id, items);

@@ -215,7 +215,7 @@ export class ErrorHistory {
           pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })),
         );
       }
-      const [vector] = await embedder.embed([query], signal);
+      const [vector] = await embedder.embed([query], signal, 'query');
       if (!vector) return [];
       const hits = await this.deps.store.searchErrorRecordsByVector(scope, vector, embedder.id, filter, limit);
       return hits.filter((h) => h.score >= this.deps.similarityFloor);

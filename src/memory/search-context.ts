@@ -48,7 +48,7 @@ export async function runHybrid(
   const vector: RetrievalPath =
     available.vector && embedder
       ? async () => {
-          const [queryVector] = await embedder.embed([query], AbortSignal.timeout(ctx.queryTimeoutMs));
+          const [queryVector] = await embedder.embed([query], AbortSignal.timeout(ctx.queryTimeoutMs), 'query');
           return queryVector ? searchVector(queryVector, embedder.id) : [];
         }
       : null;
