@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { loadConfig, parseConfig, type CairnConfig, type CairnConfigInput } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
 import { EmbedQueue } from './embed/embed-queue.js';
-import { vectorFusionWeight, vectorSimilarityFloor, type Embedder } from './embed/embedder.js';
+import { referenceVectors, vectorFusionWeight, type Embedder } from './embed/embedder.js';
+import { FloorSamples } from './search/vector-floor.js';
 import { embeddingCacheDir, wordVectorAvailability, type WordVectorAvailability } from './embed/word-vectors/word-vector-embedder.js';
 import { ToolHub } from './catalog/tool-hub.js';
 import type { ToolCallRecorder } from './catalog/recorder.js';
@@ -217,9 +218,19 @@ export class Cairn {
       warn,
       keywordSearch: config.search.keyword,
       vectorWeight: vectorFusionWeight(this.embedder, config.embedding.fusion_weight),
-      vectorFloor: vectorSimilarityFloor(this.embedder, config.embedding.similarity_floor),
+      vectorFloor: config.embedding.similarity_floor,
+      floors: this.embedder ? new FloorSamples(referenceVectors(this.embedder)) : undefined,
     };
-    this.history = new History({ store: store.history, embeddings: store, claims: store, config, embedder: this.embedder, judge: options.relevanceJudge, warn });
+    this.history = new History({
+      store: store.history,
+      embeddings: store,
+      claims: store,
+      config,
+      embedder: this.embedder,
+      judge: options.relevanceJudge,
+      floors: this.searchContext.floors,
+      warn,
+    });
     this.tools = new ToolHub(config.tools, {
       clientVersion: CAIRN_VERSION,
       recorder: options.toolCallRecorder === undefined ? this.history : options.toolCallRecorder,

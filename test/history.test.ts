@@ -231,13 +231,13 @@ describe('chat_history search', () => {
     await rejects(chat(cairn, { mode: 'search' }), 'invalid_input', /keyword is required when mode=search/);
   });
 
-  it('semantic with an embedder ranks by similarity and leaves out the asking run', async () => {
+  it('semantic with an embedder fuses BM25 and similarity (plain RRF) and leaves out the asking run', async () => {
     const cairn = await fx.cairn({ embedding: { provider: 'hash' } });
     await run(cairn, 't1', 'sourdough bread baking schedule', [], daysAgo(0.2));
     await run(cairn, 't2', 'kubernetes cluster upgrade', [], daysAgo(0.1));
     await cairn.history.recordRun(scope, { taskId: 'now', sessionKey: session, objective: 'sourdough bread again' });
     const result = await chat(cairn, { keyword: 'sourdough bread', match: 'semantic' }, 'now');
-    expect(result.data.strategy).toBe('embedding');
+    expect(result.data.strategy).toBe('hybrid');
     const hits = result.data.hits as { task_id: string }[];
     expect(hits[0]!.task_id).toBe('t1');
     expect(hits.some((h) => h.task_id === 'now')).toBe(false);
@@ -245,25 +245,27 @@ describe('chat_history search', () => {
   });
 
   it('semantic with a weak embedder (fusion weight below 1): BM25 ranks, the vectors only append what it misses', async () => {
-    // The fake server's vectors are bags of raw words, stop words included, so "the" alone makes t2 similar.
+    // The fake server's vectors are bags of raw words, stop words included: "ourselves" (a stop word to
+    // BM25, a word no reference text holds) makes t2 stand out to the vectors alone.
     const server = await new FakeEmbeddingServer(64).start();
     try {
       const embedding = { provider: 'openai_compatible' as const, base_url: server.url, model: 'm', dimensions: 64, max_retries: 0 };
       const seed = async (fusionWeight?: number) => {
         const cairn = await fx.cairn({ embedding: { ...embedding, fusion_weight: fusionWeight } });
         await run(cairn, 't1', 'sourdough starter feeding', [], daysAgo(0.3));
-        await run(cairn, 't2', 'the oven is hot', [], daysAgo(0.2));
+        await run(cairn, 't2', 'ourselves at the oven', [], daysAgo(0.2));
         return cairn;
       };
-      const weak = await chat(await seed(0.01), { keyword: 'the sourdough', match: 'semantic' });
+      const weak = await chat(await seed(0.01), { keyword: 'ourselves sourdough', match: 'semantic' });
       expect(weak.data.strategy).toBe('hybrid');
       const order = (weak.data.hits as { task_id: string }[]).map((h) => h.task_id);
       // Every text of t1 (found by BM25) comes before any text of t2 (found only by the vectors).
       expect(order).toContain('t2');
       expect(order.lastIndexOf('t1')).toBeLessThan(order.indexOf('t2'));
       expect(order[0]).toBe('t1');
-      const model = await chat(await seed(), { keyword: 'the sourdough', match: 'semantic' });
-      expect(model.data.strategy).toBe('embedding');
+      const model = await chat(await seed(), { keyword: 'ourselves sourdough', match: 'semantic' });
+      expect(model.data.strategy).toBe('hybrid');
+      expect((model.data.hits as { task_id: string }[]).map((h) => h.task_id)).toContain('t2');
     } finally {
       await server.stop();
     }

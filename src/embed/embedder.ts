@@ -1,4 +1,5 @@
 import { describeError } from '../errors.js';
+import { REFERENCE_TEXTS } from './reference-texts.js';
 
 /** What a text is embedded as: a search query, or a stored text (models such as e5 prefix them differently). */
 export type EmbedKind = 'query' | 'document';
@@ -18,12 +19,6 @@ export interface Embedder {
    * BM25 on conversation text, declare 0.01 (DESIGN.md, "Ranking"). Config `embedding.fusion_weight` wins.
    */
   readonly fusionWeight?: number;
-  /**
-   * Cosine similarity below which a hit found only by this embedder is not served (DESIGN.md, "Ranking"),
-   * calibrated on data per embedder (bench/abstention.mjs). Absent: {@link DEFAULT_SIMILARITY_FLOOR}.
-   * Config `embedding.similarity_floor` wins.
-   */
-  readonly similarityFloor?: number;
   /**
    * False while the embedder is still preparing (loading or building a cache). Searches then answer
    * without the vector path instead of waiting; absent means always ready.
@@ -46,15 +41,18 @@ export function normalize(vector: Float32Array): Float32Array | null {
 }
 
 /**
- * The floor of an embedder that declares none (model embedders, whose scale Cairn cannot know): only
- * vectors pointing the same way as the query count. Calibrate a model with bench/abstention.mjs and set
- * `embedding.similarity_floor`.
+ * The vectors of the reference texts (embed/reference-texts.ts) by `embedder`, embedded once on first use
+ * (and again after a failure): what a small scope's floor sample is padded with.
  */
-export const DEFAULT_SIMILARITY_FLOOR = 0;
-
-/** The similarity floor of vector-only hits: the configured `embedding.similarity_floor`, else the embedder's own, else {@link DEFAULT_SIMILARITY_FLOOR}. */
-export function vectorSimilarityFloor(embedder: Embedder | null, configured: number | undefined): number {
-  return configured ?? embedder?.similarityFloor ?? DEFAULT_SIMILARITY_FLOOR;
+export function referenceVectors(embedder: Embedder): () => Promise<readonly Float32Array[]> {
+  let held: Promise<readonly Float32Array[]> | null = null;
+  return () => {
+    held ??= embedder.embed(REFERENCE_TEXTS).then((vectors) => vectors.filter((v): v is Float32Array => v !== null));
+    held.catch(() => {
+      held = null;
+    });
+    return held;
+  };
 }
 
 /** The RRF weight of the vector list: the configured `embedding.fusion_weight`, else the embedder's own, else 1. */

@@ -3,12 +3,6 @@ import type { Embedder } from './embedder.js';
 import { normalize } from './embedder.js';
 
 /**
- * Cosine similarity a hit found only by hash vectors must reach to be served: shared analysed tokens are
- * all hashing knows, and the keyword path finds those already (BENCHMARKS.md, "Abstention").
- */
-export const HASH_SIMILARITY_FLOOR = 0.5;
-
-/**
  * Deterministic feature-hashing embedder: analysed tokens and adjacent token pairs are hashed (FNV-1a,
  * signed) into a fixed number of buckets. It has no semantics beyond shared words; it exists so that
  * the vector path, fusion and the embedding queue can run in tests and development with no provider.
@@ -16,8 +10,6 @@ export const HASH_SIMILARITY_FLOOR = 0.5;
 export class HashEmbedder implements Embedder {
   readonly id: string;
   readonly dimensions: number;
-  /** Calibrated like every embedder's floor (bench/abstention.mjs, DESIGN.md "Ranking"). */
-  readonly similarityFloor = HASH_SIMILARITY_FLOOR;
 
   constructor(dimensions = 256) {
     if (!Number.isInteger(dimensions) || dimensions < 8 || dimensions > 4096) {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Embedder } from '../embed/embedder.js';
 import { CairnError, describeError } from '../errors.js';
 import { Bm25Index } from '../search/bm25-index.js';
+import { robustFloor, similaritiesTo, type FloorSamples } from '../search/vector-floor.js';
 import { RRF_K, rrfFuse } from '../search/rrf.js';
 import { clampLimit } from '../memory/search-params.js';
 import type { EmbeddingStore, HistoryStore, Run, RunText, RunToolCall } from '../store/store.js';
@@ -34,8 +35,6 @@ export const CHAT_HISTORY_LIMITS = {
 export const TOOL_LIST_ARGS_CHARS = 256;
 /** Recent texts a semantic search ranks (newest first within the time range). */
 export const SEMANTIC_SCAN = 500;
-/** Cosine similarity below which an embedding hit is not a match. */
-export const MIN_SEMANTIC_SIMILARITY = 0.2;
 /** Characters of a text shown per search hit. */
 const SNIPPET_CHARS = 400;
 const EMBED_BATCH = 64;
@@ -102,11 +101,12 @@ export type ChatHistoryDeps = {
   withhold: WithholdPolicy;
   /** Milliseconds to wait for embeddings in a semantic search before falling back to BM25. */
   queryTimeoutMs: number;
-  /**
-   * The embedder's RRF weight (`vectorFusionWeight`). At 1 (a model embedder) semantic search ranks by
-   * similarity alone; below 1 (word vectors) BM25 ranks and the vectors only add what it misses.
-   */
+  /** The embedder's RRF weight against BM25's 1 (`vectorFusionWeight`): 1, plain RRF, for a model. */
   vectorWeight: number;
+  /** A fixed similarity floor (`embedding.similarity_floor`); absent, the robust floor of the scanned texts. */
+  floor?: number | undefined;
+  /** Pads a small scan with reference vectors for the robust floor (search/vector-floor.ts). */
+  reference?: FloorSamples | undefined;
   warn: (message: string) => void;
 };
 
@@ -244,7 +244,6 @@ export class ChatHistory {
       (t) => t.taskId !== caller.currentTaskId,
     );
     const byVector = await this.rankByEmbedding(keyword, recent, limit);
-    if (byVector && this.deps.vectorWeight >= 1) return searchResult(keyword, range, 'semantic', 'embedding', byVector, []);
     const index = new Bm25Index(recent.map((t) => analyze(searchableText(t))));
     const byBm25 = index
       .search(boundTerms(analyze(keyword)), limit)
@@ -288,9 +287,12 @@ export class ChatHistory {
         await this.deps.embeddings.saveEmbeddings('run_text', embedder.id, saved);
         for (const s of saved) vectors.set(s.key, s.vector);
       }
+      // The scanned texts are a sample of the scope's runs: a match must stand out from them (DESIGN.md, "Ranking").
+      const own = [...vectors.values()].filter((v): v is Float32Array => v !== null);
+      const floor = this.deps.floor ?? robustFloor(similaritiesTo(queryVector, this.deps.reference ? await this.deps.reference.padded(own) : own));
       return texts
         .map((t) => ({ t, score: cosine(queryVector, vectors.get(t.key) ?? null) }))
-        .filter((s) => s.score >= MIN_SEMANTIC_SIMILARITY)
+        .filter((s) => s.score >= floor)
         .sort((a, b) => b.score - a.score)
         .slice(0, limit)
         .map((s) => s.t);

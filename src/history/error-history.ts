@@ -71,8 +71,11 @@ export type ErrorHistoryDeps = {
   queryTimeoutMs: number;
   /** RRF weight of the vector ranking against BM25's 1 (see `vectorFusionWeight`). */
   vectorWeight: number;
-  /** Cosine similarity a record must reach to count as similar, search and failure hints (`vectorSimilarityFloor`). */
-  similarityFloor: number;
+  /**
+   * The cosine similarity a record must reach to count as similar to `vector` in `scope`, search and
+   * failure hints: the configured floor, else the scope's robust floor (search/vector-floor.ts).
+   */
+  floorOf: (scope: Scope, vector: Float32Array, embedderId: string) => Promise<number>;
   warn: (message: string) => void;
 };
 
@@ -217,8 +220,8 @@ export class ErrorHistory {
       }
       const [vector] = await embedder.embed([query], signal, 'query');
       if (!vector) return [];
-      const hits = await this.deps.store.searchErrorRecordsByVector(scope, vector, embedder.id, filter, limit);
-      return hits.filter((h) => h.score >= this.deps.similarityFloor);
+      const [hits, floor] = await Promise.all([this.deps.store.searchErrorRecordsByVector(scope, vector, embedder.id, filter, limit), this.deps.floorOf(scope, vector, embedder.id)]);
+      return hits.filter((h) => h.score >= floor);
     } catch (err) {
       this.deps.warn(`error_history: semantic path failed, answering with keywords only: ${describeError(err)}`);
       return [];

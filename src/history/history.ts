@@ -2,7 +2,8 @@ import type { CoordinationStore } from '../store/coordination.js';
 import { z } from 'zod';
 import type { ToolCaller, ToolCallNote, ToolCallRecord, ToolCallRecorder } from '../catalog/recorder.js';
 import type { CairnConfig } from '../config.js';
-import { vectorFusionWeight, vectorSimilarityFloor, type Embedder } from '../embed/embedder.js';
+import { vectorFusionWeight, type Embedder } from '../embed/embedder.js';
+import type { FloorSamples } from '../search/vector-floor.js';
 import { CairnError, describeError } from '../errors.js';
 import { createChatModel } from '../llm/chat-client.js';
 import { scopeSchema } from '../memory/schemas.js';
@@ -46,6 +47,8 @@ export type HistoryDeps = {
   embedder: Embedder | null;
   /** Overrides the judge `history.judge` selects; null withholds nothing. */
   judge?: RelevanceJudge | null | undefined;
+  /** Samples of stored vectors for the per-query floors (error records; chat_history scores its own scan). */
+  floors?: FloorSamples | undefined;
   warn: (message: string) => void;
 };
 
@@ -66,7 +69,7 @@ export class History implements ToolCallRecorder {
   private readonly store: HistoryStore;
 
   constructor(deps: HistoryDeps) {
-    const { store, embeddings, config, embedder, warn } = deps;
+    const { store, embeddings, config, embedder, warn, floors } = deps;
     this.warn = warn;
     this.store = store;
     const h = config.history;
@@ -82,6 +85,8 @@ export class History implements ToolCallRecorder {
       withhold: { confidence: h.withhold_confidence, minChars: h.withhold_min_chars, timeoutMs: h.judge_timeout_ms },
       queryTimeoutMs: config.embedding.query_timeout_ms,
       vectorWeight,
+      floor: config.embedding.similarity_floor,
+      reference: floors,
       warn,
     });
     this.errors = new ErrorHistory({
@@ -90,7 +95,10 @@ export class History implements ToolCallRecorder {
       embedder,
       queryTimeoutMs: config.embedding.query_timeout_ms,
       vectorWeight,
-      similarityFloor: vectorSimilarityFloor(embedder, config.embedding.similarity_floor),
+      floorOf: (scope, vector, embedderId) =>
+        config.embedding.similarity_floor !== undefined || floors === undefined
+          ? Promise.resolve(config.embedding.similarity_floor ?? -1)
+          : floors.floor(`error_record\u0000${scope.userId}\u0000${scope.agentId}\u0000${embedderId}`, vector, (limit) => embeddings.sampleEmbeddings('error_record', scope, embedderId, limit)),
       warn,
     });
     this.guides = new Guides(h.guides_dir, warn);

@@ -37,15 +37,16 @@ export async function conversationSearch(
 ): Promise<ConversationSearchResult> {
   const sessionKey = params.session_key === undefined || params.session_key === '' ? undefined : params.session_key;
   const filter = { sessionKey };
-  // The floor lets the store skip what hybrid search would drop; a trace shows the hits below it too.
-  const vectorFilter = trace === undefined ? { sessionKey, minSimilarity: ctx.vectorFloor } : filter;
   const outcome = await runSearch(ctx, {
     label: 'conversation_search',
     query: params.query,
     limit: params.limit,
     candidates: (limit) => (sessionKey === undefined ? limit * 3 : limit * 4),
     keyword: (terms, k) => ctx.store.searchMessagesByKeyword(scope, terms, filter, k),
-    vector: (vector, embedderId, k) => ctx.store.searchMessagesByVector(scope, vector, embedderId, vectorFilter, k),
+    // The floor lets the store skip what hybrid search would drop; a trace shows the hits below it too.
+    vector: (vector, embedderId, k, floor) =>
+      ctx.store.searchMessagesByVector(scope, vector, embedderId, trace === undefined ? { sessionKey, minSimilarity: floor } : filter, k),
+    sample: { target: 'message', scope },
     trace,
     load: (ids) => ctx.store.getMessages(scope, ids),
   });

@@ -146,6 +146,8 @@ async function nearest(ctx: SearchContext, scope: Scope, content: string): Promi
     content,
     async (terms) => rankKeywordCandidates(terms, await ctx.store.memoryKeywordCandidates(scope, terms, {}), CANDIDATES_PER_MEMORY * 2),
     (vector, embedderId) => ctx.store.searchMemoriesByVector(scope, vector, embedderId, {}, CANDIDATES_PER_MEMORY * 2),
+    undefined,
+    { target: 'memory', scope },
   );
   return ctx.store.getMemories(
     scope,

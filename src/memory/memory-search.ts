@@ -37,6 +37,7 @@ export async function memorySearch(ctx: SearchContext, scope: Scope, params: Mem
     candidates: (limit) => limit * 3,
     keyword: async (terms, k) => rankKeywordCandidates(terms, await ctx.store.memoryKeywordCandidates(scope, terms, filter), k),
     vector: (vector, embedderId, k) => ctx.store.searchMemoriesByVector(scope, vector, embedderId, filter, k),
+    sample: { target: 'memory', scope },
     trace,
     load: (ids) => ctx.store.getMemories(scope, ids),
   });

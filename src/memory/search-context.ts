@@ -1,10 +1,11 @@
 import { readyEmbedder, type Embedder } from '../embed/embedder.js';
+import type { FloorSamples } from '../search/vector-floor.js';
 import { describeError } from '../errors.js';
 import { hybridSearch, type HybridOutput, type HybridTrace, type RetrievalPath } from '../search/hybrid.js';
-import type { Store } from '../store/store.js';
+import type { QueuedEmbeddingTarget, Store } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
 import { checkQueryLength } from '../text/query-bounds.js';
-import type { RankedHit, SearchStrategy } from '../types.js';
+import type { RankedHit, Scope, SearchStrategy } from '../types.js';
 import { clampLimit } from './search-params.js';
 
 /** What the search executors need from the façade. */
@@ -19,9 +20,29 @@ export type SearchContext = {
   keywordSearch?: boolean;
   /** RRF weight of the vector list against the keyword list's 1 (see `vectorFusionWeight`). Default 1. */
   vectorWeight?: number;
-  /** Cosine similarity a vector hit must reach to be served (see `vectorSimilarityFloor`). Default: none. */
+  /**
+   * Cosine similarity a vector-only hit must reach, fixed (`embedding.similarity_floor`); when absent, each
+   * query's floor comes from `floors` (the scope's robust floor). Neither: every vector hit is served.
+   */
   vectorFloor?: number;
+  /** Samples of the scopes' stored vectors, for the per-query floor (search/vector-floor.ts). */
+  floors?: FloorSamples;
 };
+
+/** Which stored vectors a search's floor is measured against: one scope's rows of one target. */
+export type FloorSample = { target: QueuedEmbeddingTarget; scope: Scope };
+
+/**
+ * The floor of one query's vector-only hits: the configured one, else the robust floor against a sample of
+ * the scope's stored vectors of `sample.target`; undefined when neither applies.
+ */
+export async function queryFloor(ctx: SearchContext, sample: FloorSample | undefined, vector: Float32Array, embedderId: string): Promise<number | undefined> {
+  if (ctx.vectorFloor !== undefined) return ctx.vectorFloor;
+  if (ctx.floors === undefined || sample === undefined) return undefined;
+  const { target, scope } = sample;
+  const key = `${target}\u0000${scope.userId}\u0000${scope.agentId}\u0000${embedderId}`;
+  return ctx.floors.floor(key, vector, (limit) => ctx.store.sampleEmbeddings(target, scope, embedderId, limit));
+}
 
 /** Whether a keyword or vector path can run at all in this context. */
 export function pathsAvailable(ctx: SearchContext): { keyword: boolean; vector: boolean } {
@@ -38,18 +59,21 @@ export async function runHybrid(
   label: string,
   query: string,
   searchKeyword: (terms: string[]) => Promise<RankedHit[]>,
-  searchVector: (vector: Float32Array, embedderId: string) => Promise<RankedHit[]>,
+  searchVector: (vector: Float32Array, embedderId: string, floor: number | undefined) => Promise<RankedHit[]>,
   trace?: HybridTrace,
+  sample?: FloorSample,
 ): Promise<HybridOutput> {
   const available = pathsAvailable(ctx);
   const terms = analyze(query);
   const keyword: RetrievalPath = available.keyword && terms.length > 0 ? () => searchKeyword(terms) : null;
   const embedder = readyEmbedder(ctx.embedder, ctx.warn);
-  const vector: RetrievalPath =
+  const vector =
     available.vector && embedder
       ? async () => {
           const [queryVector] = await embedder.embed([query], AbortSignal.timeout(ctx.queryTimeoutMs), 'query');
-          return queryVector ? searchVector(queryVector, embedder.id) : [];
+          if (!queryVector) return [];
+          const floor = await queryFloor(ctx, sample, queryVector, embedder.id);
+          return { hits: await searchVector(queryVector, embedder.id, floor), floor };
         }
       : null;
   return hybridSearch({
@@ -72,7 +96,10 @@ export type SearchPlan<T extends { id: string }> = {
   /** Candidates per path for a clamped `limit` (the seed's `limit × 3`, or `× 4` with a session filter). */
   candidates: (limit: number) => number;
   keyword: (terms: string[], candidates: number) => Promise<RankedHit[]>;
-  vector: (vector: Float32Array, embedderId: string, candidates: number) => Promise<RankedHit[]>;
+  /** The store's vector query; `floor` is this query's floor (a backend may skip what falls below it). */
+  vector: (vector: Float32Array, embedderId: string, candidates: number, floor: number | undefined) => Promise<RankedHit[]>;
+  /** The stored vectors this search's floor is measured against. */
+  sample?: FloorSample;
   /** Rows by id, in the order asked; ids no longer stored are left out. */
   load: (ids: string[]) => Promise<T[]>;
   /** Receives each path's own hits (see {@link HybridTrace}). */
@@ -111,8 +138,9 @@ export async function runSearch<T extends { id: string }>(ctx: SearchContext, pl
     plan.label,
     query,
     (terms) => plan.keyword(terms, keywordK),
-    (vector, embedderId) => plan.vector(vector, embedderId, k),
+    (vector, embedderId, floor) => plan.vector(vector, embedderId, k, floor),
     plan.trace,
+    plan.sample,
   );
   const top = hits.slice(0, limit);
   const byId = new Map(top.map((h) => [h.id, h]));

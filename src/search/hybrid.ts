@@ -4,16 +4,20 @@ import { RRF_K, rrfFuse } from './rrf.js';
 /** One retrieval path; `null` means the path is not available for this call. */
 export type RetrievalPath = (() => Promise<RankedHit[]>) | null;
 
+/** The vector path's answer: its hits, with the floor this query's vector-only hits must reach when it set one. */
+export type VectorPathResult = { hits: RankedHit[]; floor?: number };
+
 export type HybridInput = {
   keyword: RetrievalPath;
-  vector: RetrievalPath;
+  /** The vector path; it may set the floor of its own query (the scope's robust floor, search/vector-floor.ts). */
+  vector: (() => Promise<RankedHit[] | VectorPathResult>) | null;
   /** True when an embedder is configured, even if the vector path returned nothing. */
   embeddingConfigured: boolean;
   /** RRF weight of the vector list (the keyword list counts 1). Default 1. */
   vectorWeight?: number;
   /**
-   * Cosine similarity a vector hit must reach to be kept (the embedder's calibrated floor, see
-   * `similarityFloor`); hits below it are dropped before fusion. Default: none (every hit is kept).
+   * Cosine similarity a vector hit must reach to be kept, unless the vector path set one for its query;
+   * hits below it are dropped before fusion. Default: none (every hit is kept).
    */
   vectorFloor?: number;
   /** Called when a path throws; the other path still answers. */
@@ -36,17 +40,18 @@ export type HybridOutput = {
  * when one did, and when neither did, `embedding` if an embedder is configured else `fts`.
  */
 export async function hybridSearch(input: HybridInput): Promise<HybridOutput> {
-  const run = async (path: RetrievalPath, name: 'keyword' | 'vector'): Promise<RankedHit[]> => {
-    if (path === null) return [];
+  const run = async <T>(path: (() => Promise<T>) | null, name: 'keyword' | 'vector', none: T): Promise<T> => {
+    if (path === null) return none;
     try {
       return await path();
     } catch (err) {
       input.onPathError?.(name, err);
-      return [];
+      return none;
     }
   };
-  const [keywordHits, allVectorHits] = await Promise.all([run(input.keyword, 'keyword'), run(input.vector, 'vector')]);
-  const floor = input.vectorFloor;
+  const [keywordHits, vectorAnswer] = await Promise.all([run(input.keyword, 'keyword', []), run(input.vector, 'vector', [] as RankedHit[] | VectorPathResult)]);
+  const allVectorHits = Array.isArray(vectorAnswer) ? vectorAnswer : vectorAnswer.hits;
+  const floor = (Array.isArray(vectorAnswer) ? undefined : vectorAnswer.floor) ?? input.vectorFloor;
   if (input.trace) Object.assign(input.trace, { keyword: keywordHits, vector: allVectorHits, vectorFloor: floor ?? null, vectorWeight: input.vectorWeight ?? 1 });
   const vectorHits = floor === undefined ? allVectorHits : allVectorHits.filter((h) => h.score >= floor);
   if (keywordHits.length > 0 && vectorHits.length > 0) {

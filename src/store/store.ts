@@ -78,6 +78,13 @@ export interface MemoryStore {
 }
 
 /**
+ * The order {@link EmbeddingStore.sampleEmbeddings} takes rows in, on every backend: `(seq × SAMPLE_HASH) mod
+ * SAMPLE_MODULUS`, Knuth's multiplicative hash modulo a prime below 2^32 (the product fits in 64 bits).
+ */
+export const SAMPLE_HASH = 2654435761;
+export const SAMPLE_MODULUS = 4294967291;
+
+/**
  * Vectors of every embedded target, one API for all of them (DESIGN.md, "Embeddings"). Queued targets
  * (messages, memories, error records) are found by the embedding queue; run texts are embedded when a
  * search needs them and cached through {@link EmbeddingStore.embeddingsOf}.
@@ -99,6 +106,12 @@ export interface EmbeddingStore {
   saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void>;
   /** How many rows of `target` still lack a vector from `embedderId`, across scopes. */
   countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string): Promise<number>;
+  /**
+   * Up to `limit` stored vectors from `embedderId` of `scope`'s rows of `target`, spread over the scope by
+   * a hash of each row's position (the same rows while the scope is unchanged): what the similarity floor
+   * compares a query with (search/vector-floor.ts).
+   */
+  sampleEmbeddings(target: QueuedEmbeddingTarget, scope: Scope, embedderId: string, limit: number): Promise<Float32Array[]>;
   /**
    * Stored vectors from `embedderId` by key, only where the row's text is still `text` (null: saved as
    * having no vector); keys with no such vector are absent from the map.

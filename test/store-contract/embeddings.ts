@@ -15,7 +15,7 @@ export const errorWrite = (id: string, toolName: string, symptom: string, action
 /** A 64-hex-character error record id from one hex digit. */
 export const hexId = (digit: string) => digit.repeat(64);
 
-/** EmbeddingStore: pendingEmbeddings, saveEmbeddings, countPendingEmbeddings, embeddingsOf, indexVectors, for every target. */
+/** EmbeddingStore: pendingEmbeddings, saveEmbeddings, countPendingEmbeddings, sampleEmbeddings, embeddingsOf, indexVectors, for every target. */
 export function embeddingContract(ctx: ContractContext): void {
   it('queues message rows in position order, across scopes or in one, past a cursor', async () => {
     const { store } = ctx;
@@ -36,6 +36,36 @@ export function embeddingContract(ctx: ContractContext): void {
     expect(await store.pendingEmbeddings('message', 'e1', { after: 0, limit: 10 })).toEqual([]);
     // Another embedder still needs every row.
     expect(await store.countPendingEmbeddings('message', 'e2')).toBe(3);
+  });
+
+  it('samples a scope\'s stored vectors of one embedder, the same rows each time, never another scope\'s', async () => {
+    const { store } = ctx;
+    await store.addMessages(Array.from({ length: 30 }, (_, i) => msg(alice, `a${i}`, `alice text ${i}`)));
+    await store.addMessages(Array.from({ length: 5 }, (_, i) => msg(bob, `b${i}`, `bob text ${i}`)));
+    const pending = await store.pendingEmbeddings('message', 'e1', { after: 0, limit: 100 });
+    // Alice's vectors point along x, Bob's along y; one of Alice's rows has no vector at all.
+    await store.saveEmbeddings(
+      'message',
+      'e1',
+      pending.map((p) => ({ key: p.key, text: p.text, vector: p.text === 'alice text 7' ? null : unit(p.text.startsWith('alice') ? [1, 0.01 * p.position, 0] : [0, 1, 0]) })),
+    );
+    const sample = await store.sampleEmbeddings('message', alice, 'e1', 10);
+    expect(sample).toHaveLength(10);
+    for (const v of sample) expect(v[0]).toBeGreaterThan(0.9);
+    expect(await store.sampleEmbeddings('message', alice, 'e1', 10)).toEqual(sample);
+    // Fewer rows than asked: every vector there is (29 of Alice's 30 have one), other embedders none.
+    expect(await store.sampleEmbeddings('message', alice, 'e1', 100)).toHaveLength(29);
+    expect(await store.sampleEmbeddings('message', bob, 'e1', 100)).toHaveLength(5);
+    expect(await store.sampleEmbeddings('message', alice, 'e2', 10)).toEqual([]);
+    // Memories and error records are sampled the same way.
+    const mem = await store.createMemory(alice, { content: 'likes tea', type: 'persona' });
+    await store.saveEmbeddings('memory', 'e1', [{ key: mem.id, text: 'likes tea', vector: unit([0, 0, 1]) }]);
+    expect((await store.sampleEmbeddings('memory', alice, 'e1', 10)).map((v) => [...v])).toEqual([[...unit([0, 0, 1])]]);
+    expect(await store.sampleEmbeddings('memory', bob, 'e1', 10)).toEqual([]);
+    const record = await store.history.saveErrorRecord(alice, errorWrite(hexId('c'), 'fetch', 'timeout', 'retry'));
+    await store.saveEmbeddings('error_record', 'e1', [{ key: record.id, text: errorRecordText(record), vector: unit([1, 1, 0]) }]);
+    expect(await store.sampleEmbeddings('error_record', alice, 'e1', 10)).toHaveLength(1);
+    expect(await store.sampleEmbeddings('error_record', bob, 'e1', 10)).toEqual([]);
   });
 
   it('drops a vector computed for text that changed meanwhile, and re-queues the changed memory', async () => {

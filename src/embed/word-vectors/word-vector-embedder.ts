@@ -44,13 +44,6 @@ export const DEFAULT_WORD_VECTOR_SETTINGS: WordVectorSettings = { a: 0.01, dropS
  */
 export const WORD_VECTOR_FUSION_WEIGHT = 0.01;
 
-/**
- * Cosine similarity a hit found only by word vectors must reach to be served. Averaged word vectors of
- * unrelated texts share a common direction, so their cosines sit well above 0; the floor is calibrated
- * on LoCoMo questions asked in a foreign conversation and random-word queries (bench/abstention.mjs).
- */
-export const WORD_VECTOR_SIMILARITY_FLOOR = 0.85;
-
 /** A word-vector JSON in the wink layout, with the name and version that key its cache. */
 export type WordVectorSource = { name: string; version: string; path: string };
 
@@ -124,7 +117,6 @@ export class WordVectorEmbedder implements Embedder {
   readonly id: string;
   readonly dimensions: number;
   readonly fusionWeight = WORD_VECTOR_FUSION_WEIGHT;
-  readonly similarityFloor = WORD_VECTOR_SIMILARITY_FLOOR;
   readonly cachePath: string;
   readonly source: WordVectorSource;
   readonly settings: WordVectorSettings;

@@ -228,6 +228,10 @@ export class PostgresStore implements Store {
     return isCoreTarget(target) ? this.vectors.countPending(target, embedderId) : this.historyEmbeddings.countPendingEmbeddings(target, embedderId);
   }
 
+  sampleEmbeddings(target: QueuedEmbeddingTarget, scope: Scope, embedderId: string, limit: number): Promise<Float32Array[]> {
+    return isCoreTarget(target) ? this.vectors.sample(target, scope, embedderId, limit) : this.historyEmbeddings.sampleEmbeddings(target, scope, embedderId, limit);
+  }
+
   embeddingsOf(target: EmbeddingTarget, embedderId: string, items: readonly { key: string; text: string }[]): Promise<Map<string, Float32Array | null>> {
     return isCoreTarget(target) ? this.vectors.vectorsOf(target, embedderId, items) : this.historyEmbeddings.embeddingsOf(target, embedderId, items);
   }

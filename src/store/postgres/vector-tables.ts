@@ -3,7 +3,7 @@ import pg from 'pg';
 import { toSql } from 'pgvector';
 import { CairnError } from '../../errors.js';
 import type { RankedHit, Scope } from '../../types.js';
-import type { MemoryFilter, MessageFilter, PendingEmbedding, PendingEmbeddingsQuery, SavedEmbedding } from '../store.js';
+import { SAMPLE_HASH, SAMPLE_MODULUS, type MemoryFilter, type MessageFilter, type PendingEmbedding, type PendingEmbeddingsQuery, type SavedEmbedding } from '../store.js';
 import { memoryFilterSql } from './memory-tables.js';
 import { LOCK_NAMESPACE, type PostgresDatabase, type Queryable, rows } from './postgres-db.js';
 
@@ -185,6 +185,17 @@ export class VectorTables {
       [embedderId],
     );
     return row?.n ?? 0;
+  }
+
+  /** Up to `limit` of the scope's vectors from `embedderId`, ordered by a hash of their row's seq (see the store contract). */
+  async sample(target: CoreVectorTarget, scope: Scope, embedderId: string, limit: number): Promise<Float32Array[]> {
+    const t = VECTOR_TARGETS[target];
+    const found = await this.db.query<{ embedding: number[] }>(
+      `SELECT embedding FROM ${t.vectors} WHERE user_id = $1 AND agent_id = $2 AND embedder = $3 AND embedding IS NOT NULL
+       ORDER BY (${t.key} * ${SAMPLE_HASH}) % ${SAMPLE_MODULUS} LIMIT $4`,
+      [scope.userId, scope.agentId, embedderId, limit],
+    );
+    return found.map((r) => Float32Array.from(r.embedding));
   }
 
   /** Stored vectors by key, where the row's text is still the one given. */

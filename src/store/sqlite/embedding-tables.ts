@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { CairnError } from '../../errors.js';
-import type { EmbeddingStore, EmbeddingTarget, PendingEmbedding, PendingEmbeddingsQuery, QueuedEmbeddingTarget, SavedEmbedding } from '../store.js';
+import type { Scope } from '../../types.js';
+import { SAMPLE_HASH, SAMPLE_MODULUS, type EmbeddingStore, type EmbeddingTarget, type PendingEmbedding, type PendingEmbeddingsQuery, type QueuedEmbeddingTarget, type SavedEmbedding } from '../store.js';
 import { errorRowText, type ErrorTextRow } from './analysed-terms.js';
 import type { MessageKnn } from './message-knn.js';
 import { Statements } from './statements.js';
@@ -105,6 +106,16 @@ export class EmbeddingTables implements EmbeddingStore {
       `SELECT count(*) AS n FROM ${t.base} b LEFT JOIN ${t.vectors} v ON v.${t.key} = b.seq WHERE v.${t.key} IS NULL OR v.embedder != ?`,
     ).get(embedderId) as { n: number };
     return row.n;
+  }
+
+  async sampleEmbeddings(target: QueuedEmbeddingTarget, scope: Scope, embedderId: string, limit: number): Promise<Float32Array[]> {
+    const t = queued(target);
+    // Rows ordered by a multiplicative hash of seq: spread over the scope, and the same ones each time.
+    const rows = this.stmt(
+      `SELECT v.embedding FROM (SELECT seq FROM ${t.base} WHERE user_id = @user AND agent_id = @agent ORDER BY (seq * ${SAMPLE_HASH}) % ${SAMPLE_MODULUS} LIMIT @take) AS s
+       JOIN ${t.vectors} v ON v.${t.key} = s.seq WHERE v.embedder = @embedder AND v.embedding IS NOT NULL LIMIT @limit`,
+    ).all({ user: scope.userId, agent: scope.agentId, embedder: embedderId, take: limit * 2, limit }) as { embedding: Buffer }[];
+    return rows.map((r) => fromBlob(r.embedding));
   }
 
   async embeddingsOf(target: EmbeddingTarget, embedderId: string, items: readonly { key: string; text: string }[]): Promise<Map<string, Float32Array | null>> {

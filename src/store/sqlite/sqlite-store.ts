@@ -519,6 +519,10 @@ export class SqliteStore implements Store {
     return this.embeddings.countPendingEmbeddings(target, embedderId);
   }
 
+  sampleEmbeddings(target: QueuedEmbeddingTarget, scope: Scope, embedderId: string, limit: number): Promise<Float32Array[]> {
+    return this.embeddings.sampleEmbeddings(target, scope, embedderId, limit);
+  }
+
   embeddingsOf(target: EmbeddingTarget, embedderId: string, items: readonly { key: string; text: string }[]): Promise<Map<string, Float32Array | null>> {
     return this.embeddings.embeddingsOf(target, embedderId, items);
   }
