@@ -21,20 +21,33 @@ import { prng } from './corpus.mjs';
 import { LOCOMO_FILE, loadLocomo } from './locomo.mjs';
 import { loadObservations } from './locomo-observations.mjs';
 import { recallAt, round } from './metrics.mjs';
+import { writeOnnxModel, writeStaticModel } from './model-files.mjs';
 import { prebuildWordVectorCache } from './word-vector-cache.mjs';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const DIST = join(REPO, 'dist');
 const LIMIT = 10;
 const DEPTH = LIMIT * 3;
-/** Floors swept for every embedder. */
+/** Fixed floors swept for every embedder (the curve before the scope's own floor). */
 const FLOORS = [-1, 0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95];
-/** The floor rule: the lowest floor at which at most this share of foreign queries is served a vector-only hit. */
+/** Robust z-scores swept (search/vector-floor.ts): a vector-only hit must stand out from the scope's sample by this much. */
+const Z_VALUES = [0, 1, 1.5, 2, 2.5, 3, 3.5, 4, 5, 6, 8, 10, 12];
+/** The floor rule: the lowest floor (or z) at which at most this share of foreign queries is served a vector-only hit. */
 const FOREIGN_VECTOR_RATE = 0.05;
 const RANDOM_QUERIES_PER_SCOPE = 40;
+/**
+ * The embedders measured: word vectors and hash (their own provider), and two models generated in the real
+ * file formats with random weights (bench/model-files.mjs) over a vocabulary of the conversations' own
+ * words: a static model of potion-base-8M's width and a small BERT encoder, whose random weights make every
+ * pair of texts about equally close (cosines crowded near one level): the case a fixed floor cannot serve.
+ */
 const EMBEDDERS = [
   { name: 'word_vectors', config: { provider: 'word_vectors' } },
-  { name: 'hash', config: { provider: 'hash' } },
+  // Hash vectors hash the very tokens the keyword path matches: every hit they add is a bucket collision,
+  // so the z they need says how rare collisions are, not where meaning starts; shown, not in the rule.
+  { name: 'hash', config: { provider: 'hash' }, inRule: false },
+  { name: 'static (generated)', model: 'static' },
+  { name: 'transformer (generated)', model: 'transformer' },
 ];
 
 /** Tuning half: conversations at even positions; held-out half: odd positions. */
@@ -54,6 +67,8 @@ export async function run({ log = () => {} } = {}) {
   const { hybridSearch } = await lib('search/hybrid.js');
   const { rankKeywordCandidates } = await lib('search/bm25.js');
   const { createEmbedder } = await lib('embed/create-embedder.js');
+  const { FloorSamples, FLOOR_SAMPLE_SIZE, FLOOR_Z, robustFloor, similaritiesTo } = await lib('search/vector-floor.js');
+  const { referenceVectors } = await lib('embed/embedder.js');
   const { parseConfig } = await lib('config.js');
   const { createCairn } = await lib('cairn.js');
   const samples = loadLocomo();
@@ -63,7 +78,14 @@ export async function run({ log = () => {} } = {}) {
   const work = mkdtempSync(join(tmpdir(), 'cairn-abstention-'));
   try {
     const cacheDir = await prebuildWordVectorCache(join(work, 'cache'), log);
-    const embedders = EMBEDDERS.filter((e) => e.name !== 'word_vectors' || cacheDir !== null);
+    const vocabulary = conversationWords(samples);
+    const embedders = EMBEDDERS.filter((e) => e.name !== 'word_vectors' || cacheDir !== null).map((e) => {
+      if (e.model === undefined) return e;
+      const dir = join(work, 'models', e.model);
+      if (e.model === 'static') writeStaticModel(dir, { words: vocabulary, dims: 256, seed: 3 });
+      else writeOnnxModel(dir, { words: vocabulary, layers: 2, hidden: 64, heads: 4, ffn: 128, seed: 4 });
+      return { ...e, config: { provider: 'local', model_path: dir } };
+    });
     const store = SqliteStore.open({ path: join(work, 'cairn.db') });
     const sourcesOf = await loadSamples(store, samples, observations);
     const targets = [
@@ -76,19 +98,43 @@ export async function run({ log = () => {} } = {}) {
     }
     const rows = [];
     const chosen = [];
+    const zRows = [];
+    const zChosen = [];
     // Keyword only: the floor does not apply.
     for (const target of targets) rows.push({ embedder: 'none (keyword only)', target: target.name, floor: null, ...evaluate(queries, target, (q) => keywordLists.get(`${target.name}|${q.key}`).slice(0, LIMIT), () => false) });
     for (const e of embedders) {
       const embedder = createEmbedder(parseConfig({ data_dir: work, embedding: { ...e.config, ...(cacheDir ? { cache_dir: cacheDir } : {}) } }).embedding, { dataDir: work });
+      await embedder.prepare?.();
       await embedAll(store, embedder);
+      const samples = new FloorSamples(referenceVectors(embedder));
       const weight = embedder.fusionWeight ?? 1;
       for (const target of targets) {
         const vectorLists = new Map();
+        const querySims = new Map();
         const texts = queries.map((q) => q.text);
-        const vectors = await embedder.embed(texts);
+        const vectors = await embedder.embed(texts, undefined, 'query');
         for (const [i, q] of queries.entries()) {
           vectorLists.set(q.key, vectors[i] ? await target.vector(scopeOf(q.scope), vectors[i], embedder.id, {}, DEPTH) : []);
+          const sample = await samples.sample(`${target.kind}|${q.scope}`, (limit) => store.sampleEmbeddings(target.kind, scopeOf(q.scope), embedder.id, limit));
+          querySims.set(q.key, vectors[i] ? similaritiesTo(vectors[i], sample) : null);
         }
+        const keywordIds = (q) => new Set(keywordLists.get(`${target.name}|${q.key}`).map((h) => h.id));
+        const zSweep = [];
+        for (const z of Z_VALUES) {
+          const served = new Map();
+          for (const q of queries) {
+            const keyword = keywordLists.get(`${target.name}|${q.key}`);
+            const sims = querySims.get(q.key);
+            const floor = sims === null ? Number.POSITIVE_INFINITY : robustFloor(sims, z);
+            const { hits } = await hybridSearch({ keyword: async () => keyword, vector: async () => ({ hits: vectorLists.get(q.key), floor }), embeddingConfigured: true, vectorWeight: weight });
+            served.set(q.key, hits.slice(0, LIMIT));
+          }
+          zSweep.push({ embedder: e.name, id: embedder.id, target: target.name, z, ...evaluate(queries, target, (q) => served.get(q.key), (q, id) => !keywordIds(q).has(id)) });
+        }
+        zRows.push(...zSweep);
+        const zPick = zSweep.find((r) => r.tune.foreignVectorRate <= FOREIGN_VECTOR_RATE) ?? zSweep.at(-1);
+        zChosen.push({ embedder: e.name, id: embedder.id, target: target.name, z: zPick.z });
+        log(`abstention: ${e.name} ${target.name}: z ${zPick.z} (tune foreign vector-only ${zPick.tune.foreignVectorRate}); held-out recall@10 ${zPick['held-out'].recall10}`);
         const sweep = [];
         for (const floor of FLOORS) {
           const served = new Map();
@@ -97,7 +143,6 @@ export async function run({ log = () => {} } = {}) {
             const { hits } = await hybridSearch({ keyword: async () => keyword, vector: async () => vectorLists.get(q.key), embeddingConfigured: true, vectorWeight: weight, vectorFloor: floor });
             served.set(q.key, hits.slice(0, LIMIT));
           }
-          const keywordIds = (q) => new Set(keywordLists.get(`${target.name}|${q.key}`).map((h) => h.id));
           const result = evaluate(queries, target, (q) => served.get(q.key), (q, id) => !keywordIds(q).has(id));
           sweep.push({ embedder: e.name, id: embedder.id, target: target.name, floor, ...result });
         }
@@ -108,8 +153,9 @@ export async function run({ log = () => {} } = {}) {
       }
     }
     await store.close();
+    const ruleZ = Math.max(...zChosen.filter((c) => embedders.find((e) => e.name === c.embedder)?.inRule !== false).map((c) => c.z));
     const served = await servedCheck({ createCairn, parseConfig, samples, observations, queries, cacheDir, embedders, work, log });
-    return document({ samples, queries, rows, chosen, served });
+    return document({ samples, queries, rows, chosen, zRows, zChosen, ruleZ, codeZ: FLOOR_Z, sampleSize: FLOOR_SAMPLE_SIZE, served });
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
@@ -138,6 +184,13 @@ export function buildQueries(samples) {
 }
 
 export const scopeOf = (sampleId) => ({ userId: sampleId, agentId: 'bench' });
+
+/** The conversations' words, most frequent first (the generated models' vocabulary; nothing is kept). */
+function conversationWords(samples) {
+  const counts = new Map();
+  for (const s of samples) for (const t of s.turns) for (const w of t.text.toLowerCase().match(/[a-z]+/g) ?? []) counts.set(w, (counts.get(w) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 20_000).map(([w]) => w);
+}
 
 /**
  * Writes each conversation's turns and its observations (as episodic memories) into the conversation's
@@ -252,13 +305,13 @@ async function servedCheck({ createCairn, parseConfig, samples, observations, qu
   return rows;
 }
 
-function document({ samples, queries, rows, chosen, served }) {
+function document({ samples, queries, rows, chosen, zRows, zChosen, ruleZ, codeZ, sampleSize, served }) {
   const count = (split, kind) => queries.filter((q) => q.split === split && q.kind === kind).length;
   const sizes = ['tune', 'held-out'].map((s) => `${s}: ${count(s, 'own')} own, ${count(s, 'cross')} cross-conversation, ${count(s, 'random')} random-word queries`).join('; ');
-  const sweepRow = (r) => [
+  const sweepRow = (r, setting) => [
     r.embedder,
     r.target,
-    r.floor,
+    setting,
     r.tune.recall10,
     r.tune.crossEmpty,
     r.tune.randomEmpty,
@@ -268,6 +321,22 @@ function document({ samples, queries, rows, chosen, served }) {
     r['held-out'].randomEmpty,
     r['held-out'].foreignVectorRate ?? null,
   ];
+  const sweepColumns = (setting) => [
+    'embedder',
+    'tool',
+    setting,
+    'tune recall@10',
+    'tune cross empty',
+    'tune random empty',
+    'tune foreign vector-only',
+    'held-out recall@10',
+    'held-out cross empty',
+    'held-out random empty',
+    'held-out foreign vector-only',
+  ];
+  const sweepNotes =
+    '`cross empty` / `random empty`: share of those queries answered with the empty text. `foreign vector-only`: share of cross-conversation and random-word queries served at least one hit the keyword path did not find.';
+  const fixedOf = (c) => chosen.find((o) => o.embedder === c.embedder && o.target === c.target)?.floor ?? null;
   return {
     name: 'abstention',
     title: 'Abstention: memory and conversation search on questions they cannot answer',
@@ -276,30 +345,40 @@ function document({ samples, queries, rows, chosen, served }) {
       `LoCoMo, ${samples.length} conversations, each in its own scope, split by position: even = tuning half, odd = held-out half (${sizes}).`,
       'Own questions (categories 1–4) measure served recall@10; each conversation is also asked every question of the next conversation of its half',
       `and ${RANDOM_QUERIES_PER_SCOPE} queries of 2–3 words drawn from the questions' vocabulary. Served = what the tool returns with limit ${LIMIT}: both paths at depth ${DEPTH},`,
-      'vector hits below the floor dropped, weighted RRF. **Floor rule**, applied on the tuning half only: the lowest floor at which at most',
-      `${FOREIGN_VECTOR_RATE * 100} % of foreign (cross-conversation and random-word) queries are served a hit that only the vector path found.`,
+      'vector hits below the floor dropped, RRF. **The floor** (search/vector-floor.ts): a hit only the vector path found is served when its similarity stands out from',
+      `the query's similarities to a sample of ${sampleSize} of the scope's stored vectors (padded with reference texts in a smaller scope) by a robust z-score ≥ z.`,
+      `**Rule**, applied on the tuning half only: per embedder and tool the lowest z at which at most ${FOREIGN_VECTOR_RATE * 100} % of foreign (cross-conversation and random-word)`,
+      `queries are served a vector-only hit; one z for every embedder, the highest that word vectors and the generated models need: **${ruleZ}** (the code's FLOOR_Z: **${codeZ}**).`,
+      'Hash vectors are shown but not in the rule: they hash the tokens the keyword path already matches, so each hit only they find is a bucket collision.',
+      'The same rule on a fixed cosine floor is shown beside it: the floor it needs differs by embedder, which is why a fixed floor had to be calibrated per model.',
+      'Embedders: word vectors, hash, and two models generated in the real file formats with random weights (a static model of potion-base-8M\'s width; a small BERT encoder whose cosines crowd near one level).',
       'A keyword hit shares an analysed term with the query and is always served, so keyword search abstains only when no stored text shares a term.',
     ].join(' '),
-    data: { chosen, served },
+    data: { chosen, zChosen, ruleZ, codeZ, served },
     tables: [
       {
-        title: 'Chosen floors (tuning half)',
-        columns: ['embedder', 'embedder id', 'tool', 'floor by the rule', 'embedder floor (highest of its tools)'],
-        digits: [null, null, null, 2, 2],
-        rows: chosen.map((c) => [c.embedder, c.id, c.target, c.floor, Math.max(...chosen.filter((o) => o.embedder === c.embedder).map((o) => o.floor))]),
-        notes: 'Each embedder declares one floor for every tool, the highest its tools need (`similarityFloor`, DESIGN.md "Ranking"); `embedding.similarity_floor` overrides it. The end-to-end table below runs with the declared floors.',
+        title: 'The rule on the tuning half: z per embedder and tool (and the fixed floor the same rule needs)',
+        columns: ['embedder', 'embedder id', 'tool', 'lowest z by the rule', 'fixed floor by the same rule'],
+        digits: [null, null, null, 1, 2],
+        rows: zChosen.map((c) => [c.embedder, c.id, c.target, c.z, fixedOf(c)]),
+        notes: `One z serves every embedder: the highest that word vectors and the generated models need, ${ruleZ}. \`embedding.similarity_floor\` (a fixed cosine) overrides it.`,
       },
       {
-        title: 'Served recall against abstention, by floor',
-        columns: ['embedder', 'tool', 'floor', 'tune recall@10', 'tune cross empty', 'tune random empty', 'tune foreign vector-only', 'held-out recall@10', 'held-out cross empty', 'held-out random empty', 'held-out foreign vector-only'],
+        title: 'Served recall against abstention, by robust z (the floor each query gets from its scope)',
+        columns: sweepColumns('z'),
+        digits: [null, null, 1, 3, 3, 3, 3, 3, 3, 3, 3],
+        rows: zRows.map((r) => sweepRow(r, r.z)),
+        notes: sweepNotes,
+      },
+      {
+        title: 'Served recall against abstention, by fixed floor',
+        columns: sweepColumns('floor'),
         digits: [null, null, 2, 3, 3, 3, 3, 3, 3, 3, 3],
-        rows: rows.map(sweepRow),
-        notes:
-          '`cross empty` / `random empty`: share of those queries answered with the empty text. `foreign vector-only`: share of cross-conversation and random-word queries served at least one hit the keyword path did not find. ' +
-          'Floor −1 keeps every vector hit (the behaviour before floors).',
+        rows: rows.map((r) => sweepRow(r, r.floor)),
+        notes: `${sweepNotes} Floor −1 keeps every vector hit (the behaviour before floors).`,
       },
       {
-        title: 'Served end to end at the chosen floors (held-out half, through searchConversations / searchMemories)',
+        title: `Served end to end at the code's z (${codeZ}; held-out half, through searchConversations / searchMemories)`,
         columns: ['embedder', 'tool', 'recall@10', 'own empty', 'cross empty', 'random empty', 'empty answers use the seed text'],
         digits: [null, null, 3, 3, 3, 3, null],
         rows: served.map((r) => [r.embedder, r.target, r.recall10, r.ownEmpty, r.crossEmpty, r.randomEmpty, r.emptyTexts ? 'yes' : 'no']),

@@ -42,11 +42,11 @@ const INDEX_VARIANTS = [
 
 /** The grid of served admission's distinctive-term share swept for the leave-gold-out curve (1.01: never). */
 const SHARE_GRID = [0, 0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8, 1.01];
-/** The grid of semantic floors swept for the word vectors. */
-const FLOOR_GRID = [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95];
+/** The grid of robust z-scores swept for the word vectors' semantic floor (search/vector-floor.ts). */
+const Z_GRID = [2, 3, 4, 5, 6, 7, 8, 10, 12];
 /** Operating-point rule for the share: served recall@10 at least this share of rank recall@10 on every tuning set. */
 const SERVED_RECALL_TARGET = 0.95;
-/** Operating-point rule for the floor: semantic matches keep at least this share of keyword-only leave-gold-out abstention. */
+/** Operating-point rule for the z: semantic matches keep at least this share of keyword-only leave-gold-out abstention. */
 const ABSTENTION_KEPT_TARGET = 0.85;
 /** `BENCH_TOOLS_STEP=n` keeps every n-th query of each set (a quicker, rougher run). */
 const STEP = Math.max(1, Number(process.env.BENCH_TOOLS_STEP ?? 1) || 1);
@@ -159,11 +159,11 @@ export async function runTools({ log = () => {} } = {}) {
         ...(floors
           ? [
               {
-                title: 'Calibrating the semantic floor of the word vectors',
-                columns: ['floor', 'data set', 'split', 'served recall@10', 'keyword-only recall@10', 'semantic precision', 'leave-gold-out abstained', 'keyword-only abstained'],
+                title: "The semantic floor of tool search: robust z against the catalog, with the word vectors",
+                columns: ['z', 'data set', 'split', 'served recall@10', 'keyword-only recall@10', 'semantic precision', 'leave-gold-out abstained', 'keyword-only abstained'],
                 rows: floors.rows,
                 digits: [2, null, null, 3, 3, 3, 3, 3],
-                notes: `Semantic-only matches fill the places keyword matches leave, above the floor. \`semantic precision\`: the share of them that are gold. Rule for the floor: the lowest one at which semantic matches keep at least ${ABSTENTION_KEPT_TARGET} of keyword-only leave-gold-out abstention on the tune half of every set. It picks **${floors.chosen}**; the code's floor for word vectors (SEMANTIC_FLOORS.word_vectors) is **${defaults.floor}**.`,
+                notes: `Semantic-only matches fill the places keyword matches leave, above the query's floor: its similarity must stand out from its similarities to the catalog's tools by a robust z-score (search/vector-floor.ts). \`semantic precision\`: the share of them that are gold. Rule: the lowest z at which semantic matches keep at least ${ABSTENTION_KEPT_TARGET} of keyword-only leave-gold-out abstention on the tune half of every set. It picks **${floors.chosen}**; the code's z for every vector-only hit (FLOOR_Z, chosen on LoCoMo, section "Abstention") is **${defaults.floor}**.`,
               },
             ]
           : []),
@@ -233,9 +233,9 @@ async function embedderRows(work, wordVectors) {
 /** The constants the code ships, for the notes. */
 async function codeDefaults() {
   const { DISTINCTIVE_TERM_IDF_SHARE } = await import(pathToFileURL(join(DIST, 'catalog', 'tool-index.js')).href);
-  const { SEMANTIC_FLOORS } = await import(pathToFileURL(join(DIST, 'catalog', 'hybrid-search.js')).href);
+  const { FLOOR_Z } = await import(pathToFileURL(join(DIST, 'search', 'vector-floor.js')).href);
   const { parseConfig } = await import(pathToFileURL(join(DIST, 'config.js')).href);
-  return { share: DISTINCTIVE_TERM_IDF_SHARE, floor: SEMANTIC_FLOORS.word_vectors, provider: parseConfig({}).embedding.provider };
+  return { share: DISTINCTIVE_TERM_IDF_SHARE, floor: FLOOR_Z, provider: parseConfig({}).embedding.provider };
 }
 
 /** Served recall@10 and leave-gold-out emptiness (keyword only, in-process) for each share of {@link SHARE_GRID}. */
@@ -264,17 +264,18 @@ async function shareCurve(sets, log) {
 
 /**
  * Served recall@10, the precision of semantic-only matches and leave-gold-out abstention with the word
- * vectors for each floor of {@link FLOOR_GRID}, against keyword matches alone (in-process).
+ * vectors for each z of {@link Z_GRID}, against keyword matches alone (in-process).
  */
 async function floorCurve(sets, cacheDir, log) {
   const { staticCatalog } = await import(pathToFileURL(join(DIST, 'catalog', 'catalog.js')).href);
   const { HybridToolSearch } = await import(pathToFileURL(join(DIST, 'catalog', 'hybrid-search.js')).href);
+  const { robustFloor } = await import(pathToFileURL(join(DIST, 'search', 'vector-floor.js')).href);
   const lib = await import(pathToFileURL(join(DIST, 'embed', 'word-vectors', 'word-vector-embedder.js')).href);
   const source = lib.findWordVectorPackage();
   const embedder = new lib.WordVectorEmbedder({ source, cachePath: lib.wordVectorCachePath(cacheDir, source) });
   const rows = [];
   const results = {};
-  const feasible = new Set(FLOOR_GRID);
+  const feasible = new Set(Z_GRID);
   for (const ds of sets) {
     log(`tools: semantic floor curve on ${ds.name}`);
     const catalog = staticCatalog(ds.catalog);
@@ -286,8 +287,9 @@ async function floorCurve(sets, cacheDir, log) {
       const keyword = catalog.index.scored(q.query, K, 'served').map((h) => h.index);
       const keywordAll = new Set(catalog.index.scored(q.query, 1000, 'served').map((h) => h.index));
       const lgoKeyword = new Set(catalog.index.scored(q.query, 1000, 'served', { exclude: gold }).map((h) => h.index));
-      const sims = await search.similarities(catalog, q.query);
+      const { similar: sims, sample } = await search.similarities(catalog, q.query, undefined, { withSample: true });
       perQuery.push({
+        sample,
         q,
         half: splitOf(ds.name, q.qid),
         keywordGold: keyword.filter((i) => gold.has(i)).length / q.gold.size,
@@ -298,7 +300,7 @@ async function floorCurve(sets, cacheDir, log) {
       });
     }
     results[ds.name] = {};
-    for (const floor of FLOOR_GRID) {
+    for (const z of Z_GRID) {
       const m = {};
       for (const half of ['tune', 'held-out']) {
         const qs = perQuery.filter((p) => p.half === half);
@@ -309,6 +311,7 @@ async function floorCurve(sets, cacheDir, log) {
         let abstained = 0;
         let keywordAbstained = 0;
         for (const p of qs) {
+          const floor = p.sample ? robustFloor(p.sample, z) : Number.POSITIVE_INFINITY;
           const extra = p.semantic.filter((s) => s.sim >= floor).slice(0, Math.max(0, p.slots));
           added += extra.length;
           right += extra.filter((s) => s.gold).length;
@@ -319,10 +322,10 @@ async function floorCurve(sets, cacheDir, log) {
         }
         const n = qs.length || 1;
         m[half] = { recall: round(recall / n, 4), keyword: round(keywordRecall / n, 4), precision: added ? round(right / added, 4) : null, abstained: round(abstained / n, 4), keyword_abstained: round(keywordAbstained / n, 4) };
-        rows.push([floor, ds.label, half, m[half].recall, m[half].keyword, m[half].precision, m[half].abstained, m[half].keyword_abstained]);
+        rows.push([z, ds.label, half, m[half].recall, m[half].keyword, m[half].precision, m[half].abstained, m[half].keyword_abstained]);
       }
-      results[ds.name][floor] = m;
-      if (m.tune.abstained < ABSTENTION_KEPT_TARGET * m.tune.keyword_abstained) feasible.delete(floor);
+      results[ds.name][z] = m;
+      if (m.tune.abstained < ABSTENTION_KEPT_TARGET * m.tune.keyword_abstained) feasible.delete(z);
     }
   }
   return { rows, results, chosen: feasible.size > 0 ? Math.min(...feasible) : null };

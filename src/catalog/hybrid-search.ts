@@ -99,7 +99,12 @@ export class HybridToolSearch {
    * to the catalog's tools (padded with reference texts in a catalog of few tools). Empty, floor +∞,
    * without an embedder or on failure.
    */
-  async similarities(catalog: Catalog, query: string, exclude?: ReadonlySet<number>): Promise<{ similar: { index: number; sim: number }[]; floor: number }> {
+  async similarities(
+    catalog: Catalog,
+    query: string,
+    exclude?: ReadonlySet<number>,
+    options: { withSample?: boolean } = {},
+  ): Promise<{ similar: { index: number; sim: number }[]; floor: number; sample?: number[] | undefined }> {
     const none = { similar: [], floor: Number.POSITIVE_INFINITY };
     if (!this.embedder) return none;
     try {
@@ -114,23 +119,32 @@ export class HybridToolSearch {
         scored.push({ index, sim });
       });
       const floor = this.floor ?? (await this.robustFloorOf(queryVector, scored));
+      const sample = options.withSample ? await this.floorSample(queryVector, scored) : undefined;
       scored.sort((a, b) => b.sim - a.sim);
-      return { similar: scored.slice(0, POOL), floor };
+      return { similar: scored.slice(0, POOL), floor, sample };
     } catch (err) {
       this.warn(`tool search: embedding path failed, answering with keywords only: ${describeError(err)}`);
       return none;
     }
   }
 
-  /** The robust floor of a query against the catalog: its similarities to the tools (a spread sample of a large catalog). */
+  /** The robust floor of a query against the catalog (see {@link floorSample}). */
   private async robustFloorOf(queryVector: Float32Array, scored: readonly { sim: number }[]): Promise<number> {
+    return robustFloor(await this.floorSample(queryVector, scored));
+  }
+
+  /**
+   * What a query's floor is read from: its similarities to the catalog's tools (every few of a large
+   * catalog), and to reference texts while the catalog has fewer than {@link FLOOR_SAMPLE_SIZE} tools.
+   */
+  async floorSample(queryVector: Float32Array, scored: readonly { sim: number }[]): Promise<number[]> {
     const stride = Math.max(1, Math.floor(scored.length / (FLOOR_SAMPLE_SIZE * 4)));
     const sample = scored.filter((_, i) => i % stride === 0).map((s) => s.sim);
     if (sample.length < FLOOR_SAMPLE_SIZE && this.reference) {
       const reference = await this.reference();
       sample.push(...similaritiesTo(queryVector, reference.slice(0, FLOOR_SAMPLE_SIZE - sample.length)));
     }
-    return robustFloor(sample);
+    return sample;
   }
 
   private toolVectors(catalog: Catalog, embedder: Embedder): Promise<(Float32Array | null)[]> {
