@@ -292,3 +292,10 @@ export function directionVector(dims, axis, { noise = 0.1, seed = axis + 1 } = {
   v[axis] += 1;
   return v;
 }
+
+/** A seeded random unit vector of `dims` (a hand-made model's row for a word of no chosen topic). */
+export function randomUnit(dims, seed) {
+  const v = normals(dims, prng(seed));
+  const n = Math.hypot(...v);
+  return v.map((x) => x / n);
+}

@@ -427,7 +427,7 @@ export class Cairn {
     checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
     if (valid.query.trim() === '') return { ...(await this.countedMemorySearch(scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = await this.budget.charge({ ...turn, scope });
-    if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget), budget };
+    if (!budget.allowed) return { results: [], strategy: 'none', embedder: null, text: budgetSpentText(budget), budget };
     return { ...(await this.countedMemorySearch(scope, valid)), budget };
   }
 
@@ -438,7 +438,7 @@ export class Cairn {
     checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
     if (valid.query.trim() === '') return { ...(await this.countedConversationSearch(scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = await this.budget.charge({ ...turn, scope });
-    if (!budget.allowed) return { results: [], strategy: 'none', text: budgetSpentText(budget), budget };
+    if (!budget.allowed) return { results: [], strategy: 'none', embedder: null, text: budgetSpentText(budget), budget };
     return { ...(await this.countedConversationSearch(scope, valid)), budget };
   }
 

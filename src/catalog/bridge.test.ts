@@ -42,13 +42,13 @@ const isCore = (n: string) => core.has(n);
 const keyword = new HybridToolSearch(null, () => {});
 
 async function search(args: unknown, c: Catalog = catalog, l = limits): Promise<ToolSearchAnswer> {
-  const answer = await toolSearch(c, args, l, (q, limit) => keyword.search(c, q, limit));
+  const answer = await toolSearch(c, args, l, (q, limit) => keyword.searchOutcome(c, q, limit));
   if ('error' in answer) throw new Error(answer.error);
   return answer;
 }
 
 async function searchError(args: unknown, l = limits): Promise<string> {
-  const answer = await toolSearch(catalog, args, l, (q, limit) => keyword.search(catalog, q, limit));
+  const answer = await toolSearch(catalog, args, l, (q, limit) => keyword.searchOutcome(catalog, q, limit));
   return (answer as BridgeError).error;
 }
 

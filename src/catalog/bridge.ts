@@ -1,6 +1,6 @@
 import type { Catalog, CatalogTool, Disclosure, SourceStatus, SourceSummary } from './catalog.js';
 import { NAME_SEPARATOR } from './catalog.js';
-import type { ToolMatch } from './hybrid-search.js';
+import type { ToolSearchOutcome } from './hybrid-search.js';
 import type { MatchKind } from './tool-index.js';
 import { isRecord, requiredNames, type JsonObject } from './schema.js';
 import { MAX_QUERY_CHARS } from '../text/query-bounds.js';
@@ -34,7 +34,16 @@ export type SearchGroup = { query: string; matches: string[]; matched_by: Record
 /** What tool_search shows of a matched tool (once per response, however many queries matched it). */
 export type SearchRecord = { source: string; description: string; required: string[] };
 
-export type ToolSearchAnswer = { queries: string[]; total_available: number; results: SearchGroup[]; tools: Record<string, SearchRecord> };
+export type ToolSearchAnswer = {
+  queries: string[];
+  total_available: number;
+  /** `hybrid` when an embedder's vectors took part in ranking, else `fts` (keywords alone). */
+  strategy: 'hybrid' | 'fts';
+  /** With `hybrid`: the embedding model. */
+  embedder?: string;
+  results: SearchGroup[];
+  tools: Record<string, SearchRecord>;
+};
 
 export type ToolDescribeAnswer = {
   tools: Record<string, { source: string; description: string; parameters: JsonObject }>;
@@ -49,7 +58,7 @@ export type CallEntry = { name: string; arguments: JsonObject };
 export type SearchLimits = { defaultLimit: number; maxLimit: number; maxQueries?: number };
 
 /** Finds the tools for one query, each with how it matched (the hub's served search). */
-export type FindTools = (query: string, limit: number) => ToolMatch[] | Promise<ToolMatch[]>;
+export type FindTools = (query: string, limit: number) => Promise<ToolSearchOutcome>;
 
 const RETRY_HINT = 'Retry tool_search with the service name plus a concrete action or object before concluding the capability is missing.';
 
@@ -76,8 +85,11 @@ export async function toolSearch(catalog: Catalog, args: unknown, limits: Search
   const limit = clampLimit(input.limit, limits);
   const results: SearchGroup[] = [];
   const tools: Record<string, SearchRecord> = {};
+  let embedder: string | null = null;
   for (const query of queries.items) {
-    const found = await find(query, limit);
+    const outcome = await find(query, limit);
+    const found = outcome.matches;
+    embedder ??= outcome.embedder;
     const group: SearchGroup = { query, matches: found.map((m) => m.tool.name), matched_by: Object.fromEntries(found.map((m) => [m.tool.name, m.match])) };
     for (const { tool } of found) tools[tool.name] ??= searchRecord(tool);
     if (found.length === 0) {
@@ -86,7 +98,7 @@ export async function toolSearch(catalog: Catalog, args: unknown, limits: Search
     }
     results.push(group);
   }
-  return { queries: queries.items, total_available: catalog.tools.length, results, tools };
+  return { queries: queries.items, total_available: catalog.tools.length, strategy: embedder === null ? 'fts' : 'hybrid', ...(embedder === null ? {} : { embedder }), results, tools };
 }
 
 /** tool_describe: full description and parameters schema per name; unknown names never fail the batch. */

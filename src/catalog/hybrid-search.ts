@@ -13,6 +13,9 @@ export const MIN_TOOL_SIMILARITY = 0.5;
 /** One result of tool search: the tool and how it matched the query. */
 export type ToolMatch = { tool: CatalogTool; match: MatchKind };
 
+/** Tool search's answer to one query: the matches, and the embedder whose vectors took part (null: keywords alone). */
+export type ToolSearchOutcome = { matches: ToolMatch[]; embedder: string | null };
+
 export type ToolSearchOptions = {
   /** RRF weight of the vector ranking against BM25's 1. Default: the embedder's own. */
   weight?: number | undefined;
@@ -59,21 +62,27 @@ export class HybridToolSearch {
   }
 
   async search(catalog: Catalog, query: string, limit: number, options: ToolQuery = {}): Promise<ToolMatch[]> {
+    return (await this.searchOutcome(catalog, query, limit, options)).matches;
+  }
+
+  /** {@link search}, saying whether the vector path took part and with which embedder (the strategy report). */
+  async searchOutcome(catalog: Catalog, query: string, limit: number, options: ToolQuery = {}): Promise<ToolSearchOutcome> {
     const admission = options.admission ?? 'served';
     const exclude = options.exclude && options.exclude.size > 0 ? positions(catalog, options.exclude) : undefined;
     const lexical = catalog.index.scored(query, Math.max(limit, POOL), admission, { exclude });
-    const { similar, floor } = await this.similarities(catalog, query, exclude);
+    const { similar, floor, ran } = await this.similarities(catalog, query, exclude);
+    const embedder = ran && this.embedder ? this.embedder.id : null;
     const byIndex = new Map<number, ToolHit>(lexical.map((h) => [h.index, h]));
     const match = (i: number): ToolMatch => ({ tool: catalog.tools[i]!, match: byIndex.get(i)?.match ?? 'semantic' });
     const pinned = lexical.filter((h) => h.match === 'exact_name').map((h) => h.index);
     const rest = (order: number[]) => order.filter((i) => !pinned.includes(i));
     if (admission === 'rank') {
       const vector = similar.filter((s) => s.sim >= MIN_TOOL_SIMILARITY).slice(0, POOL);
-      return [...pinned, ...rest(this.fuse(lexical, vector))].slice(0, limit).map(match);
+      return { matches: [...pinned, ...rest(this.fuse(lexical, vector))].slice(0, limit).map(match), embedder };
     }
     const keyword = rest(this.fuse(lexical, similar.filter((s) => byIndex.has(s.index))));
     const semanticOnly = similar.filter((s) => s.sim >= floor && !byIndex.has(s.index)).map((s) => s.index);
-    return [...pinned, ...keyword, ...semanticOnly].slice(0, limit).map(match);
+    return { matches: [...pinned, ...keyword, ...semanticOnly].slice(0, limit).map(match), embedder };
   }
 
   private fuse(lexical: readonly ToolHit[], vector: readonly { index: number }[]): number[] {
@@ -104,8 +113,8 @@ export class HybridToolSearch {
     query: string,
     exclude?: ReadonlySet<number>,
     options: { withSample?: boolean } = {},
-  ): Promise<{ similar: { index: number; sim: number }[]; floor: number; sample?: number[] | undefined }> {
-    const none = { similar: [], floor: Number.POSITIVE_INFINITY };
+  ): Promise<{ similar: { index: number; sim: number }[]; floor: number; ran: boolean; sample?: number[] | undefined }> {
+    const none = { similar: [], floor: Number.POSITIVE_INFINITY, ran: false };
     if (!this.embedder) return none;
     try {
       const [queryVector] = await this.embedder.embed([query], undefined, 'query');
@@ -121,7 +130,7 @@ export class HybridToolSearch {
       const floor = this.floor ?? (await this.robustFloorOf(queryVector, scored));
       const sample = options.withSample ? await this.floorSample(queryVector, scored) : undefined;
       scored.sort((a, b) => b.sim - a.sim);
-      return { similar: scored.slice(0, POOL), floor, sample };
+      return { similar: scored.slice(0, POOL), floor, ran: true, sample };
     } catch (err) {
       this.warn(`tool search: embedding path failed, answering with keywords only: ${describeError(err)}`);
       return none;

@@ -22,7 +22,7 @@ import {
 } from './bridge.js';
 import { Catalog, catalogName, type CatalogTool, type Disclosure, type DisclosureSettings, type SourceStatus } from './catalog.js';
 import { DownstreamServer } from './downstream.js';
-import { HybridToolSearch, type ToolMatch } from './hybrid-search.js';
+import { HybridToolSearch, type ToolSearchOutcome } from './hybrid-search.js';
 import { resultLimitBreach } from './result-guard.js';
 import type { ToolCaller, ToolCallRecorder } from './recorder.js';
 import { isRecord, type JsonObject } from './schema.js';
@@ -294,13 +294,13 @@ export class ToolHub {
     if (filter.source !== undefined && !catalog.sources.some((s) => s.name === filter.source) && !catalog.tools.some((t) => t.source === filter.source)) {
       throw new CairnError('not_found', `unknown tool source '${filter.source}'; sources: ${catalog.sourceSummary().map((s) => s.name).join(', ') || 'none'}`);
     }
-    const tools = filter.query?.trim() ? (await this.find(catalog, filter.query, catalog.tools.length)).map((m) => m.tool) : catalog.tools;
+    const tools = filter.query?.trim() ? (await this.find(catalog, filter.query, catalog.tools.length)).matches.map((m) => m.tool) : catalog.tools;
     return filter.source === undefined ? [...tools] : tools.filter((t) => t.source === filter.source);
   }
 
   /** The one search behind tool_search, `/v3/tools/list` with a query and `cairn tools search`: served admission, labelled. */
-  private find(catalog: Catalog, query: string, limit: number): Promise<ToolMatch[]> {
-    return this.searcher.search(catalog, query, limit);
+  private find(catalog: Catalog, query: string, limit: number): Promise<ToolSearchOutcome> {
+    return this.searcher.searchOutcome(catalog, query, limit);
   }
 
   private async dispatch(tool: CatalogTool, args: JsonObject, caller: ToolCaller): Promise<InvokeOutcome> {

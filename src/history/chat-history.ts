@@ -263,6 +263,7 @@ export class ChatHistory {
       'hybrid',
       fused.slice(0, limit).map((h) => byKey.get(h.id)!),
       [],
+      this.deps.embedder?.id ?? null,
     );
   }
 
@@ -387,7 +388,15 @@ function toolListRow(taskId: string, call: RunToolCall): Record<string, unknown>
   return { task_id: taskId, at: call.at, name: call.name, args, args_bytes: Buffer.byteLength(call.arguments), result_chars: call.result.length };
 }
 
-function searchResult(keyword: string, range: TimeRange, match: 'keyword' | 'semantic', strategy: string, texts: RunText[], terms: string[]): ChatHistoryResult {
+function searchResult(
+  keyword: string,
+  range: TimeRange,
+  match: 'keyword' | 'semantic',
+  strategy: string,
+  texts: RunText[],
+  terms: string[],
+  embedder: string | null = null,
+): ChatHistoryResult {
   const hits = texts.map((t) => ({
     task_id: t.taskId,
     kind: t.kind,
@@ -399,7 +408,7 @@ function searchResult(keyword: string, range: TimeRange, match: 'keyword' | 'sem
     hits.length === 0
       ? `no matches for "${keyword}" in the last ${range}`
       : hits.map((h) => `[${h.at} · task ${h.task_id} · ${h.kind === 'tool' ? `tool ${h.name}` : h.kind}] ${h.text}`).join('\n');
-  return { mode: 'search', text, data: { match, strategy, time_range: range, hits } };
+  return { mode: 'search', text, data: { match, strategy, ...(embedder === null ? {} : { embedder }), time_range: range, hits } };
 }
 
 /** A window of the text around the first term found (or its start), on one line. */

@@ -37,6 +37,7 @@ export function addSeedRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
 
 function toSearchResponse(r: TurnSearchResult<MemorySearchResult | ConversationSearchResult>): z.infer<typeof searchResponse> {
   const body: z.infer<typeof searchResponse> = { results: r.text, total: r.results.length, strategy: r.strategy };
+  if (r.embedder !== null) body.embedder = r.embedder;
   if (!r.budget.allowed) body.budget_exhausted = true;
   return body;
 }

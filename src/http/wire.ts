@@ -85,6 +85,7 @@ export const searchResponse = z.object({
   results: z.string().describe('The formatted text the agent sees.'),
   total: z.number().int(),
   strategy: z.enum(['hybrid', 'embedding', 'fts', 'none']),
+  embedder: z.string().optional().describe('With strategy hybrid or embedding: the embedding model whose vectors took part (e.g. local:minishlab/potion-base-8M@…:256).'),
   budget_exhausted: z.boolean().optional().describe('True when the per-turn search budget was spent and no search ran.'),
 });
 

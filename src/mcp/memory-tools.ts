@@ -11,6 +11,7 @@ const strategy = z.enum(['hybrid', 'embedding', 'fts', 'none']);
 const searchOutput = <T extends z.ZodType>(item: T) => ({
   count: z.number().int().describe('Number of results returned.'),
   strategy: strategy.describe('Which retrieval paths produced the results.'),
+  embedder: z.string().optional().describe('With strategy hybrid or embedding: the embedding model whose vectors took part.'),
   results: z.array(item),
   budget_exhausted: z.boolean().optional().describe('True when the per-turn search budget was spent and no search ran.'),
 });
@@ -178,8 +179,9 @@ export function registerMemoryTools(server: McpServer, ctx: ToolContext): void {
   );
 }
 
-function searchContent(r: { results: readonly object[]; strategy: string; budget: { allowed: boolean } }): Record<string, unknown> {
+function searchContent(r: { results: readonly object[]; strategy: string; embedder: string | null; budget: { allowed: boolean } }): Record<string, unknown> {
   const content: Record<string, unknown> = { count: r.results.length, strategy: r.strategy, results: r.results };
+  if (r.embedder !== null) content.embedder = r.embedder;
   if (!r.budget.allowed) content.budget_exhausted = true;
   return content;
 }

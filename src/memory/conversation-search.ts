@@ -20,6 +20,8 @@ export type ConversationHit = {
 export type ConversationSearchResult = {
   results: ConversationHit[];
   strategy: SearchStrategy;
+  /** The embedding model whose vectors took part (strategy `hybrid`, `embedding`), else null. */
+  embedder: string | null;
   /** The text the agent sees. */
   text: string;
 };
@@ -60,5 +62,5 @@ export async function conversationSearch(
     timestamp: m.timestamp,
     ...(context ? { match: 'context' as const } : {}),
   }));
-  return { results, strategy: outcome.strategy, text: outcome.unavailable ? SEARCH_UNAVAILABLE_MESSAGE : formatConversationResults(results) };
+  return { results, strategy: outcome.strategy, embedder: outcome.embedder, text: outcome.unavailable ? SEARCH_UNAVAILABLE_MESSAGE : formatConversationResults(results) };
 }

@@ -20,6 +20,8 @@ export type MemoryHit = {
 export type MemorySearchResult = {
   results: MemoryHit[];
   strategy: SearchStrategy;
+  /** The embedding model whose vectors took part (strategy `hybrid`, `embedding`), else null. */
+  embedder: string | null;
   /** The text the agent sees. */
   text: string;
 };
@@ -51,5 +53,5 @@ export async function memorySearch(ctx: SearchContext, scope: Scope, params: Mem
     created_at: m.createdAt,
     updated_at: m.updatedAt,
   }));
-  return { results, strategy: outcome.strategy, text: outcome.unavailable ? SEARCH_UNAVAILABLE_MESSAGE : formatMemoryResults(results) };
+  return { results, strategy: outcome.strategy, embedder: outcome.embedder, text: outcome.unavailable ? SEARCH_UNAVAILABLE_MESSAGE : formatMemoryResults(results) };
 }

@@ -62,7 +62,7 @@ export async function runHybrid(
   searchVector: (vector: Float32Array, embedderId: string, floor: number | undefined) => Promise<RankedHit[]>,
   trace?: HybridTrace,
   sample?: FloorSample,
-): Promise<HybridOutput> {
+): Promise<HybridOutput & { embedder: string | null }> {
   const available = pathsAvailable(ctx);
   const terms = analyze(query);
   const keyword: RetrievalPath = available.keyword && terms.length > 0 ? () => searchKeyword(terms) : null;
@@ -76,7 +76,7 @@ export async function runHybrid(
           return { hits: await searchVector(queryVector, embedder.id, floor), floor };
         }
       : null;
-  return hybridSearch({
+  const output = await hybridSearch({
     keyword,
     vector,
     embeddingConfigured: available.vector,
@@ -85,6 +85,9 @@ export async function runHybrid(
     onPathError: (path, err) => ctx.warn(`${label}: ${path} path failed, answering without it: ${describeError(err)}`),
     trace,
   });
+  // The strategy report names the model whose vectors took part.
+  const vectorsRanked = embedder !== null && (output.strategy === 'hybrid' || (output.strategy === 'embedding' && output.hits.length > 0));
+  return { ...output, embedder: vectorsRanked ? embedder.id : null };
 }
 
 /** One search as both executors run it: the store's scoped queries and how to load the winners. */
@@ -107,6 +110,8 @@ export type SearchPlan<T extends { id: string }> = {
 };
 
 export type SearchOutcome<T> = {
+  /** The embedder whose vectors took part (strategy `hybrid` or `embedding`), else null. */
+  embedder: string | null;
   /** The rows in rank order, with their scores and the keyword path's context mark (see RankedHit). */
   hits: { row: T; score: number; context?: true }[];
   strategy: SearchStrategy;
@@ -124,16 +129,16 @@ export type SearchOutcome<T> = {
 export async function runSearch<T extends { id: string }>(ctx: SearchContext, plan: SearchPlan<T>): Promise<SearchOutcome<T>> {
   const query = plan.query.trim();
   checkQueryLength(query);
-  if (query === '') return { hits: [], strategy: 'none', unavailable: false };
+  if (query === '') return { hits: [], strategy: 'none', unavailable: false, embedder: null };
   const available = pathsAvailable(ctx);
-  if (!available.keyword && !available.vector) return { hits: [], strategy: 'none', unavailable: true };
+  if (!available.keyword && !available.vector) return { hits: [], strategy: 'none', unavailable: true, embedder: null };
   const limit = clampLimit(plan.limit);
   const k = plan.candidates(limit);
   // Over-retrieval feeds the fusion. Without a vector path there is nothing to fuse, and the keyword
   // path's top `limit` is the first `limit` of its top `k` (both rank exactly): asking for fewer lets
   // the engine prune against a higher k-th score (DESIGN.md, "Keyword engine").
   const keywordK = available.vector ? k : limit;
-  const { hits, strategy } = await runHybrid(
+  const { hits, strategy, embedder } = await runHybrid(
     ctx,
     plan.label,
     query,
@@ -152,5 +157,6 @@ export async function runSearch<T extends { id: string }>(ctx: SearchContext, pl
     }),
     strategy,
     unavailable: false,
+    embedder,
   };
 }
