@@ -212,7 +212,7 @@ describe('strategy selection', () => {
   it('none: empty query, without the configuration message', async () => {
     const cairn = await cairnAt(tempDir());
     const result = await cairn.searchConversations(scope, { query: '   ' });
-    expect(result).toEqual({ results: [], strategy: 'none', text: 'No matching conversation messages found.' });
+    expect(result).toEqual({ results: [], strategy: 'none', embedder: null, text: 'No matching conversation messages found.' });
   });
 
   it('none with the configuration message when neither path is available', async () => {
@@ -220,7 +220,7 @@ describe('strategy selection', () => {
     // A real store that reports no keyword index (as a backend without FTS would).
     const noFts = Object.create(store, { capabilities: { value: { ...store.capabilities, keywordSearch: false } } }) as Store;
     const result = await conversationSearch({ store: noFts, embedder: null, queryTimeoutMs: 1000, warn: () => {} }, scope, { query: 'anything' });
-    expect(result).toEqual({ results: [], strategy: 'none', text: SEARCH_UNAVAILABLE_MESSAGE });
+    expect(result).toEqual({ results: [], strategy: 'none', embedder: null, text: SEARCH_UNAVAILABLE_MESSAGE });
     await store.close();
   });
 

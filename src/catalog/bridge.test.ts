@@ -69,7 +69,8 @@ describe('tool_search', () => {
 
   it('answers names per query plus one shared map of the matched tools', async () => {
     const a = await search({ queries: ['create linear issue', 'post slack message'] });
-    expect(Object.keys(a)).toEqual(['queries', 'total_available', 'results', 'tools']);
+    expect(Object.keys(a)).toEqual(['queries', 'total_available', 'strategy', 'results', 'tools']);
+    expect(a.strategy).toBe('fts');
     expect(a.queries).toEqual(['create linear issue', 'post slack message']);
     expect(a.total_available).toBe(3);
     expect(a.results.map((r) => r.query)).toEqual(a.queries);
