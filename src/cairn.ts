@@ -574,6 +574,11 @@ export class Cairn {
     };
   }
 
+  /** True when preparing the embedder only loads files on disk (see `Embedder.preparesFromDisk`). */
+  get embedderPreparesFromDisk(): boolean {
+    return this.embedder?.preparesFromDisk === true;
+  }
+
   /** False while the embedder prepares (see {@link EmbeddingStatus.ready}). */
   get embeddingReady(): boolean {
     return this.embedder?.ready !== false;
@@ -626,6 +631,7 @@ export class Cairn {
     await this.knowledge.close();
     await this.scheduler.stop();
     await this.queue?.stop();
+    await this.embedder?.close?.();
     await this.store.close();
   }
 }

@@ -109,11 +109,15 @@ export function progressLines(log: Logger): (task: string, done: number, total: 
   };
 }
 
-/** Prepares the embedder in the background of a server: `/health` says `warming` until it is ready. */
-export function warmUp(cairn: Cairn): void {
-  if (cairn.embeddingReady) {
-    // Nothing to build: load now rather than on the first search.
-    cairn.prepareEmbedder().catch(() => undefined);
+/**
+ * Prepares the embedder of a server: at once when that only loads files already on disk (a local model
+ * present: a file the runtime rejects fails the start), else in the background (a model download, a
+ * word-vector cache build), `/health` saying `warming` until it is ready.
+ */
+export async function warmUp(cairn: Cairn): Promise<void> {
+  if (cairn.embeddingReady || cairn.embedderPreparesFromDisk) {
+    // Nothing to download or build: load now rather than on the first search.
+    await cairn.prepareEmbedder();
     return;
   }
   const started = performance.now();

@@ -138,6 +138,20 @@ export function buildProgram(): Command {
     .option('--prepare', 'prepare the configured embedder first (build the word-vector cache), so no later start or search waits for it')
     .action(lazy(() => import('./commands/doctor-command.js').then((m) => m.doctorCommand)));
 
+  const models = program.command('models').description('local embedding models (embedding.provider local): list the known ones, pull one from the Hub');
+  models
+    .command('list')
+    .description('the known models with kind, dimensions, size, languages and licence, and which are pulled')
+    .option('--json', 'print JSON')
+    .action(lazy(() => import('./commands/models-command.js').then((m) => m.listModelsCommand)));
+  models
+    .command('pull')
+    .description('download a model from embedding.hub_url into the models folder (<data dir>/models): resumed when interrupted, each file checked')
+    .argument('[model]', 'Hub id, e.g. minishlab/potion-base-8M (default: embedding.model, else the recommended model)')
+    .option('--revision <rev>', 'Hub revision: a commit, branch or tag (default: the known model\'s, else main)')
+    .option('--force', 'pull again even when the model is already pulled')
+    .action(lazy(() => import('./commands/models-command.js').then((m) => m.pullModelCommand)));
+
   program
     .command('config')
     .description('print the effective configuration, secrets redacted, and where each value came from')

@@ -26,6 +26,13 @@ export interface Embedder {
   readonly ready?: boolean;
   /** Starts (or joins) the one-off preparation; resolves when the embedder is ready. */
   prepare?(): Promise<void>;
+  /**
+   * True when {@link prepare} only loads files already on disk (a local model that is present): a server
+   * awaits it before listening, so a file the runtime rejects fails the start instead of a later search.
+   */
+  readonly preparesFromDisk?: boolean;
+  /** Frees what the embedder holds outside the JavaScript heap (a model's native session). */
+  close?(): Promise<void>;
   /** Embeds texts in order (as stored texts unless `kind` says `query`); the result has one entry per input. */
   embed(texts: readonly string[], signal?: AbortSignal, kind?: EmbedKind): Promise<(Float32Array | null)[]>;
 }

@@ -9,7 +9,12 @@ export async function serveCommand(opts: { host?: string; port?: number; insecur
   const config = explained.config;
   const log = loggerOf(explained);
   const cairn = await openExplained(explained, { logger: log, watchKnowledge: true, onProgress: progressLines(log), readWorkers: config.server.read_workers });
-  warmUp(cairn);
+  try {
+    await warmUp(cairn);
+  } catch (err) {
+    await cairn.close();
+    throw err;
+  }
   let running: RunningServer;
   try {
     running = await startServer(cairn, { insecure: opts.insecure });
@@ -31,7 +36,12 @@ export async function mcpCommand(opts: ScopeOptions & { session?: string }, cmd:
   const explained = explainOf(cmd);
   const log = loggerOf(explained);
   const cairn = await openExplained(explained, { logger: log, onProgress: progressLines(log) });
-  warmUp(cairn);
+  try {
+    await warmUp(cairn);
+  } catch (err) {
+    await cairn.close();
+    throw err;
+  }
   try {
     const session = await serveStdio(cairn, { scope: scopeOf(opts), sessionKey: opts.session });
     await Promise.race([session.closed, nextSignal()]);

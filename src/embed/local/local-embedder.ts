@@ -90,6 +90,10 @@ export class LocalEmbedder implements Embedder {
     return this.idValue;
   }
 
+  get preparesFromDisk(): boolean {
+    return this.staticModel !== null || this.onnxFiles !== null;
+  }
+
   /** False until the model is present and loaded (a transformer's session too). */
   get ready(): boolean {
     return this.staticModel !== null || this.onnx !== null;
