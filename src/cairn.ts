@@ -200,6 +200,7 @@ export class Cairn {
         ? new EmbedQueue(store, this.embedder, {
             batchSize: Math.max(config.embedding.batch_size, 64),
             onError: (err) => warn(`embedding queue: ${describeError(err)} (will retry)`),
+            onProgress: options.onProgress,
           })
         : null;
     if (this.queue && options.backgroundEmbedding !== false) this.queue.start();

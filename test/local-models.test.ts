@@ -8,6 +8,8 @@ import { createCairn, type Cairn } from '../src/cairn.js';
 import { REFERENCE_TEXTS } from '../src/embed/reference-texts.js';
 import type { CairnConfigInput } from '../src/config.js';
 import { isCairnError } from '../src/errors.js';
+import { pullModel } from '../src/embed/local/model-hub.js';
+import { ModelHubServer } from './fixtures/model-hub-server.js';
 import { startWeatherServer } from './fixtures/tool-servers.mjs';
 import { testConfig } from './test-config.js';
 
@@ -125,6 +127,50 @@ describe.each(['static', 'transformer'] as const)('a local %s model', (kind) => 
     expect(wet!.matches[0]).toMatch(/^weather__get_(alerts|forecast)$/);
     expect(wet!.matched_by[wet!.matches[0]!]).toBe('semantic');
     expect(Object.values(money!.matched_by)).not.toContain('semantic');
+  });
+});
+
+describe('switching on a local model', () => {
+  it('from keyword search on a populated store: every row gets a vector in the background, with progress, while searches answer', async () => {
+    const dataDir = join(work, `data-${dirs++}`);
+    const filler = Array.from({ length: 300 }, (_, i) => say(`m${i}`, `I went hiking in the mountains today, trip ${i}`));
+    const before = await createCairn(testConfig({ data_dir: dataDir }), { warn: () => {} });
+    await before.recordMessages([say('veg', 'I am vegetarian and I love Thai food'), ...filler]);
+    await before.close();
+    const progress: { task: string; done: number; total: number }[] = [];
+    const after = await createCairn(testConfig({ data_dir: dataDir, embedding: { provider: 'local', model_path: folders.static } }), {
+      warn: () => {},
+      onProgress: (task, done, total) => progress.push({ task, done, total }),
+    });
+    open.push(after);
+    // Searches answer while the queue works (the keyword path at least).
+    expect((await after.searchConversations(scope, { query: 'vegetarian' })).results[0]?.id).toBe('veg');
+    expect(await after.drainEmbeddings(60_000)).toBe(true);
+    const messages = progress.filter((p) => p.task.startsWith('embedding message rows (local:static@'));
+    expect(messages.length).toBeGreaterThan(1);
+    expect(messages.at(-1)).toMatchObject({ done: 301, total: 301 });
+    expect((await after.embeddingStatus()).pending).toBe(0);
+    expect((await after.searchConversations(scope, { query: 'what do I eat' })).results[0]?.id).toBe('veg');
+  });
+
+  it('provider auto stays keyword search and downloads nothing until a model is pulled, then uses it', async () => {
+    const hub = await new ModelHubServer().start();
+    cleanups.push(() => hub.stop());
+    hub.publish('test-org/meaning', folders.static);
+    const dataDir = join(work, `data-${dirs++}`);
+    const fresh = await createCairn(testConfig({ data_dir: dataDir, embedding: { provider: 'auto', hub_url: hub.hubUrl } }), { warn: () => {} });
+    open.push(fresh);
+    await fresh.recordMessages([say('veg', 'I am vegetarian and I love Thai food')]);
+    expect(await fresh.embeddingStatus()).toMatchObject({ provider: 'auto', embedderId: null, vectorSearch: false });
+    expect((await fresh.searchConversations(scope, { query: 'what do I eat' })).text).toBe('No matching conversation messages found.');
+    await fresh.close();
+    expect(hub.requests).toEqual([]);
+    await pullModel('test-org/meaning', join(dataDir, 'models', 'test-org', 'meaning'), { hubUrl: hub.hubUrl });
+    const pulled = await createCairn(testConfig({ data_dir: dataDir, embedding: { provider: 'auto' } }), { warn: () => {} });
+    open.push(pulled);
+    expect((await pulled.embeddingStatus()).embedderId).toMatch(/^local:test-org\/meaning@[0-9a-f]{12}:256$/);
+    expect(await pulled.drainEmbeddings(30_000)).toBe(true);
+    expect((await pulled.searchConversations(scope, { query: 'what do I eat' })).results.map((r) => r.id)).toEqual(['veg']);
   });
 });
 

@@ -10,6 +10,11 @@ export type EmbedQueueOptions = {
   onError?: (err: unknown) => void;
   /** Called after every saved batch with the number of vectors saved. */
   onBatch?: (saved: number) => void;
+  /**
+   * Progress of a backlog (a pass whose first batch is full: a switch of embedder on a populated store, an
+   * import): `task` names the target and embedder, `done` of `total` rows of it have vectors.
+   */
+  onProgress?: (task: string, done: number, total: number) => void;
 };
 
 const TARGETS: readonly QueuedEmbeddingTarget[] = ['message', 'memory', 'error_record'];
@@ -173,9 +178,14 @@ export class EmbedQueue {
     let cursor = 0;
     /** Dimensions whose index the store deferred during this pass, to prepare once the pass has drained. */
     const deferred = new Set<number>();
+    // A full first batch means a backlog: count it once, so its progress can be told.
+    let backlog: { total: number; done: number } | null = null;
     while (!this.stopped) {
       const pending = await this.store.pendingEmbeddings(target, this.embedder.id, { after: cursor, limit: this.batchSize });
       if (pending.length === 0) break;
+      if (cursor === 0 && pending.length === this.batchSize && this.options.onProgress) {
+        backlog = { total: await this.store.countPendingEmbeddings(target, this.embedder.id), done: 0 };
+      }
       const vectors = await this.embedder.embed(pending.map((p) => p.text));
       // The explicit index step, before the first batch of each dimension this embedder produces.
       const dimensions = vectors.find((v) => v !== null && v !== undefined)?.length;
@@ -188,6 +198,10 @@ export class EmbedQueue {
         pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })),
       );
       this.options.onBatch?.(pending.length);
+      if (backlog !== null) {
+        backlog.done += pending.length;
+        this.options.onProgress?.(`embedding ${target} rows (${this.embedder.id})`, backlog.done, Math.max(backlog.total, backlog.done));
+      }
       cursor = pending[pending.length - 1]!.position;
     }
     if (this.stopped) return;
