@@ -173,6 +173,7 @@ const floatField = (field, x) => {
   return Buffer.concat([tag(field, 5), b]);
 };
 const ONNX_FLOAT = 1;
+const ONNX_INT8 = 3;
 const ONNX_INT64 = 7;
 
 function tensorProto(name, dims, dataType, raw) {
@@ -197,10 +198,11 @@ function valueInfo(name, elemType, dims) {
  * every layer's attention output and feed-forward weights are zero, so each token's output is its own
  * (layer-normalised) word embedding and mean pooling averages them: a transformer file whose vectors
  * have the meaning the test gave its words. `pooling` ('mean' or 'cls') goes to `1_Pooling/config.json`.
+ * `quantized` writes `onnx/model_quantized.onnx` with int8 weights, as Xenova's repositories ship it.
  */
 export function writeOnnxModel(
   dir,
-  { words = [], vocabSize = 0, layers = 1, hidden = 32, heads = 4, ffn = 64, maxPositions = 512, vectorOf, seed = 2, pooling = 'mean' } = {},
+  { words = [], vocabSize = 0, layers = 1, hidden = 32, heads = 4, ffn = 64, maxPositions = 512, vectorOf, seed = 2, pooling = 'mean', quantized = false } = {},
 ) {
   mkdirSync(join(dir, 'onnx'), { recursive: true });
   mkdirSync(join(dir, '1_Pooling'), { recursive: true });
@@ -219,15 +221,30 @@ export function writeOnnxModel(
     inits.push(tensorProto(name, shape, type, type === ONNX_INT64 ? BigInt64Array.from(values.map(BigInt)) : Float32Array.from(values)));
     return name;
   };
-  const node = (op, inputs, attrs = {}) => {
-    const output = `${op}_${++counter}`;
-    nodes.push(Buffer.concat([...inputs.map((i) => stringField(1, i)), stringField(2, output), stringField(3, output), stringField(4, op), ...Object.entries(attrs).map(([k, v]) => bytesField(5, attribute(k, v)))]));
-    return output;
+  const nodeN = (op, inputs, outputs, attrs = {}) => {
+    const name = `${op}_${++counter}`;
+    const outs = Array.from({ length: outputs }, (_, i) => `${name}_${i}`);
+    nodes.push(Buffer.concat([...inputs.map((i) => stringField(1, i)), ...outs.map((o) => stringField(2, o)), stringField(3, name), stringField(4, op), ...Object.entries(attrs).map(([k, v]) => bytesField(5, attribute(k, v)))]));
+    return outs;
   };
+  const node = (op, inputs, attrs = {}) => nodeN(op, inputs, 1, attrs)[0];
   const ones = (name) => constant(name, [hidden], new Array(hidden).fill(1));
   const zeros = (name) => constant(name, [hidden], new Array(hidden).fill(0));
   const layerNorm = (x, p) => node('LayerNormalization', [x, ones(`${p}.g`), zeros(`${p}.b`)], { axis: -1, epsilon: 1e-12 });
-  const linear = (x, p, i, o, zero = false) => node('Add', [node('MatMul', [x, weight(`${p}.w`, [i, o], 0.02, zero)]), constant(`${p}.b`, [o], new Array(o).fill(0))]);
+  const biasOf = (p, o) => constant(`${p}.b`, [o], new Array(o).fill(0));
+  // An int8 model as onnxruntime's dynamic quantization writes it (Xenova's model_quantized.onnx): int8
+  // weights with one scale, activations quantized per call (DynamicQuantizeLinear), MatMulInteger.
+  const quantizedLinear = (x, p, i, o, zero) => {
+    const w = zero ? new Float32Array(i * o) : normals(i * o, random, 0.02);
+    const scale = (w.reduce((m, v) => Math.max(m, Math.abs(v)), 0) || 1) / 127;
+    inits.push(tensorProto(`${p}.wq`, [i, o], ONNX_INT8, Int8Array.from(w, (v) => Math.round(v / scale))));
+    inits.push(tensorProto(`${p}.wz`, [], ONNX_INT8, new Int8Array(1)));
+    const [xq, xs, xz] = nodeN('DynamicQuantizeLinear', [x], 3);
+    const product = node('Cast', [node('MatMulInteger', [xq, `${p}.wq`, xz, `${p}.wz`])], { to: ONNX_FLOAT });
+    return node('Add', [node('Mul', [product, node('Mul', [xs, constant(`${p}.ws`, [], [scale])])]), biasOf(p, o)]);
+  };
+  const linear = (x, p, i, o, zero = false) =>
+    quantized ? quantizedLinear(x, p, i, o, zero) : node('Add', [node('MatMul', [x, weight(`${p}.w`, [i, o], 0.02, zero)]), biasOf(p, o)]);
 
   const { rows, table } = embeddingTable(vocab, hidden, vectorOf, seed, handMade ? 1 : 0.02);
   inits.push(tensorProto('word_embeddings', [rows, hidden], ONNX_FLOAT, table));
@@ -264,7 +281,7 @@ export function writeOnnxModel(
     bytesField(12, valueInfo('last_hidden_state', ONNX_FLOAT, ['batch', 'sequence', hidden])),
   ]);
   const model = Buffer.concat([intField(1, 8), stringField(2, 'cairn-model-files'), bytesField(7, graph), bytesField(8, Buffer.concat([stringField(1, ''), intField(2, 17)]))]);
-  writeFileSync(join(dir, 'onnx', 'model.onnx'), model);
+  writeFileSync(join(dir, 'onnx', quantized ? 'model_quantized.onnx' : 'model.onnx'), model);
   writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(bertTokenizerJson(vocab)));
   writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ do_lower_case: true, model_max_length: maxPositions, tokenizer_class: 'BertTokenizer', cls_token: '[CLS]', sep_token: '[SEP]', pad_token: '[PAD]', unk_token: '[UNK]', mask_token: '[MASK]' }));
   writeFileSync(

@@ -30,6 +30,7 @@ const BENCHES = {
   postgres: './postgres.mjs',
   hybrid: './hybrid.mjs',
   'hybrid-server': './hybrid-server.mjs',
+  'local-models': './local-models.mjs',
   'locomo-observations': './locomo-observations.mjs',
   'word-vectors': './word-vectors.mjs',
   rest: './rest.mjs',

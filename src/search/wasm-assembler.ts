@@ -19,6 +19,7 @@ export const LOCAL_GET = 0x20;
 export const LOCAL_SET = 0x21;
 export const LOCAL_TEE = 0x22;
 export const I32_LOAD = 0x28;
+export const F32_LOAD = 0x2a;
 export const I64_LOAD = 0x29;
 export const F64_LOAD = 0x2b;
 export const I32_STORE = 0x36;
@@ -38,6 +39,10 @@ export const I32_WRAP_I64 = 0xa7;
 
 /** SIMD instructions (each written after the 0xfd prefix, see {@link simd}). */
 export const V128_LOAD = 0x00;
+export const V128_STORE = 0x0b;
+export const F32X4_SPLAT = 0x13;
+export const F32X4_ADD = 0xe4;
+export const F32X4_MUL = 0xe6;
 export const I32X4_EXTRACT_LANE = 0x1b;
 export const V128_XOR = 0x51;
 export const I8X16_POPCNT = 0x62;
@@ -79,6 +84,8 @@ export function signed(n: number): number[] {
 export const simd = (op: number, ...immediates: number[]): number[] => [SIMD, ...unsigned(op), ...immediates];
 /** `v128.load` with 16-byte alignment at a constant offset. */
 export const load = (offset: number): number[] => simd(V128_LOAD, 4, ...unsigned(offset));
+/** `v128.store` with 16-byte alignment at a constant offset. */
+export const store = (offset: number): number[] => simd(V128_STORE, 4, ...unsigned(offset));
 /** `i64.load` with 8-byte alignment at a constant offset. */
 export const load64 = (offset: number): number[] => [I64_LOAD, 3, ...unsigned(offset)];
 export const get = (local: number): number[] => [LOCAL_GET, ...unsigned(local)];

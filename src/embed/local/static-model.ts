@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { CairnError, describeError } from '../../errors.js';
 import { normalize } from '../embedder.js';
 import { loadModelTokenizer, type ModelTokenizer } from './model-tokenizer.js';
+import { RowPooling } from './static-pooling.js';
 import { floatValues, integerValues, readSafetensors } from './safetensors.js';
 
 /** Tokens of one text a static model averages; model2vec's `encode` cuts at the same length. */
@@ -18,6 +19,8 @@ export type StaticModel = {
   mapping: Int32Array | null;
   /** Per token id, the weight of its row in the mean; absent: every token weighs 1. */
   weights: Float32Array | null;
+  /** The SIMD sum of rows (the table lives in it), or null: the rows are summed in JavaScript. */
+  pooling: RowPooling | null;
 };
 
 /**
@@ -59,7 +62,8 @@ export function loadStaticModel(dir: string): StaticModel {
     throw new CairnError('config_invalid', `${weightsPath}: the "embeddings" tensor has ${rows} rows, tokenizer.json has ${tokens} tokens`);
   }
   if (weights !== null && weights.length < tokens) throw new CairnError('config_invalid', `${weightsPath}: the "weights" tensor has ${weights.length} entries, tokenizer.json has ${tokens} tokens`);
-  return { dimensions, tokenizer, table, mapping, weights };
+  const pooling = RowPooling.of(table, dimensions, STATIC_MAX_TOKENS);
+  return { dimensions, tokenizer, table: pooling?.table ?? table, mapping, weights, pooling };
 }
 
 /**
@@ -67,18 +71,27 @@ export function loadStaticModel(dir: string): StaticModel {
  * left out), weighted when the model has weights, averaged and L2-normalised; null when no token has a row.
  */
 export function embedStatic(model: StaticModel, text: string): Float32Array | null {
-  const { dimensions, table, mapping, weights } = model;
+  const { dimensions, table, mapping, weights, pooling } = model;
   const ids = model.tokenizer.encode(text, STATIC_MAX_TOKENS, false);
   const unknown = model.tokenizer.unknownId;
-  const sum = new Float32Array(dimensions);
   let used = 0;
   for (const id of ids) {
     if (id === unknown) continue;
-    const row = mapping === null ? id : mapping[id]!;
-    const w = weights === null ? 1 : weights[id]!;
-    const at = row * dimensions;
-    for (let j = 0; j < dimensions; j++) sum[j]! += w * table[at + j]!;
+    rowList[used] = mapping === null ? id : mapping[id]!;
+    weightList[used] = weights === null ? 1 : weights[id]!;
     used++;
   }
-  return used === 0 ? null : normalize(sum);
+  if (used === 0) return null;
+  if (pooling !== null) return normalize(pooling.sum(rowList, weightList, used));
+  const sum = new Float32Array(dimensions);
+  for (let t = 0; t < used; t++) {
+    const at = rowList[t]! * dimensions;
+    const w = weightList[t]!;
+    for (let j = 0; j < dimensions; j++) sum[j]! += w * table[at + j]!;
+  }
+  return normalize(sum);
 }
+
+/** The rows and weights of the text being embedded (one text at a time on a thread). */
+const rowList = new Int32Array(STATIC_MAX_TOKENS);
+const weightList = new Float32Array(STATIC_MAX_TOKENS);
