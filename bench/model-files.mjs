@@ -116,12 +116,22 @@ function embeddingTable(vocab, dims, vectorOf, seed, std = 1) {
 /**
  * Writes a static model in model2vec's `save_pretrained` layout into `dir`: `model.safetensors`
  * (`embeddings` [vocab, dims]), `tokenizer.json`, `config.json`, `modules.json`. `dtype` 'F16' stores
- * half precision, as some model2vec models do.
+ * half precision, as some model2vec models do. Random rows get model2vec's Zipf weighting (`zipf`).
  */
-export function writeStaticModel(dir, { words = [], vocabSize = 0, dims = 256, vectorOf, seed = 1, dtype = 'F32', normalize = true } = {}) {
+export function writeStaticModel(dir, { words = [], vocabSize = 0, dims = 256, vectorOf, seed = 1, dtype = 'F32', normalize = true, zipf = vectorOf === undefined } = {}) {
   mkdirSync(dir, { recursive: true });
   const vocab = bertVocabulary(words, vocabSize);
   const { rows, table } = embeddingTable(vocab, dims, vectorOf, seed);
+  if (zipf) {
+    // model2vec's Zipf weighting: a word's row grows with the log of its frequency rank (words come most
+    // frequent first), so the frequent words every text holds weigh little in the mean, as in a real model.
+    const rank = new Map(words.map((w, i) => [w.toLowerCase(), i]));
+    for (const [token, id] of vocab) {
+      const r = rank.get(token);
+      const weight = Math.log(2 + (r ?? words.length));
+      for (let j = 0; j < dims; j++) table[id * dims + j] *= weight;
+    }
+  }
   const data = dtype === 'F16' ? toFloat16(table) : table;
   writeFileSync(join(dir, 'model.safetensors'), safetensorsBytes({ embeddings: { dtype, shape: [rows, dims], data } }));
   writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(bertTokenizerJson(vocab)));

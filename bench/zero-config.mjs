@@ -68,6 +68,8 @@ async function measureQuality({ cacheDir, work, log }) {
   const { parseConfig } = await lib('config.js');
   const { loadWordVectorCache, findWord, wordAt } = await lib('embed/word-vectors/word-vector-cache.js');
   const { fromFloat16Bits } = await lib('embed/word-vectors/float16.js');
+  const { FloorSamples, FLOOR_Z, robustFloor, similaritiesTo } = await lib('search/vector-floor.js');
+  const { referenceVectors } = await lib('embed/embedder.js');
   const samples = loadLocomo();
   samples.forEach((s, i) => (s.split = splitOf(i)));
   const observations = loadObservations();
@@ -79,11 +81,12 @@ async function measureQuality({ cacheDir, work, log }) {
   const neighbours = nearestWords({ table: loadWordVectorCache(embedder.cachePath), findWord, wordAt, fromFloat16Bits, analyze });
 
   const targets = [
-    { name: 'conversation_search', keyword: (...a) => store.searchMessagesByKeyword(...a), vector: (...a) => store.searchMessagesByVector(...a), covered: (id) => [id] },
-    { name: 'memory_search', keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memoryKeywordCandidates(scope, terms, filter), limit), vector: (...a) => store.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
+    { name: 'conversation_search', kind: 'message', keyword: (...a) => store.searchMessagesByKeyword(...a), vector: (...a) => store.searchMessagesByVector(...a), covered: (id) => [id] },
+    { name: 'memory_search', kind: 'memory', keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memoryKeywordCandidates(scope, terms, filter), limit), vector: (...a) => store.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
   ];
   const rows = [];
-  const queryVectors = await embedder.embed(queries.map((q) => q.text));
+  const queryVectors = await embedder.embed(queries.map((q) => q.text), undefined, 'query');
+  const floorSamples = new FloorSamples(referenceVectors(embedder));
   for (const target of targets) {
     const keyword = new Map();
     const vector = new Map();
@@ -100,11 +103,17 @@ async function measureQuality({ cacheDir, work, log }) {
       return (q) => out.get(q.key);
     };
     rows.push({ candidate: 'keyword only', target: target.name, ...evaluate(queries, target, await served(async (q) => keyword.get(q.key)), notKeyword) });
-    for (const [label, floor] of [
-      [`document vectors, RRF weight ${embedder.fusionWeight}, floor ${embedder.similarityFloor} (provider word_vectors)`, embedder.similarityFloor],
-      [`document vectors, RRF weight ${embedder.fusionWeight}, no floor (before issue 12)`, undefined],
+    // The served floor: each query's robust floor against its scope's stored vectors (search/vector-floor.ts).
+    const floors = new Map();
+    for (const [i, q] of queries.entries()) {
+      const sample = await floorSamples.sample(`${target.kind}|${q.scope}`, (limit) => store.sampleEmbeddings(target.kind, scopeOf(q.scope), embedder.id, limit));
+      floors.set(q.key, queryVectors[i] ? robustFloor(similaritiesTo(queryVectors[i], sample), FLOOR_Z) : Number.POSITIVE_INFINITY);
+    }
+    for (const [label, floorOf] of [
+      [`document vectors, RRF weight ${embedder.fusionWeight}, the scope's robust floor (z ${FLOOR_Z}; provider word_vectors)`, (q) => floors.get(q.key)],
+      [`document vectors, RRF weight ${embedder.fusionWeight}, no floor (before issue 12)`, () => undefined],
     ]) {
-      const fuse = async (q) => (await hybridSearch({ keyword: async () => keyword.get(q.key), vector: async () => vector.get(q.key), embeddingConfigured: true, vectorWeight: embedder.fusionWeight, vectorFloor: floor })).hits;
+      const fuse = async (q) => (await hybridSearch({ keyword: async () => keyword.get(q.key), vector: async () => vector.get(q.key), embeddingConfigured: true, vectorWeight: embedder.fusionWeight, vectorFloor: floorOf(q) })).hits;
       rows.push({ candidate: label, target: target.name, ...evaluate(queries, target, await served(fuse), notKeyword) });
     }
     const expansions = [];

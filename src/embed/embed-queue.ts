@@ -19,6 +19,8 @@ export type EmbedQueueOptions = {
 
 const TARGETS: readonly QueuedEmbeddingTarget[] = ['message', 'memory', 'error_record'];
 const MAX_BACKOFF_MS = 60_000;
+/** How often a pass reads every message again instead of those after the drained mark. */
+const FULL_SWEEP_MS = 10 * 60_000;
 /**
  * How long one count of pending rows answers {@link EmbedQueue.depth}. Counting scans every base row, so
  * a status endpoint polled many times a second must not count each time; a second-old depth is fresh
@@ -44,6 +46,16 @@ export class EmbedQueue {
   private lastDepth: { at: number; value: Promise<number> } | null = null;
   /** Targets and dimensions whose vector index this queue has prepared (`target:dimensions`). */
   private readonly indexed = new Set<string>();
+  /**
+   * Messages at or before this position have a vector from this embedder (a pass drained them). Their text
+   * never changes and positions become visible in increasing order (the store contract), so passes and
+   * counts start after it: a pass after every write no longer reads the whole table (100k messages: ~100 ms
+   * on the event loop each time). Memories and error records, whose text can change, are always read whole.
+   * Every {@link FULL_SWEEP_MS} a pass reads the messages whole again: where writes are ordered per scope
+   * (PostgreSQL), another scope's row may become visible behind the mark.
+   */
+  private messagesDone = 0;
+  private lastFullSweep = 0;
   lastError: string | null = null;
 
   constructor(
@@ -87,7 +99,7 @@ export class EmbedQueue {
 
   private async countPending(): Promise<number> {
     let total = 0;
-    for (const target of TARGETS) total += await this.store.countPendingEmbeddings(target, this.embedder.id);
+    for (const target of TARGETS) total += await this.store.countPendingEmbeddings(target, this.embedder.id, target === 'message' ? this.messagesDone : 0);
     return total;
   }
 
@@ -175,7 +187,11 @@ export class EmbedQueue {
   }
 
   private async embedPending(target: QueuedEmbeddingTarget): Promise<void> {
-    let cursor = 0;
+    const sweep = target === 'message' && Date.now() - this.lastFullSweep >= FULL_SWEEP_MS;
+    const start = target === 'message' && !sweep ? this.messagesDone : 0;
+    // Every message up to here is visible now: once the pass drains, all of them have vectors.
+    const ceiling = target === 'message' ? await this.store.lastEmbeddingPosition('message') : 0;
+    let cursor = start;
     /** Dimensions whose index the store deferred during this pass, to prepare once the pass has drained. */
     const deferred = new Set<number>();
     // A full first batch means a backlog: count it once, so its progress can be told.
@@ -183,8 +199,8 @@ export class EmbedQueue {
     while (!this.stopped) {
       const pending = await this.store.pendingEmbeddings(target, this.embedder.id, { after: cursor, limit: this.batchSize });
       if (pending.length === 0) break;
-      if (cursor === 0 && pending.length === this.batchSize && this.options.onProgress) {
-        backlog = { total: await this.store.countPendingEmbeddings(target, this.embedder.id), done: 0 };
+      if (cursor === start && pending.length === this.batchSize && this.options.onProgress) {
+        backlog = { total: await this.store.countPendingEmbeddings(target, this.embedder.id, start), done: 0 };
       }
       const vectors = await this.embedder.embed(pending.map((p) => p.text));
       // The explicit index step, before the first batch of each dimension this embedder produces.
@@ -205,6 +221,10 @@ export class EmbedQueue {
       cursor = pending[pending.length - 1]!.position;
     }
     if (this.stopped) return;
+    if (target === 'message') {
+      this.messagesDone = Math.max(this.messagesDone, cursor, ceiling);
+      if (sweep) this.lastFullSweep = Date.now();
+    }
     // Drained: the backlog a deferred index waited for is saved, so the store can build it in one pass.
     for (const dimensions of deferred) await this.prepareIndex(target, dimensions);
   }

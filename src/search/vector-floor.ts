@@ -27,16 +27,29 @@ export const MIN_FLOOR_SAMPLE = 16;
 const MIN_SPREAD = 1e-3;
 
 /** Cosine similarity of `query` to each sampled (L2-normalised) vector of the same length. */
-export function similaritiesTo(query: Float32Array, sample: readonly Float32Array[]): Float64Array {
-  const out = new Float64Array(sample.length);
-  let n = 0;
-  for (const v of sample) {
-    if (v.length !== query.length) continue;
+export function similaritiesTo(query: Float32Array, sample: readonly Float32Array[] | SampleMatrix): Float64Array {
+  const matrix = Array.isArray(sample) ? toMatrix(sample as readonly Float32Array[], query.length) : (sample as SampleMatrix);
+  const d = query.length;
+  if (matrix.dimensions !== d) return new Float64Array(0);
+  const rows = matrix.rows;
+  const out = new Float64Array(matrix.count);
+  for (let r = 0, at = 0; r < matrix.count; r++, at += d) {
     let dot = 0;
-    for (let i = 0; i < v.length; i++) dot += v[i]! * query[i]!;
-    out[n++] = dot;
+    for (let i = 0; i < d; i++) dot += rows[at + i]! * query[i]!;
+    out[r] = dot;
   }
-  return out.subarray(0, n);
+  return out;
+}
+
+/** Sampled vectors of one length back to back: one pass over contiguous memory per query. */
+export type SampleMatrix = { rows: Float32Array; count: number; dimensions: number };
+
+/** The vectors of `sample` that are `dimensions` long, as a {@link SampleMatrix}. */
+export function toMatrix(sample: readonly Float32Array[], dimensions: number): SampleMatrix {
+  const kept = sample.filter((v) => v.length === dimensions);
+  const rows = new Float32Array(kept.length * dimensions);
+  kept.forEach((v, i) => rows.set(v, i * dimensions));
+  return { rows, count: kept.length, dimensions };
 }
 
 /**
@@ -66,8 +79,8 @@ function medianOf(sorted: Float64Array): number {
 /** Loads up to `limit` stored vectors of one scope and target, spread over the scope. */
 export type SampleLoader = (limit: number) => Promise<Float32Array[]>;
 
-/** A held sample: the vectors (own, then reference), how many are the scope's own, when taken. */
-type Held = { vectors: Float32Array[]; own: number; at: number; refreshing: boolean };
+/** A held sample: the vectors (own, then reference) as a matrix, how many are the scope's own, when taken. */
+type Held = { matrix: SampleMatrix; own: number; at: number; refreshing: boolean };
 
 /** How long a sample is used before it is taken again in the background: a small scope grows fast. */
 const SMALL_SCOPE_REFRESH_MS = 10_000;
@@ -95,12 +108,12 @@ export class FloorSamples {
   }
 
   /** The sample of `key`: taken now when none is held, else the held one (refreshed behind when due). */
-  async sample(key: string, load: SampleLoader): Promise<readonly Float32Array[]> {
+  async sample(key: string, load: SampleLoader): Promise<SampleMatrix> {
     let held = this.held.get(key);
     if (held === undefined) {
       held = { ...(await this.take(load)), at: this.now(), refreshing: false };
       this.remember(key, held);
-      return held.vectors;
+      return held.matrix;
     }
     this.held.delete(key);
     this.held.set(key, held);
@@ -114,7 +127,7 @@ export class FloorSamples {
           current.refreshing = false;
         });
     }
-    return held.vectors;
+    return held.matrix;
   }
 
   /** `own` vectors, padded with reference vectors up to {@link FLOOR_SAMPLE_SIZE} when fewer. */
@@ -124,9 +137,11 @@ export class FloorSamples {
     return [...own, ...reference.slice(0, FLOOR_SAMPLE_SIZE - own.length)];
   }
 
-  private async take(load: SampleLoader): Promise<{ vectors: Float32Array[]; own: number }> {
+  private async take(load: SampleLoader): Promise<{ matrix: SampleMatrix; own: number }> {
     const own = await load(FLOOR_SAMPLE_SIZE);
-    return { vectors: [...(await this.padded(own))], own: own.length };
+    const padded = await this.padded(own);
+    // The sample's length is its first vector's; a vector of another length (an old embedder's) is left out.
+    return { matrix: toMatrix(padded, padded[0]?.length ?? 0), own: own.length };
   }
 
   private remember(key: string, held: Held): void {

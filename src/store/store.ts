@@ -104,8 +104,10 @@ export interface EmbeddingStore {
    * index: that is {@link EmbeddingStore.indexVectors}.
    */
   saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void>;
-  /** How many rows of `target` still lack a vector from `embedderId`, across scopes. */
-  countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string): Promise<number>;
+  /** The highest position of `target`'s rows, across scopes (0 when there are none). */
+  lastEmbeddingPosition(target: QueuedEmbeddingTarget): Promise<number>;
+  /** How many rows of `target` past position `after` (default 0: all) still lack a vector from `embedderId`, across scopes. */
+  countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, after?: number): Promise<number>;
   /**
    * Up to `limit` stored vectors from `embedderId` of `scope`'s rows of `target`, spread over the scope by
    * a hash of each row's position (the same rows while the scope is unchanged): what the similarity floor

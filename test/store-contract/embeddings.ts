@@ -38,6 +38,24 @@ export function embeddingContract(ctx: ContractContext): void {
     expect(await store.countPendingEmbeddings('message', 'e2')).toBe(3);
   });
 
+  it('counts pending rows past a position, and knows the last position of each target', async () => {
+    const { store } = ctx;
+    expect(await store.lastEmbeddingPosition('message')).toBe(0);
+    await store.addMessages([msg(alice, 'x', 'one'), msg(alice, 'y', 'two'), msg(bob, 'z', 'three')]);
+    const pending = await store.pendingEmbeddings('message', 'e1', { after: 0, limit: 10 });
+    const last = Math.max(...pending.map((p) => p.position));
+    expect(await store.lastEmbeddingPosition('message')).toBe(last);
+    expect(await store.countPendingEmbeddings('message', 'e1', pending[0]!.position)).toBe(2);
+    expect(await store.countPendingEmbeddings('message', 'e1', last)).toBe(0);
+    expect(await store.lastEmbeddingPosition('memory')).toBe(0);
+    const mem = await store.createMemory(alice, { content: 'likes tea', type: 'persona' });
+    const [memPending] = await store.pendingEmbeddings('memory', 'e1', { after: 0, limit: 10 });
+    expect(memPending!.key).toBe(mem.id);
+    expect(await store.lastEmbeddingPosition('memory')).toBe(memPending!.position);
+    await store.history.saveErrorRecord(alice, errorWrite(hexId('d'), 'fetch', 'timeout', 'retry'));
+    expect(await store.lastEmbeddingPosition('error_record')).toBeGreaterThan(0);
+  });
+
   it('samples a scope\'s stored vectors of one embedder, the same rows each time, never another scope\'s', async () => {
     const { store } = ctx;
     await store.addMessages(Array.from({ length: 30 }, (_, i) => msg(alice, `a${i}`, `alice text ${i}`)));

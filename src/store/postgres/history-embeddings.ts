@@ -35,11 +35,17 @@ export class HistoryEmbeddings implements EmbeddingStore {
     return rows.map((r) => ({ key: r.id, position: r.seq, text: textOf(r) }));
   }
 
-  async countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string): Promise<number> {
+  async lastEmbeddingPosition(target: QueuedEmbeddingTarget): Promise<number> {
+    onlyHistory(target, true);
+    const [row] = await this.db.query<{ n: string }>('SELECT coalesce(max(seq), 0)::text AS n FROM error_records');
+    return Number(row?.n ?? 0);
+  }
+
+  async countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, after = 0): Promise<number> {
     onlyHistory(target, true);
     const [row] = await this.db.query<{ n: number }>(
-      `SELECT count(*) AS n FROM error_records e LEFT JOIN error_record_vectors v ON v.error_seq = e.seq WHERE v.error_seq IS NULL OR v.embedder <> $1`,
-      [embedderId],
+      `SELECT count(*) AS n FROM error_records e LEFT JOIN error_record_vectors v ON v.error_seq = e.seq WHERE e.seq > $2 AND (v.error_seq IS NULL OR v.embedder <> $1)`,
+      [embedderId, after],
     );
     return Number(row?.n ?? 0);
   }

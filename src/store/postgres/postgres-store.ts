@@ -224,8 +224,14 @@ export class PostgresStore implements Store {
     this.statistics.wrote([VECTOR_TARGETS[target].vectors], items.length);
   }
 
-  countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string): Promise<number> {
-    return isCoreTarget(target) ? this.vectors.countPending(target, embedderId) : this.historyEmbeddings.countPendingEmbeddings(target, embedderId);
+  async lastEmbeddingPosition(target: QueuedEmbeddingTarget): Promise<number> {
+    if (!isCoreTarget(target)) return this.historyEmbeddings.lastEmbeddingPosition(target);
+    const [row] = await this.db.query<{ n: string }>(`SELECT coalesce(max(seq), 0)::text AS n FROM ${VECTOR_TARGETS[target].base}`);
+    return Number(row?.n ?? 0);
+  }
+
+  countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, after = 0): Promise<number> {
+    return isCoreTarget(target) ? this.vectors.countPending(target, embedderId, after) : this.historyEmbeddings.countPendingEmbeddings(target, embedderId, after);
   }
 
   sampleEmbeddings(target: QueuedEmbeddingTarget, scope: Scope, embedderId: string, limit: number): Promise<Float32Array[]> {

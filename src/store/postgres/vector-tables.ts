@@ -178,11 +178,11 @@ export class VectorTables {
   }
 
   /** How many rows of `target` lack a vector from `embedderId`. */
-  async countPending(target: CoreVectorTarget, embedderId: string): Promise<number> {
+  async countPending(target: CoreVectorTarget, embedderId: string, after = 0): Promise<number> {
     const t = VECTOR_TARGETS[target];
     const [row] = await this.db.query<{ n: number }>(
-      `SELECT count(*) AS n FROM ${t.base} AS b LEFT JOIN ${t.vectors} AS v ON v.${t.key} = b.seq WHERE v.${t.key} IS NULL OR v.embedder <> $1`,
-      [embedderId],
+      `SELECT count(*) AS n FROM ${t.base} AS b LEFT JOIN ${t.vectors} AS v ON v.${t.key} = b.seq WHERE b.seq > $2 AND (v.${t.key} IS NULL OR v.embedder <> $1)`,
+      [embedderId, after],
     );
     return row?.n ?? 0;
   }

@@ -100,15 +100,20 @@ export class EmbeddingTables implements EmbeddingStore {
     });
   }
 
-  async countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string): Promise<number> {
+  async lastEmbeddingPosition(target: QueuedEmbeddingTarget): Promise<number> {
+    return (this.stmt(`SELECT coalesce(max(seq), 0) AS n FROM ${queued(target).base}`).get() as { n: number }).n;
+  }
+
+  async countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, after = 0): Promise<number> {
     const t = queued(target);
     const row = this.stmt(
-      `SELECT count(*) AS n FROM ${t.base} b LEFT JOIN ${t.vectors} v ON v.${t.key} = b.seq WHERE v.${t.key} IS NULL OR v.embedder != ?`,
-    ).get(embedderId) as { n: number };
+      `SELECT count(*) AS n FROM ${t.base} b LEFT JOIN ${t.vectors} v ON v.${t.key} = b.seq WHERE b.seq > ? AND (v.${t.key} IS NULL OR v.embedder != ?)`,
+    ).get(after, embedderId) as { n: number };
     return row.n;
   }
 
   async sampleEmbeddings(target: QueuedEmbeddingTarget, scope: Scope, embedderId: string, limit: number): Promise<Float32Array[]> {
+    if (target === 'message') return this.sampleMessageEmbeddings(scope, embedderId, limit);
     const t = queued(target);
     // Rows ordered by a multiplicative hash of seq: spread over the scope, and the same ones each time.
     const rows = this.stmt(
@@ -116,6 +121,35 @@ export class EmbeddingTables implements EmbeddingStore {
        JOIN ${t.vectors} v ON v.${t.key} = s.seq WHERE v.embedder = @embedder AND v.embedding IS NOT NULL LIMIT @limit`,
     ).all({ user: scope.userId, agent: scope.agentId, embedder: embedderId, take: limit * 2, limit }) as { embedding: Buffer }[];
     return rows.map((r) => fromBlob(r.embedding));
+  }
+
+  /**
+   * A scope's messages are too many to order by hash (100k rows: ~50 ms on the event loop): the scope's
+   * seq range is cut into `limit` strata, and each stratum's first message (at a point set by the hash of
+   * its number, the same every time) lends its vector; a message without one is passed over. Two index
+   * probes per stratum on `message_terms_by_scope`.
+   */
+  private sampleMessageEmbeddings(scope: Scope, embedderId: string, limit: number): Float32Array[] {
+    const range = this.stmt('SELECT min(seq) AS lo, max(seq) AS hi FROM message_terms WHERE user_id = ? AND agent_id = ?').get(scope.userId, scope.agentId) as {
+      lo: number | null;
+      hi: number | null;
+    };
+    if (range.lo === null || range.hi === null) return [];
+    const next = this.stmt(
+      `SELECT t.seq, v.embedding FROM message_terms t JOIN message_vectors v ON v.message_seq = t.seq
+       WHERE t.user_id = ? AND t.agent_id = ? AND t.seq >= ? AND t.seq < ? AND v.embedder = ? AND v.embedding IS NOT NULL ORDER BY t.seq LIMIT 1`,
+    );
+    const span = range.hi - range.lo + 1;
+    const out: Float32Array[] = [];
+    for (let i = 0; i < limit; i++) {
+      const from = range.lo + Math.floor((span * i) / limit);
+      const to = range.lo + Math.floor((span * (i + 1)) / limit);
+      if (to <= from) continue;
+      const start = from + (((i + 1) * SAMPLE_HASH) % SAMPLE_MODULUS) % (to - from);
+      const row = (next.get(scope.userId, scope.agentId, start, to, embedderId) ?? next.get(scope.userId, scope.agentId, from, start, embedderId)) as { embedding: Buffer } | undefined;
+      if (row !== undefined) out.push(fromBlob(row.embedding));
+    }
+    return out;
   }
 
   async embeddingsOf(target: EmbeddingTarget, embedderId: string, items: readonly { key: string; text: string }[]): Promise<Map<string, Float32Array | null>> {

@@ -515,8 +515,12 @@ export class SqliteStore implements Store {
     return this.embeddings.saveEmbeddings(target, embedderId, items);
   }
 
-  countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string): Promise<number> {
-    return this.embeddings.countPendingEmbeddings(target, embedderId);
+  lastEmbeddingPosition(target: QueuedEmbeddingTarget): Promise<number> {
+    return this.embeddings.lastEmbeddingPosition(target);
+  }
+
+  countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, after = 0): Promise<number> {
+    return this.embeddings.countPendingEmbeddings(target, embedderId, after);
   }
 
   sampleEmbeddings(target: QueuedEmbeddingTarget, scope: Scope, embedderId: string, limit: number): Promise<Float32Array[]> {
