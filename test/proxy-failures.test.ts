@@ -41,13 +41,16 @@ afterAll(async () => {
   await upstream?.stop();
 });
 
-async function apiError(call: Promise<unknown>): Promise<OpenAI.APIError> {
+type OpenAiError = InstanceType<typeof OpenAI.APIError>;
+type AnthropicError = InstanceType<typeof Anthropic.APIError>;
+
+async function apiError(call: Promise<unknown>): Promise<OpenAiError> {
   const err = await call.then(
     () => null,
     (e: unknown) => e,
   );
   expect(err).toBeInstanceOf(OpenAI.APIError);
-  return err as OpenAI.APIError;
+  return err as OpenAiError;
 }
 
 const ask = (content: string) => ({ model: 'fake-model', messages: [{ role: 'user' as const, content }] });
@@ -74,8 +77,8 @@ describe('memory proxy: upstream errors, timeouts and aborts', () => {
     const anthropic = new Anthropic({ baseURL: `${local.url}/proxy/anthropic`, apiKey: 'sk-ant-x', maxRetries: 0 });
     const unreachable = await anthropic.messages.create({ model: 'fake-model', max_tokens: 10, messages: [{ role: 'user', content: 'hello?' }] }).catch((e: unknown) => e);
     expect(unreachable).toBeInstanceOf(Anthropic.APIError);
-    expect((unreachable as Anthropic.APIError).status).toBe(502);
-    expect(JSON.stringify((unreachable as Anthropic.APIError).error)).toMatch(/anthropic upstream at http:\/\/127\.0\.0\.1:\d+ is unreachable: ECONNREFUSED/);
+    expect((unreachable as AnthropicError).status).toBe(502);
+    expect(JSON.stringify((unreachable as AnthropicError).error)).toMatch(/anthropic upstream at http:\/\/127\.0\.0\.1:\d+ is unreachable: ECONNREFUSED/);
 
     upstream.script.push({ kind: 'hang' });
     const closedBefore = upstream.closed;
