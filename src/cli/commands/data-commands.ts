@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { CAIRN_VERSION, createCairn, STORE_SCHEMA_VERSION, type Cairn, type DumpRecord } from '../../cairn.js';
 import { sqliteFile, type CairnConfig } from '../../config.js';
 import { CairnError, describeError } from '../../errors.js';
+import { PRIVATE_FILE_MODE } from '../../private-files.js';
 import { explainOf, openExplained, print } from '../context.js';
 import { ProgressBar } from '../progress.js';
 
@@ -78,7 +79,7 @@ async function exportData(cairn: Cairn, out: string): Promise<void> {
       schema_version: snapshot.schemaVersion,
       rows: snapshot.counts,
     };
-    const file = createWriteStream(partial, { flags: 'wx' });
+    const file = createWriteStream(partial, { flags: 'wx', mode: PRIVATE_FILE_MODE });
     const gzip = target.endsWith('.gz') ? createGzip() : null;
     const sink = gzip ?? file;
     const written = gzip ? pipeline(gzip, file) : once(file, 'close');
