@@ -1,5 +1,6 @@
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createCairn } from '../src/cairn.js';
 import { runCli } from './e2e-process.js';
@@ -7,8 +8,8 @@ import { Fixtures } from './http-fixtures.js';
 import { testConfig } from './test-config.js';
 
 // What Cairn leaves on disk: the database, the data folder, exports, backups and results are the owner's
-// alone (0600 files, 0700 folders), since one database holds every tenant's messages. Export and
-// restore run the built CLI (`npm run build`).
+// alone (0600 files, 0700 folders), since one database holds every tenant's messages; a restore that fails
+// leaves nothing. Export and restore run the built CLI (`npm run build`).
 const fx = new Fixtures();
 afterEach(() => fx.cleanup());
 
@@ -65,5 +66,27 @@ describe('files and folders Cairn creates', () => {
     expectPrivate(modesUnder(target), ['.']);
     expectPrivate(modesUnder(source), ['.']);
     rmSync(target, { recursive: true });
+  }, 60_000);
+
+  it('cairn restore refuses a gzip bomb (one 1.5 GB line in 1.5 MB) with exit 2 and a clear message, and leaves nothing behind', () => {
+    const root = fx.tempDir('cairn-bomb-');
+    const header = `${JSON.stringify({ format: 'cairn-export', version: 1, created_at: '2026-01-01T00:00:00Z', cairn_version: '0.1.0', schema_version: 1, rows: { message: 1 } })}\n`;
+    // gzip members inflate to their concatenation: one compressed 16 MiB block of 'a' written 96 times.
+    const block = gzipSync(Buffer.alloc(16 * 1024 * 1024, 'a'));
+    const bomb = (file: string, start: string) => {
+      writeFileSync(file, gzipSync(start));
+      for (let i = 0; i < 96; i++) appendFileSync(file, block);
+      appendFileSync(file, gzipSync('"}}\n'));
+      expect(statSync(file).size).toBeLessThan(2_000_000);
+    };
+    bomb(join(root, 'record.jsonl.gz'), `${header}{"type":"message","row":{"content":"`);
+    bomb(join(root, 'header.jsonl.gz'), '{"format":"cairn-export","x":"');
+    for (const [file, line] of [['record.jsonl.gz', 2], ['header.jsonl.gz', 1]] as const) {
+      const data = join(root, `data-${line}`);
+      const r = runCli(['restore', join(root, file), '--data', data]);
+      expect([r.code, r.stderr]).toEqual([2, expect.stringContaining(`line ${line} is longer than 67108864 bytes`)]);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(existsSync(data)).toBe(false);
+    }
   }, 60_000);
 });
