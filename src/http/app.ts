@@ -10,7 +10,7 @@ import { toErrorResponse } from './error-response.js';
 import { addHistoryRoutes } from './history-routes.js';
 import { addMcpRoute, mcpToolNames } from './mcp-route.js';
 import { describe, openApiDocument } from './openapi.js';
-import { originGuard } from './origin-guard.js';
+import { originGuard, simpleRequestGuard } from './origin-guard.js';
 import { addPipelineRoutes } from './pipeline-routes.js';
 import { addSeedRoutes } from './seed-routes.js';
 import { addToolRoutes } from './tools-routes.js';
@@ -102,6 +102,7 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
     c.set('key', open ? null : await authenticate(cairn, mode, authorization));
     await next();
   });
+  app.use('*', simpleRequestGuard());
   app.use(
     '*',
     bodyLimit({
