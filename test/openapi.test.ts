@@ -46,7 +46,8 @@ async function check(call: Call, on: Hono<never> = app): Promise<{ status: numbe
     call.raw !== undefined
       ? { method: call.method, headers: call.headers, body: call.raw }
       : call.body === undefined
-        ? { method: call.method, headers: call.headers }
+        ? // A POST without a body still declares JSON, as every client must (a browser's simple request does not).
+          { method: call.method, headers: call.method === 'POST' ? { 'content-type': 'application/json', ...call.headers } : call.headers }
         : json(call.method, call.body, call.headers);
   const res = await on.request(`http://localhost${call.path}`, init);
   const text = await res.text();
@@ -172,6 +173,7 @@ describe('every route answers what the document says', () => {
       expect((await check({ method: 'POST', path: '/v1/sessions/job/flush' })).body.created).toBe(1);
     }
     expect((await check({ method: 'POST', path: '/v1/sessions/%20/flush' })).status).toBe(400);
+    expect((await check({ method: 'POST', path: '/v1/sessions/job/flush', raw: '', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
     expect((await check({ method: 'GET', path: '/v1/pipeline' })).body.extractor).toBe('rules');
     const all = (await check({ method: 'GET', path: '/v1/memories?include_superseded=true' })).body.memories as JsonBody[];
     const old = all.find((m) => m.content.includes('Initech'))!;

@@ -53,7 +53,7 @@ export function addKnowledgeRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMo
     return c.json(toKnowledgeWire(await cairn.knowledge.get(requestScope(c, mode), c.req.param('id'))));
   });
 
-  app.post('/v1/knowledge/:id/sync', describe({ operationId: 'syncKnowledge', summary: 'Re-sync incrementally (only files whose content changed)', responses: { 202: knowledgeWire }, errors: [400, 404] }), async (c) => {
+  app.post('/v1/knowledge/:id/sync', describe({ operationId: 'syncKnowledge', summary: 'Re-sync incrementally (only files whose content changed)', responses: { 202: knowledgeWire }, errors: [400, 404, 415] }), async (c) => {
     return c.json(toKnowledgeWire(await cairn.knowledge.sync(requestScope(c, mode), c.req.param('id'))), 202);
   });
 

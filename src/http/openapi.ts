@@ -44,7 +44,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   405: 'Method not allowed',
   409: 'Conflict',
   413: 'Body too large (server.body_limit_bytes)',
-  415: 'Body is not JSON',
+  415: 'Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header)',
   422: 'Scope required (keys mode)',
   429: 'Budget exhausted',
   500: 'Internal error (logged; no detail is sent)',
