@@ -344,7 +344,7 @@ const knowledgeSchema = z
   .object({
     /** Milliseconds of quiet after a file change in a watched folder before the resource re-syncs. */
     watch_debounce_ms: positiveInt.max(600_000).default(500),
-    /** Files larger than this many bytes are left out of wiki and code indexes. Default 2 MB. */
+    /** Files larger than this many bytes are left out of wiki and code indexes, and refused by reads (read_raw, read_file). Default 2 MB. */
     max_file_bytes: positiveInt.default(2_000_000),
     /** Folders with more indexable files than this are refused. */
     max_files: positiveInt.default(50_000),

@@ -1,4 +1,4 @@
-import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -194,6 +194,42 @@ describe('symlinks swapped in after indexing', () => {
     });
     const explored = await call(cairn, id, 'explore', { query: 'format' });
     expect(JSON.stringify(explored)).not.toContain('outside secret');
+  });
+});
+
+describe('bounded reads (knowledge.max_file_bytes)', () => {
+  const BIG = 1.5 * 1024 * 1024 * 1024; // sparse: no disk used, but 1.5 GB to a reader that loads it whole
+
+  it('read_raw refuses a 1.5 GB file swapped in for an indexed page, naming it and its size, and reads nothing of it', async () => {
+    const cairn = await harness.cairn({ knowledge: { max_file_bytes: 100_000 } });
+    const root = harness.copy('wiki');
+    const id = await harness.ready(cairn, 'wiki', root);
+    expect((await call(cairn, id, 'read_raw', { filenames: ['orphan.md'] })).files).toHaveLength(1);
+    renameSync(join(root, 'orphan.md'), join(root, 'orphan.md.bak'));
+    writeFileSync(join(root, 'orphan.md'), '');
+    truncateSync(join(root, 'orphan.md'), BIG);
+    const after = await call(cairn, id, 'read_raw', { filenames: ['orphan.md', 'index.md'] });
+    expect(after.refused).toEqual([
+      { path: 'orphan.md', error: `refused to read orphan.md: it is ${BIG} bytes (1536.0 MiB), over knowledge.max_file_bytes (100000 bytes)` },
+    ]);
+    // The other file of the same call is read as usual.
+    expect(after.files.map((f: Answer) => f.path)).toEqual(['index.md']);
+  });
+
+  it('read_file refuses an over-limit source file (payload_too_large, HTTP 413), and a sync leaves it out as skipped', async () => {
+    const cairn = await harness.cairn({ knowledge: { max_file_bytes: 100_000 } });
+    const root = harness.copy('code');
+    const id = await harness.ready(cairn, 'code', root);
+    truncateSync(join(root, 'src/format.ts'), BIG);
+    await expect(cairn.knowledge.callTool({ userId: 'default', agentId: 'default' }, id, 'read_file', { path: 'src/format.ts' })).rejects.toMatchObject({
+      code: 'payload_too_large',
+      message: expect.stringMatching(/^refused to read src\/format\.ts: it is 1610612736 bytes/),
+    });
+    const node = await call(cairn, id, 'node', { symbol: 'src/format.ts', include_code: true });
+    expect(node).toMatchObject({ code: null, code_error: expect.stringContaining('over knowledge.max_file_bytes') });
+    await cairn.knowledge.sync({ userId: 'default', agentId: 'default' }, id);
+    const { lastSync } = await cairn.knowledge.whenIdle({ userId: 'default', agentId: 'default' }, id);
+    expect(lastSync?.skipped).toEqual(['src/format.ts']);
   });
 });
 

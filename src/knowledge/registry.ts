@@ -215,7 +215,7 @@ export class KnowledgeRegistry {
     const ready = record.status === 'ready';
     if (!ready && !tool.anyStatus) return notReadyAnswer(resource);
     const index = ready || record.version > 0 ? await this.load(record) : null;
-    return (tool as KnowledgeTool<Index>).run({ resource, index, lastSync: this.reports.get(record.id) ?? null }, valid);
+    return (tool as KnowledgeTool<Index>).run({ resource, folder: { root: record.root, maxFileBytes: this.options.maxFileBytes }, index, lastSync: this.reports.get(record.id) ?? null }, valid);
   }
 
   // ---- the tool hub's catalog provider -------------------------------------------------------
