@@ -456,6 +456,15 @@ export const CROSS_TENANT_OPERATIONS = [
   { name: 'knowledge: read_raw', kind: 'read', run: (c, a, v) => c.as(a, 'POST', '/v3/tools/call', { knowledge_id: v.knowledgeId, tool_name: 'read_raw', params: { filenames: ['page.md'] } }) },
   { name: 'knowledge: sync', kind: 'write', run: (c, a, v) => c.as(a, 'POST', `/v1/knowledge/${enc(v.knowledgeId)}/sync`) },
   { name: 'knowledge: remove', kind: 'write', run: (c, a, v) => c.as(a, 'DELETE', `/v1/knowledge/${enc(v.knowledgeId)}`) },
+  // knowledge.roots is a plain list here: the folder another scope registered, or the root holding it, is not
+  // registrable (issue 33). The refusal names the path the attacker sent, `echoed`: that is not a leak.
+  {
+    name: "knowledge: register the victim's folder",
+    kind: 'write',
+    echoed: (c, v) => join(c.wikis, v.secret),
+    run: (c, a, v) => c.as(a, 'POST', '/v1/knowledge', { type: 'wiki', path: join(c.wikis, v.secret) }),
+  },
+  { name: "knowledge: register the folder above the victim's", kind: 'write', run: (c, a) => c.as(a, 'POST', '/v1/knowledge', { type: 'wiki', path: c.wikis }) },
   { name: 'keys: claim the victim user', kind: 'claim', applies: (a, v) => a.user !== v.user, run: (c, a, v) => c.as(a, 'GET', '/v1/memories', undefined, { 'x-cairn-user-id': v.user }) },
   { name: 'keys: claim another agent', kind: 'claim', applies: (a) => a.boundAgent, run: (c, a, v) => c.as(a, 'GET', '/v1/memories', undefined, { 'x-cairn-agent-id': `${v.agent}-other` }) },
   { name: "keys: the victim's key id with another secret", kind: 'claim', run: (c, a, v) => c.raw('GET', '/v1/memories', undefined, { authorization: `Bearer cairn_${v.keyId}_${a.token.split('_')[2]}`, 'x-cairn-agent-id': v.agent }) },
@@ -497,6 +506,7 @@ export async function crossTenant({ operations = 500, seed = 17, log = () => {} 
   const headersOf = (t, extra) => ({ authorization: `Bearer ${t.token}`, 'x-cairn-agent-id': t.agent, 'x-cairn-turn-id': `turn-${turn++}`, ...extra });
   const ctx = {
     revoked,
+    wikis,
     raw: async (method, path, body, headers) => tally.add(`${method} ${path}`, await request(`${server.url}${path}`, { method, headers, body })),
     as: (t, method, path, body, extra = {}) => ctx.raw(method, path, body, headersOf(t, extra)),
     tool: async (t, name, args, extra = {}) => {
@@ -546,8 +556,9 @@ export async function crossTenant({ operations = 500, seed = 17, log = () => {} 
       if (op.applies && !op.applies(attacker, victim)) return;
       const r = await op.run(ctx, attacker, victim);
       attacks++;
+      const text = op.echoed ? r.text.replaceAll(op.echoed(ctx, victim), '') : r.text;
       const leaked =
-        r.text.includes(victim.secret) ||
+        text.includes(victim.secret) ||
         (op.kind === 'write' && r.status >= 200 && r.status < 300 && r.json?.result?.isError !== true) ||
         (op.kind === 'claim' && r.status !== 401 && r.status !== 403);
       if (leaked) leaks.push(`${op.name}: ${attacker.user}/${attacker.agent} -> ${victim.user}/${victim.agent}: ${r.status} ${r.text.slice(0, 160)}`);
