@@ -56,6 +56,8 @@ export function knowledgeRace(options?: Log & { reads?: number; concurrency?: nu
   concurrency: number;
   swaps: number;
   errors: number;
+  syncs: number;
+  indexLeaks: number;
   directory: RaceCounts;
   file: RaceCounts;
   samples: string[];

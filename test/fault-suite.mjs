@@ -889,9 +889,10 @@ print(swaps, flush=True)
 /**
  * Issue 33: `read_raw` over REST while another process swaps, in a loop, a folder of the wiki with a
  * symlink to a folder outside it, and a file of the wiki with a symlink to a file outside, both holding a
- * marker. Each call reads both files; an answer holding the marker is an outside read. `bin` measures
- * another build (the code before the fix). Syncs stay out of it (a long watch debounce): the reads are the
- * subject.
+ * marker. Each call reads both files; an answer holding the marker is an outside read. Meanwhile syncs
+ * run one after another (the watcher's are kept out by a long debounce); afterwards the stored index is
+ * searched for the marker (`indexLeaks`: file records holding it). `bin` measures another build (the code
+ * before the fix).
  */
 export async function knowledgeRace({ reads = 2_000, concurrency = 8, bin = CLI, log = () => {} } = {}) {
   const data = tempDir();
@@ -950,6 +951,15 @@ export async function knowledgeRace({ reads = 2_000, concurrency = 8, bin = CLI,
       } else if (answer.refused?.some((f) => f.path === path)) c.refused++;
       else c.missing++;
     };
+    let racing = true;
+    let syncs = 0;
+    const syncing = (async () => {
+      while (racing) {
+        await request(`${server.url}/v1/knowledge/${id}/sync`, { method: 'POST' });
+        syncs++;
+        while (racing && (await request(`${server.url}/v1/knowledge/${id}`)).json?.syncing) await sleep(20);
+      }
+    })();
     await pool(
       Array.from({ length: reads }, () => async () => {
         const r = await call();
@@ -963,15 +973,22 @@ export async function knowledgeRace({ reads = 2_000, concurrency = 8, bin = CLI,
       }),
       concurrency,
     );
+    racing = false;
+    await syncing;
     swapper.kill('SIGTERM');
     const exit = await swapperExit;
     if (exit.code !== 0) throw new Error(`the swapper failed (${exit.code ?? exit.signal}): ${err}`);
     const swaps = Number(out.trim().split('\n').at(-1));
+    // A sync still running writes its result before the server stops.
+    await server.stop();
+    const db = new Database(join(data, 'cairn.db'), { readonly: true });
+    const indexLeaks = db.prepare('SELECT count(*) FROM knowledge_files WHERE instr(data, ?) > 0').pluck().get(marker);
+    db.close();
     log(
       `knowledge race: ${reads} read_raw calls, ${swaps} swaps: folder swap ${byRace.directory.leaked} outside reads (${byRace.directory.outsideBytes} bytes), ` +
-        `${byRace.directory.refused} refused; file swap ${byRace.file.leaked} outside reads, ${byRace.file.refused} refused`,
+        `${byRace.directory.refused} refused; file swap ${byRace.file.leaked} outside reads, ${byRace.file.refused} refused; ${syncs} syncs, ${indexLeaks} index records with outside bytes`,
     );
-    return { reads, concurrency, swaps, errors, directory: byRace.directory, file: byRace.file, samples };
+    return { reads, concurrency, swaps, errors, syncs, indexLeaks, directory: byRace.directory, file: byRace.file, samples };
   } finally {
     if (swapper && swapper.exitCode === null) swapper.kill('SIGKILL');
     await server.stop();
