@@ -35,8 +35,9 @@ export const knowledgeWire = z.object({
 
 /**
  * `/v1/knowledge`: register, list, read, sync and remove the caller's knowledge resources. Another
- * scope's resource answers 404, as if it did not exist. Registering is confined to `knowledge.roots`
- * in keys mode (403 without them) and, when they are set, in local mode too.
+ * scope's resource answers 404, as if it did not exist. Registering is confined to the caller's
+ * `knowledge.roots` in keys mode (403 without them) and, when they are set, in local mode too; a folder
+ * overlapping another scope's resource is refused unless the roots share it.
  */
 export function addKnowledgeRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
   app.post('/v1/knowledge', describe({ operationId: 'addKnowledge', summary: 'Register a wiki folder or a code folder; indexing runs in the background', body: newKnowledgeSchema, responses: { 201: knowledgeWire }, errors: [409] }), async (c) => {
