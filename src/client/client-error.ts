@@ -46,7 +46,8 @@ export function retryAfterOf(header: string | null): number | null {
   if (header === null) return null;
   const value = header.trim();
   if (/^\d+$/.test(value)) return Number(value) * 1000;
-  const at = Date.parse(value);
+  // HTTP dates start with the day's name; Date.parse would also take '-1' (year -1).
+  const at = /^[A-Za-z]{3}/.test(value) ? Date.parse(value) : Number.NaN;
   return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
 }
 
