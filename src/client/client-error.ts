@@ -55,9 +55,9 @@ function isErrorCode(code: unknown): code is CairnErrorCode {
   return typeof code === 'string' && Object.hasOwn(STATUS_BY_CODE, code);
 }
 
-/** The first code the status table maps to `status` (a gateway's 502/504 is a downstream failure); else `internal`. */
+/** The first code the status table maps to `status` (a gateway's 502 is a downstream failure); else `internal`. */
 function codeForStatus(status: number): CairnErrorCode {
-  if (status === 502 || status === 504) return 'downstream_failed';
+  if (status === 502) return 'downstream_failed';
   const codes = Object.keys(STATUS_BY_CODE) as CairnErrorCode[];
   return codes.find((code) => STATUS_BY_CODE[code] === status) ?? 'internal';
 }
