@@ -356,9 +356,22 @@ export class PostgresStore implements Store {
     return this.transfer.restoreRecords(records, onProgress);
   }
 
-  /** For `cairn migrate`: inserts the records not stored yet, committing every chunk (data-transfer.ts). */
-  mergeRecords(records: AsyncIterable<DumpRecord>, onProgress?: (done: number) => void): Promise<{ read: Record<string, number>; inserted: Record<string, number> }> {
+  /** For `cairn migrate`: writes the records by their keys (inserted or overwritten), committing every chunk (data-transfer.ts). */
+  mergeRecords(
+    records: AsyncIterable<DumpRecord>,
+    onProgress?: (done: number) => void,
+  ): Promise<{ read: Record<string, number>; inserted: Record<string, number>; updated: Record<string, number> }> {
     return this.transfer.mergeRecords(records, onProgress);
+  }
+
+  /** For `cairn migrate`: the source id recorded in this database, or null. */
+  migratedFrom(): Promise<string | null> {
+    return this.transfer.migratedFrom();
+  }
+
+  /** For `cairn migrate`: records the source this database is migrated from. */
+  markMigratedFrom(sourceId: string): Promise<void> {
+    return this.transfer.markMigratedFrom(sourceId);
   }
 
   /** Rows stored per record type, for `cairn migrate`'s check. */

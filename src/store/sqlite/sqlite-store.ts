@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
@@ -850,6 +851,18 @@ export class SqliteStore implements Store {
 
   async restoreRecords(records: AsyncIterable<DumpRecord>, onProgress?: (done: number) => void): Promise<Record<string, number>> {
     return restoreRecords(this.db, records, onProgress);
+  }
+
+  /**
+   * This database's id as the source of `cairn migrate`: random, created on first use and kept in `meta`
+   * (`source_id`), so a target can tell a resumed run of this source from rows of another.
+   */
+  async sourceId(): Promise<string> {
+    const read = () => (this.stmt(`SELECT value FROM meta WHERE key = 'source_id'`).get() as { value: string } | undefined)?.value;
+    const held = read();
+    if (held !== undefined) return held;
+    await this.writes.run(() => this.stmt(`INSERT INTO meta (key, value) VALUES ('source_id', ?) ON CONFLICT (key) DO NOTHING`).run(randomUUID()));
+    return read()!;
   }
 
   async backup(path: string, onProgress?: (done: number, total: number) => void): Promise<void> {
