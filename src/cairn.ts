@@ -9,7 +9,7 @@ import { FloorSamples } from './search/vector-floor.js';
 import { embeddingCacheDir, wordVectorAvailability, type WordVectorAvailability } from './embed/word-vectors/word-vector-embedder.js';
 import { ToolHub } from './catalog/tool-hub.js';
 import type { ToolCallRecorder } from './catalog/recorder.js';
-import { CairnError, describeError } from './errors.js';
+import { CairnError, describeError, isCairnError } from './errors.js';
 import { History } from './history/history.js';
 import { createLogger, type Logger } from './logger.js';
 import { CairnMetrics } from './metrics.js';
@@ -102,10 +102,14 @@ export type Diagnosis = {
 export type Readiness = {
   ready: boolean;
   checks: {
-    store: { ok: boolean; backend: string; schema_version: number };
+    /** `reason`: why the store cannot be used now (unreachable, file gone), when it cannot. */
+    store: { ok: boolean; backend: string; schema_version: number; reason?: string };
     embedder: { ok: boolean; provider: string; detail: string };
   };
 };
+
+/** How long `/ready` waits for the store to answer before it reports it unavailable, in ms. */
+const READY_PING_TIMEOUT_MS = 2_000;
 
 /** The database schema version this build writes (an export from a newer one is refused). */
 export const STORE_SCHEMA_VERSION = SCHEMA_VERSION;
@@ -562,17 +566,34 @@ export class Cairn {
 
   /**
    * Whether this instance can serve fully (`/ready`): the store is open with every migration applied (the
-   * constructor cannot run otherwise) and the embedder, if any, has finished preparing.
+   * constructor cannot run otherwise) and answers now (within 2 s), and the embedder, if any, has finished
+   * preparing. A store that answers again makes it ready again, without a restart.
    */
-  readiness(): Readiness {
+  async readiness(): Promise<Readiness> {
     const embedderReady = this.embeddingReady;
+    const reason = await this.storeProblem();
     return {
-      ready: embedderReady,
+      ready: embedderReady && reason === null,
       checks: {
-        store: { ok: true, backend: this.store.capabilities.backend, schema_version: SCHEMA_VERSION },
+        store: { ok: reason === null, backend: this.store.capabilities.backend, schema_version: SCHEMA_VERSION, ...(reason === null ? {} : { reason }) },
         embedder: { ok: embedderReady, provider: this.config.embedding.provider, detail: this.describeEmbedding() },
       },
     };
+  }
+
+  /** Why the store cannot be used now, or null when it answered a ping in time. */
+  private async storeProblem(): Promise<string | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve(`the store did not answer within ${READY_PING_TIMEOUT_MS} ms`), READY_PING_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([this.store.ping().then(() => null), late]);
+    } catch (err) {
+      return isCairnError(err) ? err.message : describeError(err);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** True when preparing the embedder only loads files on disk (see `Embedder.preparesFromDisk`). */

@@ -28,6 +28,11 @@ export interface Store
   readonly capabilities: StoreCapabilities;
   /** The action log and failure memory behind the history tools. */
   readonly history: HistoryStore;
+  /**
+   * Checks that the store answers now (a trivial query; on SQLite also that the file at its path is still
+   * the one open); throws `unavailable` naming why when it does not. For `/ready`.
+   */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 

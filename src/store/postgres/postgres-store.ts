@@ -103,7 +103,7 @@ export class PostgresStore implements Store {
     this.memories = new MemoryTables(db);
     this.vectors = new VectorTables(db);
     this.pipeline = new PipelineTables(db);
-    this.coordination = new PostgresCoordination(db.pool);
+    this.coordination = new PostgresCoordination(db.pool, db.location);
     this.history = new PostgresHistoryTables(db);
     this.historyEmbeddings = new HistoryEmbeddings(db);
     this.knowledge = new PostgresKnowledgeTables(db);
@@ -395,6 +395,10 @@ export class PostgresStore implements Store {
 
   startTurn(scope: Scope, sessionKey: string, connection?: string): Promise<void> {
     return this.coordination.startTurn(scope, sessionKey, connection);
+  }
+
+  async ping(): Promise<void> {
+    await this.db.query('SELECT 1');
   }
 
   async close(): Promise<void> {
