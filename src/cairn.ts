@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { loadConfig, parseConfig, type CairnConfig, type CairnConfigInput } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
@@ -214,7 +214,7 @@ export class Cairn {
         const backlog = await store.pipelineBacklog();
         return { sessions: backlog.filter((s) => s.pendingMessages > 0).length, messages: backlog.reduce((n, s) => n + s.pendingMessages, 0) };
       },
-      storeBytes: () => storeFileBytes(store.capabilities),
+      storeBytes: () => store.sizeBytes(),
     });
     this.searchContext = {
       store,
@@ -281,9 +281,9 @@ export class Cairn {
     if (this.backgroundPipeline) this.scheduler.start();
   }
 
-  /** Bytes the store occupies on disk (database file and WAL); null when it has no file. */
-  storeBytes(): number | null {
-    return storeFileBytes(this.store.capabilities);
+  /** Bytes the store occupies (see `Store.sizeBytes`); null for an in-memory database. */
+  storeBytes(): Promise<number | null> {
+    return this.store.sizeBytes();
   }
 
   /** What the store can do and where it lives. */
@@ -676,21 +676,6 @@ export async function createCairn(config: CairnConfigInput = loadConfig(), optio
     await store.close();
     throw err;
   }
-}
-
-/** Bytes of the SQLite file and its WAL; null for an in-memory or networked store (its size is the server's business). */
-function storeFileBytes(capabilities: Store['capabilities']): number | null {
-  const location = capabilities.location;
-  if (capabilities.backend !== 'sqlite' || location === ':memory:') return null;
-  let bytes = 0;
-  for (const file of [location, `${location}-wal`]) {
-    try {
-      bytes += statSync(file).size;
-    } catch {
-      // No WAL yet (or the file was just checkpointed away).
-    }
-  }
-  return bytes;
 }
 
 /** The scope for a caller that gave none. */

@@ -83,6 +83,9 @@ describe('a store lost under cairn serve', () => {
     running.push(server);
     expect((await call(server.url, 'GET', '/ready')).status).toBe(200);
     expect((await call(server.url, 'POST', '/v1/conversations', { session_key: 's', messages: [{ id: 'before', role: 'user', content: 'the harbour master rings at dawn' }] })).status).toBe(201);
+    // The store's size on PostgreSQL: its tables with their indexes (was 0).
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(Number(/^cairn_store_size_bytes (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(100_000);
     const mcp = new Client({ name: 'outage-test', version: '0.0.0' });
     await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
 

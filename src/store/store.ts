@@ -33,6 +33,11 @@ export interface Store
    * the one open); throws `unavailable` naming why when it does not. For `/ready`.
    */
   ping(): Promise<void>;
+  /**
+   * Bytes the store occupies: on SQLite the database file and its WAL, on PostgreSQL every table of Cairn's
+   * schema with its indexes and TOAST (`pg_total_relation_size`); null for an in-memory database.
+   */
+  sizeBytes(): Promise<number | null>;
   close(): Promise<void>;
 }
 

@@ -401,6 +401,14 @@ export class PostgresStore implements Store {
     await this.db.query('SELECT 1');
   }
 
+  async sizeBytes(): Promise<number | null> {
+    // The tables of this store's schema (each with its indexes and TOAST), not the whole database, which others may share.
+    const [row] = await this.db.query<{ bytes: string | null }>(
+      `SELECT sum(pg_total_relation_size(c.oid)) AS bytes FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'm')`,
+    );
+    return Number(row?.bytes ?? 0);
+  }
+
   async close(): Promise<void> {
     await this.coordination.close();
     await this.messageKeywords.close();

@@ -905,6 +905,20 @@ export class SqliteStore implements Store {
     }
   }
 
+  async sizeBytes(): Promise<number | null> {
+    const path = this.capabilities.location;
+    if (path === ':memory:') return null;
+    let bytes = 0;
+    for (const file of [path, `${path}-wal`]) {
+      try {
+        bytes += statSync(file).size;
+      } catch {
+        // No WAL yet (or the file was just checkpointed away).
+      }
+    }
+    return bytes;
+  }
+
   async close(): Promise<void> {
     await this.readers?.close();
     if (!this.db.open) return;
