@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { loadConfig, parseConfig, type CairnConfig, type CairnConfigInput } from './config.js';
+import { loadConfig, parseConfig, sqliteFile, type CairnConfig, type CairnConfigInput } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
 import { EmbedQueue } from './embed/embed-queue.js';
 import { referenceVectors, vectorFusionWeight, type Embedder } from './embed/embedder.js';
@@ -97,6 +97,24 @@ export type Diagnosis = {
   embedding: EmbeddingStatus;
   wordVectors: WordVectorAvailability;
 };
+
+/** What `cairn doctor` can still report when the store cannot be opened: every check that needs no store. */
+export type UnopenedDiagnosis = {
+  version: string;
+  store: { backend: 'sqlite' | 'postgres'; ok: false; reason: string };
+  embedding: { provider: string };
+  wordVectors: WordVectorAvailability;
+};
+
+/** The checks of `cairn doctor` that need no store, for a store that failed to open with `reason`. */
+export function diagnoseUnopened(config: CairnConfig, reason: string): UnopenedDiagnosis {
+  return {
+    version: CAIRN_VERSION,
+    store: { backend: sqliteFile(config) === null ? 'postgres' : 'sqlite', ok: false, reason },
+    embedding: { provider: config.embedding.provider },
+    wordVectors: wordVectorAvailability(embeddingCacheDir(config.data_dir, config.embedding.cache_dir)),
+  };
+}
 
 /** What `/ready` reports: ready when every check is ok. */
 export type Readiness = {
