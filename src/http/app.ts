@@ -136,12 +136,12 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
     '/ready',
     describe({
       operationId: 'getReady',
-      summary: 'Readiness: store open, migrations applied, embedder ready',
+      summary: 'Readiness: store open and answering, migrations applied, embedder ready',
       open: true,
       responses: { 200: readyWire, 503: readyWire },
     }),
     async (c) => {
-      const ready = cairn.readiness();
+      const ready = await cairn.readiness();
       return c.json({ status: ready.ready ? 'ready' : 'not_ready', version: CAIRN_VERSION, checks: ready.checks } satisfies z.infer<typeof readyWire>, ready.ready ? 200 : 503);
     },
   );

@@ -145,7 +145,7 @@ export const readyWire = z.object({
   status: z.enum(['ready', 'not_ready']),
   version: z.string(),
   checks: z.object({
-    store: z.object({ ok: z.boolean(), backend: z.string(), schema_version: z.number().int() }),
+    store: z.object({ ok: z.boolean(), backend: z.string(), schema_version: z.number().int(), reason: z.string().optional() }),
     embedder: z.object({ ok: z.boolean(), provider: z.string(), detail: z.string() }),
   }),
 });
