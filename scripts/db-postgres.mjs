@@ -4,6 +4,7 @@
  *
  *   npm run db:postgres                 # install what is missing, start (or find) the cluster, print its URL last on stdout
  *   npm run db:postgres -- stop         # stop it and remove its data
+ *   npm run db:postgres -- halt         # stop the server but keep its data; `start` brings it back on the same port
  *   npm run db:postgres -- url          # print the URL of the running cluster (exit 1 when none runs)
  *   npm run db:postgres -- install [--dry-run]   # only install what is missing (or print the commands)
  *
@@ -70,15 +71,17 @@ export function missingPieces(pg) {
  * (../shared/reference/embeddings.md §3). `postgresql-server-dev-N` pins the server's version, so apt may
  * upgrade the installed server packages to it (a running system cluster would be restarted).
  */
-export function installSteps(missing, { major = DEFAULT_MAJOR, mirror = debianMirror(), workDir = join(tmpdir(), 'cairn-pgvector-build') } = {}) {
+export function installSteps(missing, { major = DEFAULT_MAJOR, mirror = debianMirror(), workDir = buildDir() } = {}) {
   if (missing.length === 0) return [];
   const noninteractive = { DEBIAN_FRONTEND: 'noninteractive' };
+  // Another apt or dpkg (an unattended upgrade, another checkout installing) may hold the lock: wait for it.
+  const wait = ['-o', `DPkg::Lock::Timeout=${LOCK_TIMEOUT_S}`];
   const packages = [];
   if (missing.includes('postgresql')) packages.push(`postgresql-${major}`, 'postgresql-contrib');
   if (missing.includes('pgvector')) packages.push(`postgresql-server-dev-${major}`, 'dpkg-dev', 'make', 'gcc');
   const steps = [
-    { cmd: 'apt-get', args: ['update'] },
-    { cmd: 'apt-get', args: ['install', '-y', ...packages], env: noninteractive },
+    { cmd: 'apt-get', args: [...wait, 'update'] },
+    { cmd: 'apt-get', args: [...wait, 'install', '-y', ...packages], env: noninteractive },
   ];
   if (missing.includes('pgvector')) {
     const aptDir = join(workDir, 'apt');
@@ -86,8 +89,8 @@ export function installSteps(missing, { major = DEFAULT_MAJOR, mirror = debianMi
     const pgConfig = `PG_CONFIG=/usr/lib/postgresql/${major}/bin/pg_config`;
     steps.push(
       { write: join(aptDir, 'sources.list'), text: `deb-src ${mirror} trixie main\n`, dirs: [join(aptDir, 'lists', 'partial')] },
-      { cmd: 'apt-get', args: [...aptOptions, 'update'] },
-      { cmd: 'apt-get', args: [...aptOptions, 'source', 'pgvector'], cwd: workDir },
+      { cmd: 'apt-get', args: [...wait, ...aptOptions, 'update'] },
+      { cmd: 'apt-get', args: [...wait, ...aptOptions, 'source', 'pgvector'], cwd: workDir },
       // apt-get source unpacks into pgvector-<version>/; the steps below run in the one it made.
       { cmd: 'make', args: ['-j2', pgConfig], cwd: join(workDir, 'pgvector-*') },
       { cmd: 'make', args: ['install', pgConfig], cwd: join(workDir, 'pgvector-*') },
@@ -114,7 +117,7 @@ export function ensureInstalled({ dryRun = false } = {}) {
     throw new Error(`missing ${missing.join(' and ')}; run as root (or install by hand):\n${steps.map(describeStep).join('\n')}`);
   }
   log(`installing ${missing.join(' and ')} (about 20 s)`);
-  const workDir = join(tmpdir(), 'cairn-pgvector-build');
+  const workDir = buildDir();
   rmSync(workDir, { recursive: true, force: true });
   mkdirSync(workDir, { recursive: true });
   for (const step of installSteps(missing, { major: pg?.major ?? DEFAULT_MAJOR, workDir })) {
@@ -131,6 +134,14 @@ export function ensureInstalled({ dryRun = false } = {}) {
   const still = missingPieces(pg);
   if (still.length > 0) throw new Error(`installation finished but ${still.join(' and ')} is still missing`);
   return pg;
+}
+
+/** Seconds apt waits for the dpkg lock another process holds, before it gives up. */
+const LOCK_TIMEOUT_S = 600;
+
+/** Where pgvector is built: a folder of this checkout's own, so two checkouts installing at once do not share one. */
+function buildDir() {
+  return join(tmpdir(), `cairn-pgvector-build-${createHash('sha256').update(REPO).digest('hex').slice(0, 10)}`);
 }
 
 const NAME = /^[a-z0-9][a-z0-9-]{0,40}$/;
@@ -201,7 +212,8 @@ async function startServer(pg, inst, { fast, owner }) {
   ];
   let lastError = null;
   for (let attempt = 0; attempt < 3; attempt++) {
-    const port = await freePort();
+    // A halted cluster comes back on its port, so the URLs its clients hold work again.
+    const port = attempt === 0 && inst.state?.port ? inst.state.port : await freePort();
     log(`starting on 127.0.0.1:${port}${fast ? ' (fsync off)' : ''}`);
     const started = runPg(pg, 'pg_ctl', ['-D', inst.data, '-l', inst.logFile, '-w', '-t', '60', '-o', `-p ${port} ${settings.join(' ')}`, 'start'], { capture: true, check: false });
     if (started.status === 0) {
@@ -229,6 +241,19 @@ export function stop({ name = 'default' } = {}) {
   }
   rmSync(inst.dir, { recursive: true, force: true });
   log(`stopped and removed ${inst.dir}`);
+  return true;
+}
+
+/** Stops the server of cluster `name` and keeps its data (`start` resumes it on the same port); true when one ran. */
+export function halt({ name = 'default' } = {}) {
+  const inst = instance(name);
+  const pg = findPostgres();
+  if (pg === null || inst.state === null || !running(pg, inst)) {
+    log(`no cluster "${name}" is running`);
+    return false;
+  }
+  runPg(pg, 'pg_ctl', ['-D', inst.data, '-m', 'fast', '-w', '-t', '60', 'stop'], { capture: true });
+  log(`halted "${name}" (data kept in ${inst.data})`);
   return true;
 }
 
@@ -369,8 +394,8 @@ function parseArgs(argv) {
     else if (arg === '--owner') options.owner = Number(argv[++i]);
     else if (arg === '--fast') options.fast = true;
     else if (arg === '--dry-run') options.dryRun = true;
-    else if (['start', 'stop', 'url', 'install'].includes(arg)) options.command = arg;
-    else throw new Error(`unknown argument "${arg}" (commands: start, stop, url, install; options: --name NAME, --fast, --owner PID, --dry-run)`);
+    else if (['start', 'stop', 'halt', 'url', 'install'].includes(arg)) options.command = arg;
+    else throw new Error(`unknown argument "${arg}" (commands: start, stop, halt, url, install; options: --name NAME, --fast, --owner PID, --dry-run)`);
   }
   if (options.owner !== null && !(Number.isInteger(options.owner) && options.owner > 0)) throw new Error('--owner: expected a process id');
   return options;
@@ -382,6 +407,8 @@ async function main() {
     ensureInstalled({ dryRun: options.dryRun });
   } else if (options.command === 'stop') {
     stop(options);
+  } else if (options.command === 'halt') {
+    halt(options);
   } else if (options.command === 'url') {
     const url = currentUrl(options);
     if (url === null) {

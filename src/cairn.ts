@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { loadConfig, parseConfig, type CairnConfig, type CairnConfigInput } from './config.js';
+import { loadConfig, parseConfig, sqliteFile, type CairnConfig, type CairnConfigInput } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
 import { EmbedQueue } from './embed/embed-queue.js';
 import { referenceVectors, vectorFusionWeight, type Embedder } from './embed/embedder.js';
@@ -9,7 +9,7 @@ import { FloorSamples } from './search/vector-floor.js';
 import { embeddingCacheDir, wordVectorAvailability, type WordVectorAvailability } from './embed/word-vectors/word-vector-embedder.js';
 import { ToolHub } from './catalog/tool-hub.js';
 import type { ToolCallRecorder } from './catalog/recorder.js';
-import { CairnError, describeError } from './errors.js';
+import { CairnError, describeError, isCairnError } from './errors.js';
 import { History } from './history/history.js';
 import { createLogger, type Logger } from './logger.js';
 import { CairnMetrics } from './metrics.js';
@@ -100,14 +100,36 @@ export type Diagnosis = {
   wordVectors: WordVectorAvailability;
 };
 
+/** What `cairn doctor` can still report when the store cannot be opened: every check that needs no store. */
+export type UnopenedDiagnosis = {
+  version: string;
+  store: { backend: 'sqlite' | 'postgres'; ok: false; reason: string };
+  embedding: { provider: string };
+  wordVectors: WordVectorAvailability;
+};
+
+/** The checks of `cairn doctor` that need no store, for a store that failed to open with `reason`. */
+export function diagnoseUnopened(config: CairnConfig, reason: string): UnopenedDiagnosis {
+  return {
+    version: CAIRN_VERSION,
+    store: { backend: sqliteFile(config) === null ? 'postgres' : 'sqlite', ok: false, reason },
+    embedding: { provider: config.embedding.provider },
+    wordVectors: wordVectorAvailability(embeddingCacheDir(config.data_dir, config.embedding.cache_dir)),
+  };
+}
+
 /** What `/ready` reports: ready when every check is ok. */
 export type Readiness = {
   ready: boolean;
   checks: {
-    store: { ok: boolean; backend: string; schema_version: number };
+    /** `reason`: why the store cannot be used now (unreachable, file gone), when it cannot. */
+    store: { ok: boolean; backend: string; schema_version: number; reason?: string };
     embedder: { ok: boolean; provider: string; detail: string };
   };
 };
+
+/** How long `/ready` waits for the store to answer before it reports it unavailable, in ms. */
+const READY_PING_TIMEOUT_MS = 2_000;
 
 /** The database schema version this build writes (an export from a newer one is refused). */
 export const STORE_SCHEMA_VERSION = SCHEMA_VERSION;
@@ -216,7 +238,7 @@ export class Cairn {
         const backlog = await store.pipelineBacklog();
         return { sessions: backlog.filter((s) => s.pendingMessages > 0).length, messages: backlog.reduce((n, s) => n + s.pendingMessages, 0) };
       },
-      storeBytes: () => storeFileBytes(store.capabilities),
+      storeBytes: () => store.sizeBytes(),
     });
     this.searchContext = {
       store,
@@ -283,9 +305,9 @@ export class Cairn {
     if (this.backgroundPipeline) this.scheduler.start();
   }
 
-  /** Bytes the store occupies on disk (database file and WAL); null when it has no file. */
-  storeBytes(): number | null {
-    return storeFileBytes(this.store.capabilities);
+  /** Bytes the store occupies (see `Store.sizeBytes`); null for an in-memory database. */
+  storeBytes(): Promise<number | null> {
+    return this.store.sizeBytes();
   }
 
   /** What the store can do and where it lives. */
@@ -609,17 +631,34 @@ export class Cairn {
 
   /**
    * Whether this instance can serve fully (`/ready`): the store is open with every migration applied (the
-   * constructor cannot run otherwise) and the embedder, if any, has finished preparing.
+   * constructor cannot run otherwise) and answers now (within 2 s), and the embedder, if any, has finished
+   * preparing. A store that answers again makes it ready again, without a restart.
    */
-  readiness(): Readiness {
+  async readiness(): Promise<Readiness> {
     const embedderReady = this.embeddingReady;
+    const reason = await this.storeProblem();
     return {
-      ready: embedderReady,
+      ready: embedderReady && reason === null,
       checks: {
-        store: { ok: true, backend: this.store.capabilities.backend, schema_version: SCHEMA_VERSION },
+        store: { ok: reason === null, backend: this.store.capabilities.backend, schema_version: SCHEMA_VERSION, ...(reason === null ? {} : { reason }) },
         embedder: { ok: embedderReady, provider: this.config.embedding.provider, detail: this.describeEmbedding() },
       },
     };
+  }
+
+  /** Why the store cannot be used now, or null when it answered a ping in time. */
+  private async storeProblem(): Promise<string | null> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((resolve) => {
+      timer = setTimeout(() => resolve(`the store did not answer within ${READY_PING_TIMEOUT_MS} ms`), READY_PING_TIMEOUT_MS);
+    });
+    try {
+      return await Promise.race([this.store.ping().then(() => null), late]);
+    } catch (err) {
+      return isCairnError(err) ? err.message : describeError(err);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** True when preparing the embedder only loads files on disk (see `Embedder.preparesFromDisk`). */
@@ -702,21 +741,6 @@ export async function createCairn(config: CairnConfigInput = loadConfig(), optio
     await store.close();
     throw err;
   }
-}
-
-/** Bytes of the SQLite file and its WAL; null for an in-memory or networked store (its size is the server's business). */
-function storeFileBytes(capabilities: Store['capabilities']): number | null {
-  const location = capabilities.location;
-  if (capabilities.backend !== 'sqlite' || location === ':memory:') return null;
-  let bytes = 0;
-  for (const file of [location, `${location}-wal`]) {
-    try {
-      bytes += statSync(file).size;
-    } catch {
-      // No WAL yet (or the file was just checkpointed away).
-    }
-  }
-  return bytes;
 }
 
 /** The scope for a caller that gave none. */

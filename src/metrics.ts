@@ -7,7 +7,7 @@ export type MetricsProbes = {
   /** Sessions with messages past their extraction cursor, and those messages. */
   pipelineBacklog: () => Promise<{ sessions: number; messages: number }>;
   /** Bytes of the database file and its WAL; null for an in-memory store. */
-  storeBytes: () => number | null;
+  storeBytes: () => Promise<number | null>;
 };
 
 /** Latency buckets in seconds: sub-millisecond searches up to slow tool calls. */
@@ -70,10 +70,10 @@ export class CairnMetrics {
     });
     new Gauge({
       name: 'cairn_store_size_bytes',
-      help: 'Size of the database file plus its write-ahead log.',
+      help: 'Bytes the store occupies: the SQLite file plus its write-ahead log, or the PostgreSQL tables of its schema with their indexes.',
       registers,
-      collect() {
-        const bytes = probes.storeBytes();
+      async collect() {
+        const bytes = await probes.storeBytes();
         if (bytes !== null) this.set(bytes);
       },
     });

@@ -191,3 +191,46 @@ describe('cairn config', () => {
     expect(existsSync(join(data, 'cairn.db'))).toBe(false);
   });
 });
+
+describe('fatal errors and an unreachable PostgreSQL', () => {
+  // Port 1 on loopback refuses at once: a PostgreSQL that is down.
+  const unreachable = 'postgres://cairn:hunter2@127.0.0.1:1/cairn';
+
+  it('with log.format json a fatal start-up error is one JSON line, from the config file or the environment', () => {
+    const dir = tempDir();
+    const config = join(dir, 'cairn.yaml');
+    writeFileSync(config, `store:\n  url: ${unreachable}\nlog:\n  format: json\n`);
+    for (const [args, env] of [
+      [['serve', '--port', '0', '--config', config], {}],
+      [['serve', '--port', '0', '--data', dir], { CAIRN_STORE_URL: unreachable, CAIRN_LOG_FORMAT: 'json' }],
+    ] as const) {
+      const run = runCli([...args], env);
+      expect(run.code).toBe(1);
+      const lines = run.stderr.trim().split('\n');
+      const parsed = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(parsed.at(-1)).toMatchObject({ level: 'error', code: 'unavailable', exit: 1, msg: expect.stringContaining('cannot be used: connect ECONNREFUSED') });
+      expect(run.stderr).not.toContain('hunter2');
+    }
+    // A config that cannot be read is reported in the format the environment asks for.
+    const broken = join(dir, 'broken.yaml');
+    writeFileSync(broken, 'log: [unclosed\n');
+    const bad = runCli(['serve', '--config', broken], { CAIRN_LOG_FORMAT: 'json' });
+    expect(bad.code).toBe(2);
+    expect(JSON.parse(bad.stderr.trim().split('\n').at(-1)!)).toMatchObject({ level: 'error', code: 'config_invalid' });
+  });
+
+  it('cairn doctor with PostgreSQL unreachable reports every check, the store one failed, and exits 1', () => {
+    const dir = tempDir();
+    const run = runCli(['doctor', '--data', dir], { CAIRN_STORE_URL: unreachable });
+    expect(run.code).toBe(1);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^cairn \d/);
+    expect(lines.slice(1).map((l) => l.split(':')[0])).toEqual(['store', 'search paths', 'embedding', 'word vectors']);
+    expect(lines[1]).toMatch(/^store: +postgres: FAILED: the PostgreSQL store at postgres:\/\/cairn:\*\*\*@127\.0\.0\.1:1\/cairn .*ECONNREFUSED/);
+    expect(run.stderr).toContain('the store check failed');
+    expect(run.stdout + run.stderr).not.toContain('hunter2');
+    const json = runCli(['doctor', '--json', '--data', dir], { CAIRN_STORE_URL: unreachable });
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ store: { backend: 'postgres', ok: false, reason: expect.stringContaining('ECONNREFUSED') }, wordVectors: expect.any(Object) });
+  });
+});

@@ -35,7 +35,7 @@ runCoordinationContract('postgres', async () => {
   await setup.query(COORDINATION_MIGRATION);
   await setup.end();
   const pools = [testPool(database.url), testPool(database.url)];
-  const [a, b] = pools.map((pool) => new PostgresCoordination(pool)) as [PostgresCoordination, PostgresCoordination];
+  const [a, b] = pools.map((pool) => new PostgresCoordination(pool, 'test')) as [PostgresCoordination, PostgresCoordination];
   return {
     a,
     b,
@@ -106,7 +106,7 @@ describe('postgres work claims are advisory locks of a connection', () => {
   it('frees the claims of a connection that dies, at once, and the holder knows it lost them', async () => {
     const database = await freshPostgresDatabase('multiserver_claims');
     const pools = [testPool(database.url), testPool(database.url)];
-    const [a, b] = pools.map((pool) => new PostgresCoordination(pool)) as [PostgresCoordination, PostgresCoordination];
+    const [a, b] = pools.map((pool) => new PostgresCoordination(pool, 'test')) as [PostgresCoordination, PostgresCoordination];
     try {
       const claim = await a.claimWork('extract:u/a/s');
       expect(await b.claimWork('extract:u/a/s')).toBeNull();

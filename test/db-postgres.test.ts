@@ -55,8 +55,14 @@ describe('db:postgres install detection', () => {
     expect(out.status).toBe(0);
     expect(out.stderr).toContain('missing: pgvector');
     const steps = out.stdout.trim().split('\n');
-    expect(steps[0]).toBe('apt-get update');
-    expect(steps[1]).toMatch(/apt-get install -y postgresql-server-dev-\d+ /);
+    // Every apt step waits for a dpkg lock another apt holds, rather than failing at once.
+    expect(steps[0]).toBe('apt-get -o DPkg::Lock::Timeout=600 update');
+    expect(steps[1]).toMatch(/apt-get -o DPkg::Lock::Timeout=600 install -y postgresql-server-dev-\d+ /);
+    expect(steps.filter((s) => s.includes('apt-get')).every((s) => s.includes('-o DPkg::Lock::Timeout=600'))).toBe(true);
+    // The build folder is this checkout's own: two checkouts installing at once never share one.
+    const folders = new Set(steps.flatMap((s) => /\(cd (\S+?)(?:\/pgvector-\*)? &&/.exec(s)?.[1] ?? []));
+    expect(folders.size).toBe(1);
+    expect([...folders][0]).toMatch(/cairn-pgvector-build-[0-9a-f]{10}$/);
     expect(steps.some((s) => /deb-src \S+ trixie main/.test(s))).toBe(true);
     expect(steps.some((s) => s.includes('source pgvector') && s.includes('Dir::Etc::SourceParts=/dev/null'))).toBe(true);
     expect(steps.at(-1)).toMatch(/make install PG_CONFIG=\/usr\/lib\/postgresql\/\d+\/bin\/pg_config/);
@@ -73,7 +79,7 @@ describe('db:postgres install detection', () => {
     const out = script(['install', '--dry-run'], { CAIRN_PG_BINDIR: join(tmpdir(), 'no-postgres-here') });
     expect(out.status).toBe(0);
     expect(out.stderr).toContain('missing: postgresql, pgvector');
-    expect(out.stdout).toMatch(/apt-get install -y postgresql-\d+ postgresql-contrib postgresql-server-dev-\d+/);
+    expect(out.stdout).toMatch(/apt-get -o DPkg::Lock::Timeout=600 install -y postgresql-\d+ postgresql-contrib postgresql-server-dev-\d+/);
   });
 
   it('rejects an unknown argument and a bad name, changing nothing', () => {
@@ -124,6 +130,13 @@ describe('db:postgres start and stop', () => {
     expect(again.status).toBe(0);
     expect(again.stdout.trim().split('\n').at(-1)).toBe(url);
     expect(script(['url', '--name', name]).stdout.trim()).toBe(url);
+
+    // halt stops the server and keeps the data; start brings it back on the same URL.
+    const halted = script(['halt', '--name', name]);
+    expect(halted.status, halted.stderr).toBe(0);
+    await expect(query(url, 'SELECT 1')).rejects.toThrow();
+    expect(script(['start', '--name', name, '--fast']).stdout.trim().split('\n').at(-1)).toBe(url);
+    expect((await query<{ n: number }>(checkUrl, 'SELECT 1 AS n'))[0]!.n).toBe(1);
 
     const stopped = script(['stop', '--name', name]);
     expect(stopped.status).toBe(0);

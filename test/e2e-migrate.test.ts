@@ -143,7 +143,7 @@ describe('cairn migrate (real processes)', () => {
     const target = withPassword(db.url);
     const first = await runCliAsync(['migrate', '--to', target, '--from', data], ENV);
     expect(first.code, first.stderr).toBe(0);
-    expect(first.stdout).toMatch(/^copied \d+ row\(s\) from .* \(.*message \d+.*\); counts verified\n$/);
+    expect(first.stdout).toMatch(/^copied \d+ row\(s\) from .* \(.*message \d+.*\); all \d+ row\(s\) verified by key and content\n$/);
     expect(first.stderr).toMatch(/migrating: \d+\/\d+ \(100%\)/);
     expect(first.stdout + first.stderr).not.toContain('hunter2-secret');
     expect(first.stdout).toContain(':***@');
@@ -218,14 +218,16 @@ describe('cairn migrate (real processes)', () => {
     expect(sqliteRead.code).not.toBe(0);
     expect(sqliteRead.stderr).toContain('does not exist; nothing was created');
 
-    // A target that holds rows the source does not: the check names the type and the command fails.
+    // A target that holds rows the source does not: the run names them, refuses and writes nothing.
     const extra = await PostgresStore.open({ url: db.url });
     await extra.createKnowledgeResource({ userId: 'bob', agentId: 'default' }, { id: 'wiki-00000000', type: 'wiki', name: 'other', root: '/tmp/other' });
     await extra.close();
+    const before = await postgresRecords(db.url);
     const differing = await runCliAsync(['migrate', '--to', target, '--from', data], ENV);
-    expect(differing.code).toBe(1);
-    expect(differing.stderr, differing.stderr).toMatch(/counts differ for: .*knowledge_resource \(source 1, target 2\)/);
+    expect(differing.code).toBe(2);
+    expect(differing.stderr, differing.stderr).toMatch(/no longer has .*knowledge_resource 1 \(wiki-00000000\).*nothing was written/);
     expect(differing.stderr).not.toContain('hunter2-secret');
+    expect(await postgresRecords(db.url)).toEqual(before);
   }, 180_000);
 
   it('refuses a target that is not a postgres URL and a data directory without a database, changing nothing', () => {
@@ -268,7 +270,99 @@ describe('cairn migrate (real processes)', () => {
 
     const rerun = await runCliAsync(['migrate', '--to', db.url, '--from', big]);
     expect(rerun.code, rerun.stderr).toBe(0);
-    expect(rerun.stdout).toMatch(/^copied \d+ row\(s\).*counts verified/);
+    expect(rerun.stdout).toMatch(/^copied \d+ row\(s\).*verified by key and content/);
     expect(await postgresRecords(db.url)).toEqual(await sqliteRecords(big));
   }, 180_000);
+});
+
+describe('cairn migrate cannot merge', () => {
+  const scope = { userId: 'u1', agentId: 'a1' };
+
+  /** A small source written through the store itself: two messages and two memories. */
+  async function smallSource(name: string): Promise<string> {
+    const data = join(root, name);
+    const store = SqliteStore.open({ path: join(data, 'cairn.db') });
+    try {
+      await store.addMessages([
+        { scope, id: 'm1', sessionKey: 's', role: 'user', content: 'the ferry leaves at nine' },
+        { scope, id: 'm2', sessionKey: 's', role: 'assistant', content: 'then be at the pier by half past eight' },
+      ]);
+      await store.createMemory(scope, { content: 'Takes the morning ferry', type: 'episodic' });
+      await store.createMemory(scope, { content: 'Lives on the island', type: 'persona' });
+    } finally {
+      await store.close();
+    }
+    return data;
+  }
+
+  async function withSource<T>(data: string, work: (store: SqliteStore) => Promise<T>): Promise<T> {
+    const store = SqliteStore.open({ path: join(data, 'cairn.db') });
+    try {
+      return await work(store);
+    } finally {
+      await store.close();
+    }
+  }
+
+  it('refuses a non-empty target it did not fill, naming what it holds, and writes nothing', async () => {
+    const data = await smallSource('foreign-source');
+    const db = await database();
+    const other = await PostgresStore.open({ url: db.url });
+    await other.addMessages([{ scope: { userId: 'bob', agentId: 'default' }, id: 'b1', sessionKey: 'x', role: 'user', content: 'somebody else entirely' }]);
+    await other.close();
+    const before = await postgresRecords(db.url);
+
+    const run = await runCliAsync(['migrate', '--to', db.url, '--from', data], ENV);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toMatch(/already holds rows not copied from .*never migrated into from this data directory\): message 1; nothing was written/);
+    expect(await postgresRecords(db.url)).toEqual(before);
+    const target = await PostgresStore.open({ url: db.url });
+    expect(await target.migratedFrom()).toBeNull();
+    await target.close();
+
+    // Another source that was migrated into an empty database marks it: this source is refused there too.
+    const second = await database();
+    expect((await runCliAsync(['migrate', '--to', second.url, '--from', await smallSource('first-owner')], ENV)).code).toBe(0);
+    const refused = await runCliAsync(['migrate', '--to', second.url, '--from', data], ENV);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/migrated into from another source \(.+\)\): message 2, memory 2.*nothing was written/);
+  }, 60_000);
+
+  it('carries an edit made in the source between runs; a deletion there is refused, naming the row, with nothing written', async () => {
+    const data = await smallSource('edited-source');
+    const db = await database();
+    expect((await runCliAsync(['migrate', '--to', db.url, '--from', data], ENV)).code).toBe(0);
+
+    const edited = await withSource(data, async (store) => {
+      const [memory] = await store.listMemories(scope, { limit: 10, type: 'episodic' });
+      const updated = await store.updateMemory(scope, memory!.id, { content: 'Takes the evening ferry' });
+      await store.addMessages([{ scope, id: 'm3', sessionKey: 's', role: 'user', content: 'the evening ferry is quieter' }]);
+      return updated;
+    });
+    expect(edited.version).toBe(2);
+    const second = await runCliAsync(['migrate', '--to', db.url, '--from', data], ENV);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout).toMatch(/^copied \d+ row\(s\) and 1 edited since the last run .*verified by key and content/);
+    expect(await postgresRecords(db.url)).toEqual(await sqliteRecords(data));
+    const target = await PostgresStore.open({ url: db.url });
+    try {
+      expect(await target.getMemories(scope, [edited.id])).toMatchObject([{ content: 'Takes the evening ferry', version: 2 }]);
+      expect((await target.memoryKeywordCandidates(scope, analyze('evening'), {})).candidates.map((c) => c.id)).toEqual([edited.id]);
+    } finally {
+      await target.close();
+    }
+
+    const gone = await withSource(data, async (store) => {
+      const [memory] = await store.listMemories(scope, { limit: 10, type: 'persona' });
+      await store.deleteMemory(scope, memory!.id);
+      return memory!;
+    });
+    const before = await postgresRecords(db.url);
+    const third = await runCliAsync(['migrate', '--to', db.url, '--from', data], ENV);
+    expect(third.code).toBe(2);
+    expect(third.stderr).toContain(`no longer has (deleted there since the last run, or written to the target since): memory 1 (`);
+    expect(third.stderr).toContain('nothing was written');
+    expect(await postgresRecords(db.url)).toEqual(before);
+    expect(before.get('memory')!.some((r) => r.includes(gone.id))).toBe(true);
+  }, 60_000);
 });

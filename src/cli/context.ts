@@ -6,7 +6,7 @@ import { CairnError, describeError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import type { Scope } from '../types.js';
 import type { JsonlError } from './jsonl.js';
-import { pathError } from './exit.js';
+import { pathError, reportFailuresAs } from './exit.js';
 import { ProgressBar } from './progress.js';
 
 // What command implementations share: the config, the façade, output. Only command modules import this
@@ -18,7 +18,9 @@ export type ScopeOptions = { user: string; agent: string };
 /** The effective config of a command: `--config`/`--data`, the environment, discovery, and `overrides` (its own flags). */
 export function explainOf(cmd: Command, overrides: Record<string, unknown> = {}): ExplainedConfig {
   const global = cmd.optsWithGlobals<GlobalOptions>();
-  return explainConfig({ file: global.config, overrides: { ...overrides, ...(global.data ? { data_dir: global.data } : {}) } });
+  const explained = explainConfig({ file: global.config, overrides: { ...overrides, ...(global.data ? { data_dir: global.data } : {}) } });
+  reportFailuresAs(explained.config.log.format);
+  return explained;
 }
 
 /** How a setting was given, for messages: `--data`, `CAIRN_HOME`, `in /etc/cairn.yaml` or `default`. */

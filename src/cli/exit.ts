@@ -1,4 +1,5 @@
 import { CairnError, describeError, isCairnError, type CairnErrorCode } from '../errors.js';
+import { createLogger, type LogFormat } from '../logger.js';
 
 /**
  * The CLI's exit codes, the same for every command: 0 done; 1 a failure the arguments are not to blame
@@ -16,14 +17,30 @@ export function exitCodeOf(err: unknown): number {
   return isCairnError(err) && USAGE_CODES.has(err.code) ? EXIT.usage : EXIT.failure;
 }
 
-/** Prints a failure on stderr and exits with its {@link EXIT} code. Never a stack trace. */
+/** The `log.format` of the command's config, once it was read (see {@link reportFailuresAs}). */
+let failureFormat: LogFormat | null = null;
+
+/** Failures from now on are reported in `format` (a command calls it as soon as its config is read). */
+export function reportFailuresAs(format: LogFormat): void {
+  failureFormat = format;
+}
+
+/**
+ * Prints a failure on stderr and exits with its {@link EXIT} code. Never a stack trace. With `log.format:
+ * json` (or, when the config itself could not be read, `CAIRN_LOG_FORMAT=json`) it is one JSON log line
+ * (`level: error`, `code`, `exit`), so a log collector sees why a server did not start.
+ */
 export function reportAndExit(err: unknown): never {
   const message = isCairnError(err) ? err.message : (fileSystemMessage(err) ?? `unexpected error: ${describeError(err)}`);
-  process.stderr.write(`cairn: ${message}\n`);
-  if (isCairnError(err, 'busy')) {
-    process.stderr.write('cairn: another Cairn process is writing to this data directory; run the command again (an import resumes where it stopped)\n');
+  const busy = isCairnError(err, 'busy') ? 'another Cairn process is writing to this data directory; run the command again (an import resumes where it stopped)' : null;
+  const exit = exitCodeOf(err);
+  if ((failureFormat ?? (process.env.CAIRN_LOG_FORMAT === 'json' ? 'json' : 'text')) === 'json') {
+    createLogger({ format: 'json' }).error(busy === null ? message : `${message}; ${busy}`, { code: isCairnError(err) ? err.code : 'internal', exit });
+  } else {
+    process.stderr.write(`cairn: ${message}\n`);
+    if (busy !== null) process.stderr.write(`cairn: ${busy}\n`);
   }
-  process.exit(exitCodeOf(err));
+  process.exit(exit);
 }
 
 /** Node's file-system errors (EACCES, EROFS, ENOENT…) carry the path they failed on: name it. */

@@ -25,6 +25,8 @@ export const STATUS_BY_CODE: Readonly<Record<CairnErrorCode, ContentfulStatusCod
 
 /** Seconds a client is told to wait before retrying a `busy` answer (the `Retry-After` header). */
 export const RETRY_AFTER_SECONDS = 1;
+/** Seconds before retrying an `unavailable` answer: the store is unreachable, which lasts longer than a held lock. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 /** Every error response body. */
 export type ErrorBody = { error: { code: CairnErrorCode; message: string } };
@@ -41,7 +43,12 @@ export function toErrorResponse(err: unknown, log: (message: string) => void): {
   return { status: 500, body: { error: { code: 'internal', message: 'internal error' } }, headers: {} };
 }
 
-/** `Retry-After` for a retryable answer (`busy`: the write lock was held past the wait bound); none otherwise. */
+/**
+ * `Retry-After` for a retryable answer (`busy`: the write lock was held past the wait bound; `unavailable`:
+ * the store cannot be reached now); none otherwise.
+ */
 export function retryHeaders(code: CairnErrorCode): Record<string, string> {
-  return code === 'busy' ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : {};
+  if (code === 'busy') return { 'retry-after': String(RETRY_AFTER_SECONDS) };
+  if (code === 'unavailable') return { 'retry-after': String(UNAVAILABLE_RETRY_AFTER_SECONDS) };
+  return {};
 }

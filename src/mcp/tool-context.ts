@@ -55,6 +55,8 @@ export async function runTool(ctx: ToolContext, tool: string, body: () => Promis
   try {
     return await body();
   } catch (err) {
+    // The store (or a service it names) cannot be reached now: the same call may succeed later.
+    if (isCairnError(err, 'unavailable')) return errorResult(`${tool} failed (unavailable, retry later): ${err.message}`);
     if (isCairnError(err) && err.code !== 'internal') return errorResult(`${tool} failed: ${err.message}`);
     (ctx.log ?? ((m: string) => ctx.cairn.log.error(m)))(`${tool}: ${describeError(err)}`);
     return errorResult(`${tool} failed: internal error`);

@@ -1,44 +1,80 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CairnError } from '../errors.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
-import type { DumpRecord } from './store.js';
+import type { DataSnapshot, DumpRecord } from './store.js';
 
 /**
  * Record types of an SQLite export that `cairn migrate` leaves behind: engine-internal state with no
- * meaning on PostgreSQL (`meta` holds SQLite's vector-save counter; `fts_totals` FTS5's statistics).
- * `sequence` rows are applied (the target's position counters move past the source's) but not counted.
+ * meaning on PostgreSQL (`meta` holds SQLite's vector-save counter and the source id; `fts_totals` FTS5's
+ * statistics). `sequence` rows are applied (the target's position counters move past the source's) but
+ * neither compared nor counted.
  */
 const ENGINE_ONLY = new Set(['meta', 'fts_totals']);
-const UNCOUNTED = new Set([...ENGINE_ONLY, 'sequence']);
+const UNCOMPARED = new Set([...ENGINE_ONLY, 'sequence']);
+
+/** The key of each compared record type, by the export's column names (the primary key on both engines). */
+const RECORD_KEYS: Readonly<Record<string, readonly string[]>> = {
+  api_key: ['id'],
+  message: ['seq'],
+  message_vector: ['message_seq'],
+  memory: ['seq'],
+  memory_vector: ['memory_seq'],
+  memory_audit: ['seq'],
+  pipeline_cursor: ['user_id', 'agent_id', 'session_key'],
+  run: ['seq'],
+  run_tool_call: ['seq'],
+  run_withheld: ['user_id', 'agent_id', 'session_key', 'task_id'],
+  run_text_vector: ['text_key'],
+  error_record: ['seq'],
+  error_record_vector: ['error_seq'],
+  knowledge_resource: ['id'],
+  knowledge_file: ['resource_id', 'path'],
+};
+
+/** Keys named per record type in a refusal or a failed check. */
+const SHOWN_KEYS = 5;
 
 export type MigrateOptions = {
   /** The data directory whose `cairn.db` is copied. */
   dataDir: string;
   /** `postgres://` or `postgresql://` URL of the target database. */
   url: string;
-  /** Records handled so far, of `total`. */
+  /** Rows written so far, of `total` to write. */
   onProgress?: (done: number, total: number) => void;
   warn?: (message: string) => void;
 };
 
-/** What a migration did: per record type, the rows of the source, those inserted now and those the target holds. */
+/**
+ * Per record type, how many keys the target lacks, holds beyond the source, or holds with a different
+ * row, and a few of the keys of each (`extraKeys`; `keys`: missing or different).
+ */
+export type RecordDifference = { type: string; missing: number; extra: number; changed: number; keys: string[]; extraKeys: string[] };
+
+/** What a migration did, per record type: the source's rows, those inserted and overwritten now, and what the check found. */
 export type MigrationReport = {
   /** The target as shown (password redacted). */
   target: string;
   source: Record<string, number>;
   inserted: Record<string, number>;
-  stored: Record<string, number>;
-  /** Record types whose stored count differs from the source's. */
-  differing: string[];
+  /** Rows already in the target whose source row was edited since the last run, overwritten now. */
+  updated: Record<string, number>;
+  /** Record types whose rows in the target differ from the source's after the copy (empty: every key and row verified). */
+  differing: RecordDifference[];
 };
+
+/** Per record type, each key's row fingerprint. */
+type Fingerprints = Map<string, Map<string, string>>;
 
 /**
  * Copies every stored row of an SQLite data directory into a PostgreSQL database (DESIGN.md, "Moving
- * to PostgreSQL"): one consistent snapshot of the source (a server may keep writing to it), rows merged
- * by their keys with storage positions kept, every chunk committed, so running it again after an
- * interruption finishes the job and running it once more inserts nothing. Counts per record type are
- * compared at the end.
+ * to PostgreSQL"). Before writing, the target is compared with one consistent snapshot of the source
+ * (a server may keep writing to it), key by key and row by row: a target holding rows and not marked as
+ * migrated from this source is refused, as is one holding rows the source no longer has; nothing is
+ * written then. Otherwise the rows missing or different in the target are written (edits carried over),
+ * every chunk committed, so running it again after an interruption finishes the job. At the end every
+ * key and row of the target is checked against the snapshot.
  */
 export async function migrateToPostgres(options: MigrateOptions): Promise<MigrationReport> {
   if (!/^postgres(ql)?:\/\//.test(options.url)) throw new CairnError('invalid_input', '--to must be a postgres:// or postgresql:// URL');
@@ -47,24 +83,49 @@ export async function migrateToPostgres(options: MigrateOptions): Promise<Migrat
   const { PostgresStore } = await import('./postgres/postgres-store.js');
   const source = SqliteStore.open({ path, warn: options.warn });
   try {
+    const sourceId = await source.sourceId();
     const target = await PostgresStore.open({ url: options.url, warn: options.warn });
+    const where = target.capabilities.location;
     try {
       const snapshot = await source.exportSnapshot();
-      let sourceCounts: Record<string, number>;
-      let inserted: Record<string, number>;
       try {
-        sourceCounts = Object.fromEntries(Object.entries(snapshot.counts).filter(([type]) => !UNCOUNTED.has(type)));
-        const total = Object.values(sourceCounts).reduce((a, b) => a + b, 0);
+        const wanted = await fingerprints(snapshot.records());
+        const marked = await target.migratedFrom();
+        const held = await fingerprintsOf(() => target.exportSnapshot());
+        if (marked !== sourceId && rowsIn(held) > 0) {
+          const found = [...held].filter(([, rows]) => rows.size > 0).map(([type, rows]) => `${type} ${rows.size}`);
+          const whose = marked === null ? 'it was never migrated into from this data directory' : `it was migrated into from another source (${marked})`;
+          throw new CairnError(
+            'conflict',
+            `${where} already holds rows not copied from ${options.dataDir} (${whose}): ${found.join(', ')}; nothing was written (migrate into an empty database)`,
+          );
+        }
+        const plan = compare(wanted, held);
+        const gone = plan.filter((d) => d.extra > 0);
+        if (gone.length > 0) {
+          const detail = gone.map((d) => `${d.type} ${d.extra} (${d.extraKeys.join(', ')}${d.extra > d.extraKeys.length ? ', …' : ''})`).join('; ');
+          throw new CairnError(
+            'conflict',
+            `${where} holds rows that ${options.dataDir} no longer has (deleted there since the last run, or written to the target since): ${detail}; nothing was written (delete them in the target, or migrate into an empty database)`,
+          );
+        }
+        if (marked !== sourceId) await target.markMigratedFrom(sourceId);
+        const toWrite = new Map(plan.map((d) => [d.type, d.write]));
+        const total = plan.reduce((n, d) => n + d.write.size, 0);
         const report = options.onProgress ?? (() => {});
         report(0, total);
-        const merged = await target.mergeRecords(copied(snapshot.records()), (done) => report(done, total));
-        inserted = Object.fromEntries(Object.entries(merged.inserted).filter(([type]) => !UNCOUNTED.has(type)));
+        const merged = await target.mergeRecords(selected(snapshot.records(), toWrite), (done) => report(done, total));
+        const after = await fingerprintsOf(() => target.exportSnapshot());
+        return {
+          target: where,
+          source: countsOf(wanted),
+          inserted: compared(merged.inserted),
+          updated: compared(merged.updated),
+          differing: compare(wanted, after).map(({ write: _write, ...difference }) => difference),
+        };
       } finally {
         snapshot.close();
       }
-      const stored = await target.recordCounts();
-      const differing = Object.keys(sourceCounts).filter((type) => (stored[type] ?? 0) !== sourceCounts[type]);
-      return { target: target.capabilities.location, source: sourceCounts, inserted, stored, differing };
     } finally {
       await target.close();
     }
@@ -73,6 +134,76 @@ export async function migrateToPostgres(options: MigrateOptions): Promise<Migrat
   }
 }
 
-async function* copied(records: AsyncIterable<DumpRecord>): AsyncIterable<DumpRecord> {
-  for await (const record of records) if (!ENGINE_ONLY.has(record.type)) yield record;
+/** The rows to send: sequences, and every compared record whose key is to be written. */
+async function* selected(records: AsyncIterable<DumpRecord>, toWrite: Map<string, Set<string>>): AsyncIterable<DumpRecord> {
+  for await (const record of records) {
+    if (ENGINE_ONLY.has(record.type)) continue;
+    if (record.type === 'sequence' || toWrite.get(record.type)?.has(keyOf(record))) yield record;
+  }
+}
+
+async function fingerprintsOf(open: () => Promise<DataSnapshot>): Promise<Fingerprints> {
+  const snapshot = await open();
+  try {
+    return await fingerprints(snapshot.records());
+  } finally {
+    snapshot.close();
+  }
+}
+
+/** Each compared record's key and a hash of its whole row (every column, in the export's engine-neutral form). */
+async function fingerprints(records: AsyncIterable<DumpRecord>): Promise<Fingerprints> {
+  const prints: Fingerprints = new Map(Object.keys(RECORD_KEYS).map((type) => [type, new Map<string, string>()]));
+  for await (const record of records) {
+    if (UNCOMPARED.has(record.type)) continue;
+    const rows = prints.get(record.type);
+    if (rows === undefined) throw new CairnError('internal', `unknown record type ${JSON.stringify(record.type)} in an export`);
+    // SQLite's vector-save counter is its own bookkeeping, not copied.
+    const { saved: _saved, ...row } = record.row;
+    const text = JSON.stringify(row, Object.keys(row).sort());
+    rows.set(keyOf(record), createHash('sha256').update(text).digest('base64'));
+  }
+  return prints;
+}
+
+function keyOf(record: DumpRecord): string {
+  const columns = RECORD_KEYS[record.type] ?? [];
+  const values = columns.map((c) => record.row[c]);
+  return values.length === 1 ? String(values[0]) : JSON.stringify(values);
+}
+
+/** Per record type, what the target lacks or holds differently (to write) and what it holds beyond the source. */
+function compare(wanted: Fingerprints, held: Fingerprints): (RecordDifference & { write: Set<string> })[] {
+  const out: (RecordDifference & { write: Set<string> })[] = [];
+  for (const [type, rows] of wanted) {
+    const there = held.get(type) ?? new Map<string, string>();
+    const write = new Set<string>();
+    let missing = 0;
+    let changed = 0;
+    for (const [key, print] of rows) {
+      const stored = there.get(key);
+      if (stored === print) continue;
+      if (stored === undefined) missing++;
+      else changed++;
+      write.add(key);
+    }
+    const extra = [...there.keys()].filter((key) => !rows.has(key));
+    const keys = [...write].slice(0, SHOWN_KEYS);
+    if (write.size > 0 || extra.length > 0) out.push({ type, missing, extra: extra.length, changed, keys, extraKeys: extra.slice(0, SHOWN_KEYS), write });
+  }
+  return out;
+}
+
+function countsOf(prints: Fingerprints): Record<string, number> {
+  return Object.fromEntries([...prints].map(([type, rows]) => [type, rows.size]));
+}
+
+function rowsIn(prints: Fingerprints): number {
+  let n = 0;
+  for (const rows of prints.values()) n += rows.size;
+  return n;
+}
+
+function compared(counts: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(counts).filter(([type]) => !UNCOMPARED.has(type)));
 }

@@ -31,6 +31,16 @@ export interface Store
   readonly history: HistoryStore;
   /** The memory proxy's turns: request fingerprints and the text each request was given. */
   readonly proxyTurns: ProxyTurnStore;
+  /**
+   * Checks that the store answers now (a trivial query; on SQLite also that the file at its path is still
+   * the one open); throws `unavailable` naming why when it does not. For `/ready`.
+   */
+  ping(): Promise<void>;
+  /**
+   * Bytes the store occupies: on SQLite the database file and its WAL, on PostgreSQL every table of Cairn's
+   * schema with its indexes and TOAST (`pg_total_relation_size`); null for an in-memory database.
+   */
+  sizeBytes(): Promise<number | null>;
   close(): Promise<void>;
 }
 

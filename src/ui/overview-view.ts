@@ -5,11 +5,12 @@ import { keyForm, type AddView } from './ui-app.js';
 /** `/ui`: what the scope holds, the store, the embedder and its queue, the pipeline, tool servers and knowledge. */
 export function addOverviewView(add: AddView): void {
   add('/', async ({ cairn, scope, mode }) => {
-    const [counts, embedding, pipeline, knowledge] = await Promise.all([
+    const [counts, embedding, pipeline, knowledge, size] = await Promise.all([
       cairn.scopeCounts(scope),
       cairn.embeddingStatus(),
       cairn.pipelineStatus(),
       cairn.knowledge.list(scope),
+      cairn.storeBytes(),
     ]);
     const store = cairn.storeInfo;
     const mine = pipeline.sessions.filter((s) => s.scope.userId === scope.userId && s.scope.agentId === scope.agentId);
@@ -32,7 +33,7 @@ ${card('Memories', [
 ])}
 ${card('Store', [
   ['Backend', store.backend],
-  ['Size', bytes(cairn.storeBytes())],
+  ['Size', bytes(size)],
   ['Keyword search', store.keywordSearch ? 'yes' : 'no'],
   ['Vector index', store.messageVectorIndex],
 ])}

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { ClaimOptions, CoordinationStore, TurnCharge, TurnCount, WorkClaim } from '../coordination.js';
 import type { Scope } from '../../types.js';
+import { toPostgresError } from './postgres-errors.js';
 
 /**
  * The PostgreSQL schema step for {@link PostgresCoordination}: per-turn budgets (work claims are advisory
@@ -41,7 +42,11 @@ export class PostgresCoordination implements CoordinationStore {
   private charges = 0;
   private closed = false;
 
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    /** The redacted URL, for errors. */
+    private readonly location: string,
+  ) {}
 
   async claimWork(name: string, _options?: ClaimOptions): Promise<WorkClaim | null> {
     // Session-level locks are re-entrant within one connection, so this process's own claims (held or
@@ -65,7 +70,7 @@ export class PostgresCoordination implements CoordinationStore {
 
   async chargeTurn(charge: TurnCharge): Promise<TurnCount> {
     const kind = charge.turnId === null ? 'implicit' : 'turn';
-    const { rows } = await this.pool.query<{ used: number; last_allowed_at: string; allowed: boolean }>(
+    const { rows } = await this.query<{ used: number; last_allowed_at: string; allowed: boolean }>(
       `INSERT INTO turn_budgets AS t (user_id, agent_id, session_key, kind, name, used, last_allowed_at, allowed, touched)
        VALUES ($1, $2, $3, $4, $5, 1, $6::bigint, true, nextval('turn_budget_touches'))
        ON CONFLICT (user_id, agent_id, session_key, kind, name) DO UPDATE SET
@@ -78,14 +83,14 @@ export class PostgresCoordination implements CoordinationStore {
     );
     const row = rows[0]!;
     if (++this.charges % Math.max(1, Math.ceil(charge.maxTurns / 16)) === 0) {
-      await this.pool.query('DELETE FROM turn_budgets WHERE touched <= (SELECT touched FROM turn_budgets ORDER BY touched DESC OFFSET $1 LIMIT 1)', [charge.maxTurns]);
+      await this.query('DELETE FROM turn_budgets WHERE touched <= (SELECT touched FROM turn_budgets ORDER BY touched DESC OFFSET $1 LIMIT 1)', [charge.maxTurns]);
     }
     return { allowed: row.allowed, used: row.used, lastAllowedAt: Number(row.last_allowed_at) };
   }
 
   async startTurn(scope: Scope, sessionKey: string, connection?: string): Promise<void> {
     const params = [scope.userId, scope.agentId, sessionKey, ...(connection === undefined ? [] : [connection])];
-    await this.pool.query(
+    await this.query(
       `DELETE FROM turn_budgets WHERE user_id = $1 AND agent_id = $2 AND kind = 'implicit' AND (session_key = $3${connection === undefined ? '' : ' OR name = $4'})`,
       params,
     );
@@ -100,8 +105,19 @@ export class PostgresCoordination implements CoordinationStore {
     if (locks) (await locks.catch(() => null))?.release();
   }
 
+  /** One statement on the pool; a driver failure (the server gone) becomes the store's error, as every other query's. */
+  private async query<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.pool.query<R>(text, values);
+    } catch (err) {
+      throw toPostgresError(err, this.location);
+    }
+  }
+
   private onLockConnection<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const next = this.lockQueue.then(async () => work(await this.lockConnection()));
+    const next = this.lockQueue.then(async () => work(await this.lockConnection())).catch((err: unknown) => {
+      throw toPostgresError(err, this.location);
+    });
     this.lockQueue = next.catch(() => undefined);
     return next;
   }

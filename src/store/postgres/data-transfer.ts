@@ -177,8 +177,8 @@ export type TransferOptions = {
 /**
  * Export, restore and merge for the PostgreSQL store. An export is one REPEATABLE READ READ ONLY
  * transaction read through SQL cursors, a batch at a time, so a large table is never held in memory.
- * Restore writes into an empty store in one transaction; merge (for `cairn migrate`) inserts only rows
- * not yet present and commits every chunk, so an interrupted run is finished by running it again.
+ * Restore writes into an empty store in one transaction; merge (for `cairn migrate`, which decides what to
+ * send) writes rows by their keys and commits every chunk, so an interrupted run is finished by running it again.
  */
 export class PostgresTransfer {
   private columnTypes: Promise<Map<string, Map<string, string>>> | null = null;
@@ -251,15 +251,17 @@ export class PostgresTransfer {
   }
 
   /**
-   * Inserts the records whose rows are not stored yet (by primary or unique key; storage positions are
-   * kept), committing every chunk. Returns the records read and the rows inserted per type.
+   * Writes the records by their keys (storage positions kept): a row not stored yet is inserted, a stored
+   * one with the same key is overwritten (an edit carried over), committing every chunk. A row that clashes
+   * with another on a different unique key fails the chunk (`invalid_input`), never skipped. Returns the
+   * records read and the rows inserted and updated per type.
    */
   async mergeRecords(
     records: AsyncIterable<DumpRecord>,
     onProgress: (done: number) => void = () => {},
-  ): Promise<{ read: Record<string, number>; inserted: Record<string, number> }> {
+  ): Promise<{ read: Record<string, number>; inserted: Record<string, number>; updated: Record<string, number> }> {
     const client = await this.connect();
-    let result: { counts: Record<string, number>; inserted: Record<string, number> };
+    let result: { counts: Record<string, number>; inserted: Record<string, number>; updated: Record<string, number> };
     try {
       result = await this.write(client, records, 'merge', onProgress);
     } catch (err) {
@@ -268,7 +270,18 @@ export class PostgresTransfer {
       client.release();
     }
     await this.afterBulkLoad();
-    return { read: result.counts, inserted: result.inserted };
+    return { read: result.counts, inserted: result.inserted, updated: result.updated };
+  }
+
+  /** The source id `cairn migrate` recorded in this database (`meta.migrated_from`), or null. */
+  async migratedFrom(): Promise<string | null> {
+    const rows = await this.db.query<{ value: string }>(`SELECT value FROM meta WHERE key = 'migrated_from'`);
+    return rows[0]?.value ?? null;
+  }
+
+  /** Records `sourceId` as the source this database is migrated from. */
+  async markMigratedFrom(sourceId: string): Promise<void> {
+    await this.db.query(`INSERT INTO meta (key, value) VALUES ('migrated_from', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [sourceId]);
   }
 
   /** After a restore or merge: statistics for the planner over the rows just loaded, then the vector indexes. */
@@ -303,18 +316,19 @@ export class PostgresTransfer {
 
   /**
    * Writes records in statement batches of one kind. `restore` runs inside the caller's transaction and
-   * fails on any conflict; `merge` commits each batch itself and skips rows already present.
+   * fails on any conflict; `merge` commits each batch itself and overwrites rows stored under the same key.
    */
   private async write(
     client: pg.PoolClient,
     records: AsyncIterable<DumpRecord>,
     mode: 'restore' | 'merge',
     onProgress: (done: number) => void,
-  ): Promise<{ counts: Record<string, number>; inserted: Record<string, number> }> {
+  ): Promise<{ counts: Record<string, number>; inserted: Record<string, number>; updated: Record<string, number> }> {
     const types = await this.tableColumns();
     const byType = new Map(this.kinds.map((k) => [k.type, k]));
     const counts: Record<string, number> = Object.fromEntries([...this.kinds.map((k) => [k.type, 0]), ['sequence', 0]]);
     const inserted: Record<string, number> = { ...counts };
+    const updated: Record<string, number> = { ...counts };
     const sequences: { name: string; seq: number }[] = [];
     let pending: { kind: TransferKind; names: string[]; rows: unknown[][] } | null = null;
     let done = 0;
@@ -324,7 +338,8 @@ export class PostgresTransfer {
       const batch = pending;
       pending = null;
       const n = await this.insertBatch(client, batch.kind, batch.names, batch.rows, types.get(batch.kind.table)!, mode);
-      inserted[batch.kind.type]! += n;
+      inserted[batch.kind.type]! += n.inserted;
+      updated[batch.kind.type]! += n.updated;
       onProgress(done);
     };
     for await (const record of records) {
@@ -369,7 +384,7 @@ export class PostgresTransfer {
     if (mode === 'merge') await transactionOn(client, finish);
     else await finish();
     onProgress(done);
-    return { counts, inserted };
+    return { counts, inserted, updated };
   }
 
   private async insertBatch(
@@ -379,7 +394,7 @@ export class PostgresTransfer {
     rows: readonly unknown[][],
     types: Map<string, string>,
     mode: 'restore' | 'merge',
-  ): Promise<number> {
+  ): Promise<{ inserted: number; updated: number }> {
     const params: unknown[] = [];
     const tuples = rows.map(
       (row) =>
@@ -394,12 +409,22 @@ export class PostgresTransfer {
     const extra = Object.entries(kind.deriveSql ?? {});
     // Column names were checked against the kind's own, so they are safe to name in SQL.
     // OVERRIDING SYSTEM VALUE: storage positions are kept, also in identity columns generated ALWAYS.
-    const sql = `INSERT INTO ${kind.table} (${[...names, ...extra.map(([c]) => c)].join(', ')}) OVERRIDING SYSTEM VALUE
+    const written = [...names, ...extra.map(([c]) => c)];
+    const key = kind.order.split(',').map((c) => c.trim());
+    const overwritten = written.filter((c) => !key.includes(c));
+    // A merge overwrites by the kind's key only: a clash on another unique key is an error, not a skipped row.
+    const onConflict =
+      mode === 'restore' ? '' : `ON CONFLICT (${key.join(', ')}) ${overwritten.length === 0 ? 'DO NOTHING' : `DO UPDATE SET ${overwritten.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`}`;
+    const sql = `INSERT INTO ${kind.table} (${written.join(', ')}) OVERRIDING SYSTEM VALUE
       SELECT ${[...names.map((n) => `v.${n}`), ...extra.map(([, expr]) => expr)].join(', ')}
       FROM (VALUES ${tuples.join(', ')}) AS v(${names.join(', ')})
       ${extra.length > 0 ? `WHERE ${extra.map(([, expr]) => `(${expr}) IS NOT NULL`).join(' AND ')}` : ''}
-      ${mode === 'merge' ? 'ON CONFLICT DO NOTHING' : ''}`;
-    const run = async () => (await client.query(sql, params)).rowCount ?? 0;
+      ${onConflict} RETURNING (xmax = 0) AS inserted`;
+    const run = async () => {
+      const { rows } = await client.query<{ inserted: boolean }>(sql, params);
+      const inserted = rows.filter((r) => r.inserted).length;
+      return { inserted, updated: rows.length - inserted };
+    };
     try {
       return mode === 'merge' ? await transactionOn(client, run) : await run();
     } catch (err) {

@@ -106,7 +106,7 @@ export class PostgresStore implements Store {
     this.memories = new MemoryTables(db);
     this.vectors = new VectorTables(db);
     this.pipeline = new PipelineTables(db);
-    this.coordination = new PostgresCoordination(db.pool);
+    this.coordination = new PostgresCoordination(db.pool, db.location);
     this.history = new PostgresHistoryTables(db);
     this.proxyTurns = new PostgresProxyTurnTables(db);
     this.historyEmbeddings = new HistoryEmbeddings(db);
@@ -360,9 +360,22 @@ export class PostgresStore implements Store {
     return this.transfer.restoreRecords(records, onProgress);
   }
 
-  /** For `cairn migrate`: inserts the records not stored yet, committing every chunk (data-transfer.ts). */
-  mergeRecords(records: AsyncIterable<DumpRecord>, onProgress?: (done: number) => void): Promise<{ read: Record<string, number>; inserted: Record<string, number> }> {
+  /** For `cairn migrate`: writes the records by their keys (inserted or overwritten), committing every chunk (data-transfer.ts). */
+  mergeRecords(
+    records: AsyncIterable<DumpRecord>,
+    onProgress?: (done: number) => void,
+  ): Promise<{ read: Record<string, number>; inserted: Record<string, number>; updated: Record<string, number> }> {
     return this.transfer.mergeRecords(records, onProgress);
+  }
+
+  /** For `cairn migrate`: the source id recorded in this database, or null. */
+  migratedFrom(): Promise<string | null> {
+    return this.transfer.migratedFrom();
+  }
+
+  /** For `cairn migrate`: records the source this database is migrated from. */
+  markMigratedFrom(sourceId: string): Promise<void> {
+    return this.transfer.markMigratedFrom(sourceId);
   }
 
   /** Rows stored per record type, for `cairn migrate`'s check. */
@@ -386,6 +399,18 @@ export class PostgresStore implements Store {
 
   startTurn(scope: Scope, sessionKey: string, connection?: string): Promise<void> {
     return this.coordination.startTurn(scope, sessionKey, connection);
+  }
+
+  async ping(): Promise<void> {
+    await this.db.query('SELECT 1');
+  }
+
+  async sizeBytes(): Promise<number | null> {
+    // The tables of this store's schema (each with its indexes and TOAST), not the whole database, which others may share.
+    const [row] = await this.db.query<{ bytes: string | null }>(
+      `SELECT sum(pg_total_relation_size(c.oid)) AS bytes FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'm')`,
+    );
+    return Number(row?.bytes ?? 0);
   }
 
   async close(): Promise<void> {

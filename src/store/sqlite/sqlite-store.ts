@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { mkdirSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { constants, accessSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
@@ -63,6 +64,7 @@ import { type PooledRead, ReadPool } from './read-pool.js';
 import { Statements } from './statements.js';
 import { toBlob } from './vector-blob.js';
 import { WriteLock, YIELD_MS } from './write-lock.js';
+import { makePrivateDir, touchPrivateFile } from '../../private-files.js';
 
 /** Options for {@link SqliteStore.open}. */
 export type SqliteStoreOptions = {
@@ -141,9 +143,12 @@ export class SqliteStore implements Store {
   private snapshotWrites: Promise<void> = Promise.resolve();
   /** Worker threads that answer the searches; null when this connection answers them itself. */
   private readonly readers: ReadPool | null;
+  /** The device and inode of the file opened, for {@link ping}; null in memory. */
+  private readonly opened: { dev: number; ino: number } | null;
 
   private constructor(db: Database.Database, path: string, vectorSearch: boolean, vectorOptions: VectorOptions, readers: ReadPool | null, busyTimeoutMs: number) {
     this.db = db;
+    this.opened = path === ':memory:' ? null : (({ dev, ino }) => ({ dev, ino }))(statSync(path));
     this.writes = new WriteLock(db, busyTimeoutMs);
     this.readers = readers;
     this.statements = new Statements(db);
@@ -170,8 +175,11 @@ export class SqliteStore implements Store {
 
   /** Opens (creating if needed) the database at `options.path` and applies pending migrations. */
   static open(options: SqliteStoreOptions): SqliteStore {
-    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
     const readOnly = options.readOnly === true;
+    if (options.path !== ':memory:' && !readOnly) {
+      makePrivateDir(dirname(options.path));
+      touchPrivateFile(options.path);
+    }
     const db = new Database(options.path, { readonly: readOnly, fileMustExist: readOnly });
     try {
       // WAL is a property of the file (the writer set it); a reader cannot set it and need not.
@@ -857,6 +865,18 @@ export class SqliteStore implements Store {
     return restoreRecords(this.db, records, onProgress);
   }
 
+  /**
+   * This database's id as the source of `cairn migrate`: random, created on first use and kept in `meta`
+   * (`source_id`), so a target can tell a resumed run of this source from rows of another.
+   */
+  async sourceId(): Promise<string> {
+    const read = () => (this.stmt(`SELECT value FROM meta WHERE key = 'source_id'`).get() as { value: string } | undefined)?.value;
+    const held = read();
+    if (held !== undefined) return held;
+    await this.writes.run(() => this.stmt(`INSERT INTO meta (key, value) VALUES ('source_id', ?) ON CONFLICT (key) DO NOTHING`).run(randomUUID()));
+    return read()!;
+  }
+
   async backup(path: string, onProgress?: (done: number, total: number) => void): Promise<void> {
     if (this.capabilities.location === ':memory:') throw new CairnError('invalid_input', 'an in-memory database has no file to back up');
     return backupDatabase(this.db, path, onProgress);
@@ -874,6 +894,38 @@ export class SqliteStore implements Store {
 
   startTurn(scope: Scope, sessionKey: string, connection?: string): Promise<void> {
     return this.coordination.startTurn(scope, sessionKey, connection);
+  }
+
+  async ping(): Promise<void> {
+    this.stmt('SELECT 1').get();
+    const path = this.capabilities.location;
+    if (this.opened === null) return;
+    let now;
+    try {
+      now = statSync(path);
+      accessSync(path, constants.R_OK | constants.W_OK);
+    } catch (err) {
+      const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'the file is gone (removed or moved while the server runs)' : `it cannot be read and written (${(err as NodeJS.ErrnoException).code})`;
+      throw new CairnError('unavailable', `the store at ${path} (data_dir) cannot be used: ${reason}`, { cause: err });
+    }
+    // A file put in its place is not the database this process writes to: its writes would be lost to readers.
+    if (now.ino !== this.opened.ino || now.dev !== this.opened.dev) {
+      throw new CairnError('unavailable', `the store at ${path} (data_dir) cannot be used: the file was replaced while the server runs (restart to open the new one)`);
+    }
+  }
+
+  async sizeBytes(): Promise<number | null> {
+    const path = this.capabilities.location;
+    if (path === ':memory:') return null;
+    let bytes = 0;
+    for (const file of [path, `${path}-wal`]) {
+      try {
+        bytes += statSync(file).size;
+      } catch {
+        // No WAL yet (or the file was just checkpointed away).
+      }
+    }
+    return bytes;
   }
 
   async close(): Promise<void> {
