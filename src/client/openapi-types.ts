@@ -30,7 +30,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: store open, migrations applied, embedder ready */
+        /** Readiness: store open and answering, migrations applied, embedder ready */
         get: operations["getReady"];
         put?: never;
         post?: never;
@@ -473,6 +473,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/proxy/openai/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** OpenAI chat completions through the memory proxy (recall injected, the exchange captured) */
+        post: operations["proxyOpenAiChat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/proxy/anthropic/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Anthropic messages through the memory proxy (recall injected, the exchange captured) */
+        post: operations["proxyAnthropicMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/proxy/openai/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The upstream's model list, passed through */
+        get: operations["proxyOpenAiModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -503,7 +554,7 @@ export interface components {
             /** @description Some errors add detail fields (hint; path and constraint for invalid tool arguments). */
             error: {
                 /** @enum {string} */
-                code: "invalid_input" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "scope_required" | "budget_exhausted" | "internal" | "config_invalid" | "embedding_failed" | "llm_failed" | "downstream_failed" | "unavailable" | "busy";
+                code: "invalid_input" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "scope_required" | "budget_exhausted" | "internal" | "config_invalid" | "embedding_failed" | "llm_failed" | "downstream_failed" | "unavailable" | "busy" | "timeout";
                 message: string;
             } & {
                 [key: string]: unknown;
@@ -601,6 +652,7 @@ export interface operations {
                                 ok: boolean;
                                 backend: string;
                                 schema_version: number;
+                                reason?: string;
                             };
                             embedder: {
                                 ok: boolean;
@@ -644,6 +696,7 @@ export interface operations {
                                 ok: boolean;
                                 backend: string;
                                 schema_version: number;
+                                reason?: string;
                             };
                             embedder: {
                                 ok: boolean;
@@ -859,7 +912,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -983,7 +1036,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1098,7 +1151,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1318,7 +1371,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1713,7 +1766,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2042,7 +2095,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2182,7 +2235,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2318,7 +2371,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2565,7 +2618,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2894,6 +2947,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Scope required (keys mode) */
             422: {
                 headers: {
@@ -3007,7 +3069,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3261,6 +3323,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Scope required (keys mode) */
             422: {
                 headers: {
@@ -3343,6 +3414,15 @@ export interface operations {
             };
             /** @description Not allowed: a key acting for another scope, or a non-loopback Host/Origin in local mode */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3701,7 +3781,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3953,7 +4033,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4269,7 +4349,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4301,6 +4381,410 @@ export interface operations {
                 headers: {
                     /** @description With code busy: seconds to wait before retrying. */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    proxyOpenAiChat: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description User of the scope (must match the key, if the key is bound). */
+                "x-cairn-user-id"?: string;
+                /** @description Agent of the scope (required in keys mode unless the key is bound to an agent). */
+                "x-cairn-agent-id"?: string;
+                /** @description Conversation the agent turn belongs to (search budget). */
+                "x-cairn-session-key"?: string;
+                /** @description Id of the agent turn; searches share a per-turn budget. */
+                "x-cairn-turn-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    model: string;
+                    messages: unknown[];
+                    stream?: boolean;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The upstream's answer, unchanged: its status, headers and body (JSON; text/event-stream, event by event, when the request sets stream) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not allowed: a key acting for another scope, or a non-loopback Host/Origin in local mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large (server.body_limit_bytes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Scope required (keys mode) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A downstream service failed (embedding, LLM or a downstream MCP server) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: the store is busy or cannot be used, or a downstream server is not connected */
+            503: {
+                headers: {
+                    /** @description With code busy: seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An upstream model API did not answer within proxy.timeout_ms (the memory proxy) */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    proxyAnthropicMessages: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description User of the scope (must match the key, if the key is bound). */
+                "x-cairn-user-id"?: string;
+                /** @description Agent of the scope (required in keys mode unless the key is bound to an agent). */
+                "x-cairn-agent-id"?: string;
+                /** @description Conversation the agent turn belongs to (search budget). */
+                "x-cairn-session-key"?: string;
+                /** @description Id of the agent turn; searches share a per-turn budget. */
+                "x-cairn-turn-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    model: string;
+                    messages: unknown[];
+                    system?: unknown;
+                    stream?: boolean;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The upstream's answer, unchanged: its status, headers and body (JSON; text/event-stream, event by event, when the request sets stream) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not allowed: a key acting for another scope, or a non-loopback Host/Origin in local mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large (server.body_limit_bytes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Scope required (keys mode) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A downstream service failed (embedding, LLM or a downstream MCP server) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: the store is busy or cannot be used, or a downstream server is not connected */
+            503: {
+                headers: {
+                    /** @description With code busy: seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An upstream model API did not answer within proxy.timeout_ms (the memory proxy) */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    proxyOpenAiModels: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description User of the scope (must match the key, if the key is bound). */
+                "x-cairn-user-id"?: string;
+                /** @description Agent of the scope (required in keys mode unless the key is bound to an agent). */
+                "x-cairn-agent-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upstream's answer, unchanged: its status, headers and body (JSON; text/event-stream, event by event, when the request sets stream) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not allowed: a key acting for another scope, or a non-loopback Host/Origin in local mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Scope required (keys mode) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A downstream service failed (embedding, LLM or a downstream MCP server) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: the store is busy or cannot be used, or a downstream server is not connected */
+            503: {
+                headers: {
+                    /** @description With code busy: seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An upstream model API did not answer within proxy.timeout_ms (the memory proxy) */
+            504: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -4439,7 +4923,7 @@ export interface operations {
                         /** @description Some errors add detail fields (hint; path and constraint for invalid tool arguments). */
                         error: {
                             /** @enum {string} */
-                            code: "invalid_input" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "scope_required" | "budget_exhausted" | "internal" | "config_invalid" | "embedding_failed" | "llm_failed" | "downstream_failed" | "unavailable" | "busy";
+                            code: "invalid_input" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "scope_required" | "budget_exhausted" | "internal" | "config_invalid" | "embedding_failed" | "llm_failed" | "downstream_failed" | "unavailable" | "busy" | "timeout";
                             message: string;
                         } & {
                             [key: string]: unknown;
@@ -4499,13 +4983,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body must be application/json */
+            /** @description The body must be application/json (Cairn error when not declared JSON at all, JSON-RPC error from the transport) */
             415: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
+                        /** @description Some errors add detail fields (hint; path and constraint for invalid tool arguments). */
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_input" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "scope_required" | "budget_exhausted" | "internal" | "config_invalid" | "embedding_failed" | "llm_failed" | "downstream_failed" | "unavailable" | "busy" | "timeout";
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    } | {
                         /** @constant */
                         jsonrpc: "2.0";
                         error: {
