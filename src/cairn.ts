@@ -18,7 +18,7 @@ import { KnowledgeRegistry } from './knowledge/registry.js';
 import { budgetSpentText, TurnBudget, type BudgetCharge, type TurnRef } from './memory/budget.js';
 import { conversationSearch, type ConversationSearchResult } from './memory/conversation-search.js';
 import { memorySearch, type MemorySearchResult } from './memory/memory-search.js';
-import { listMemoriesSchema, listMessagesSchema, memoryPatchSchema, newMemorySchema, newMessageSchema, scopeSchema } from './memory/schemas.js';
+import { LIMITS, listMemoriesSchema, listMessagesSchema, memoryPatchSchema, newMemorySchema, newMessageSchema, scopeSchema } from './memory/schemas.js';
 import { pathsAvailable, type SearchContext } from './memory/search-context.js';
 import { conversationSearchParams, memorySearchParams, type ConversationSearchInput, type MemorySearchInput } from './memory/search-params.js';
 import { createChatModel } from './llm/chat-client.js';
@@ -557,7 +557,7 @@ export class Cairn {
       scope: valid,
       sessionKey: capture.sessionKey,
       role: m.role,
-      content: m.content,
+      content: clipForL0(m.content),
       name: m.name ?? null,
     }));
     const recorded = messages.length > 0 ? (await this.recordMessages(messages, { connection: options.connection })).inserted : 0;
@@ -741,6 +741,20 @@ export async function createCairn(config: CairnConfigInput = loadConfig(), optio
     await store.close();
     throw err;
   }
+}
+
+/**
+ * A proxied message as L0 can hold it: a client's request is not refused for one long tool result, so what
+ * exceeds the message limit is cut, with a note (the id still hashes the whole text).
+ */
+function clipForL0(content: string): string {
+  const max = LIMITS.messageLength;
+  if (content.length <= max) return content;
+  const note = ' … [cut by the memory proxy]';
+  let end = max - note.length;
+  // Never half of a surrogate pair.
+  if (/[\uD800-\uDBFF]/.test(content[end - 1]!)) end--;
+  return content.slice(0, end) + note;
 }
 
 /** The scope for a caller that gave none. */

@@ -253,6 +253,8 @@ const proxySchema = z
   .object({
     openai: upstreamSchema.default(() => upstreamSchema.parse({})),
     anthropic: upstreamSchema.default(() => upstreamSchema.parse({})),
+    /** Largest request body the proxy accepts, in bytes (a model request carries the whole conversation). */
+    body_limit_bytes: positiveInt.max(1024 * 2 ** 20).default(32 * 2 ** 20),
     /** Milliseconds the upstream may take to answer (a streamed answer: to send its headers) before the client gets 504. */
     timeout_ms: positiveInt.max(3_600_000).default(120_000),
     inject: z

@@ -109,15 +109,17 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
     await next();
   });
   app.use('*', simpleRequestGuard());
-  app.use(
-    '*',
+  const limited = (maxSize: number, setting: string) =>
     bodyLimit({
-      maxSize: limit,
+      maxSize,
       onError: () => {
-        throw new CairnError('payload_too_large', `request body exceeds ${limit} bytes`);
+        throw new CairnError('payload_too_large', `request body exceeds ${maxSize} bytes (${setting})`);
       },
-    }),
-  );
+    });
+  const apiLimit = limited(limit, 'server.body_limit_bytes');
+  // A model request carries the whole conversation (tool results, images): the proxy has a limit of its own.
+  const proxyLimit = limited(cairn.config.proxy.body_limit_bytes, 'proxy.body_limit_bytes');
+  app.use('*', (c, next) => (isProxyPath(c.req.path) ? proxyLimit(c, next) : apiLimit(c, next)));
 
   app.get('/health', describe({ operationId: 'getHealth', summary: 'Server, store and embedding status', open: true, responses: { 200: healthWire } }), async (c) => {
     const embedding = await cairn.embeddingStatus();

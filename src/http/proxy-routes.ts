@@ -5,6 +5,7 @@ import { CairnError, describeError } from '../errors.js';
 import { StreamedAnswer, answerOf } from '../proxy/answer.js';
 import { anthropicConversation, fingerprintOf, lastUserText, openAiConversation, sessionKeyOf, stripInjected, type Conversation, type ProxyMessage, type ProxyProvider } from '../proxy/conversation.js';
 import { injectionBlock, withInjection } from '../proxy/inject.js';
+import { LIMITS } from '../memory/schemas.js';
 import type { ProxyTurnStatus } from '../store/proxy-turns.js';
 import { CALLER_HEADERS, requestScope, restConnection, type AppEnv, type AuthMode } from './caller.js';
 import { describe } from './openapi.js';
@@ -74,6 +75,7 @@ async function proxyChat(c: Context<AppEnv>, cairn: Cairn, mode: AuthMode, provi
   const body = await readJsonObject(c);
   const conversation = provider === 'openai' ? openAiConversation(body) : anthropicConversation(body);
   const sessionKey = sessionKeyOf(conversation, c.req.header(CALLER_HEADERS.session));
+  if (sessionKey.length > LIMITS.sessionKeyLength) throw new CairnError('invalid_input', `${CALLER_HEADERS.session} is longer than ${LIMITS.sessionKeyLength} characters`);
   const injected = await injection(cairn, scope, conversation, sessionKey);
   const turn = { provider, sessionKey, fingerprint: fingerprintOf(provider, conversation), model: conversation.model, injected, messages: conversation.messages };
   const capture = async (status: ProxyTurnStatus, answer: ProxyMessage | null) => {
@@ -89,7 +91,8 @@ async function proxyChat(c: Context<AppEnv>, cairn: Cairn, mode: AuthMode, provi
   try {
     upstream = await forward(c, cairn, provider, path, 'POST', JSON.stringify(withInjection(provider, body, injected)));
   } catch (err) {
-    await capture('failed', null);
+    // A client that gave up before any answer came still said what it said.
+    await capture(c.req.raw.signal.aborted ? 'aborted' : 'failed', null);
     throw err;
   }
   const { response } = upstream;
