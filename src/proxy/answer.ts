@@ -25,11 +25,12 @@ export function answerOf(provider: ProxyProvider, body: unknown): ProxyMessage |
 
 /**
  * Assembles a streamed answer from its server-sent events as they pass through, without holding them
- * back: OpenAI's `chat.completion.chunk` deltas (text, tool-call name and argument fragments) up to
- * `[DONE]`, or Anthropic's content blocks (text and `input_json_delta` fragments) up to `message_stop`.
+ * back: OpenAI's `chat.completion.chunk` deltas (text, tool-call name and argument fragments) up to a
+ * finish reason or `[DONE]`, or Anthropic's content blocks (text and `input_json_delta` fragments) up to a
+ * stop reason or `message_stop`.
  */
 export class StreamedAnswer {
-  /** True once the stream's own end marker arrived: the answer is whole. */
+  /** True once the stream said the answer is whole (a finish or stop reason, `[DONE]`, `message_stop`). */
   complete = false;
   private readonly decoder = new TextDecoder();
   private pending = '';
@@ -86,7 +87,10 @@ export class StreamedAnswer {
   }
 
   private openAiChunk(chunk: Json): void {
-    const delta = asObject(asObject(asArray(chunk.choices)[0]).delta);
+    const choice = asObject(asArray(chunk.choices)[0]);
+    // A finish reason ends the answer even from a server that sends no [DONE] after it.
+    if (typeof choice.finish_reason === 'string') this.complete = true;
+    const delta = asObject(choice.delta);
     if (typeof delta.content === 'string') this.text += delta.content;
     for (const raw of asArray(delta.tool_calls)) {
       const call = asObject(raw);
@@ -114,7 +118,7 @@ export class StreamedAnswer {
       if (!block) return;
       if (delta.type === 'text_delta' && typeof delta.text === 'string') block.text += delta.text;
       else if (delta.type === 'input_json_delta' && typeof delta.partial_json === 'string') block.text += delta.partial_json;
-    } else if (event.type === 'message_stop') {
+    } else if (event.type === 'message_stop' || (event.type === 'message_delta' && typeof asObject(event.delta).stop_reason === 'string')) {
       this.complete = true;
     }
   }
