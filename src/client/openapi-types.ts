@@ -30,7 +30,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: store open, migrations applied, embedder ready */
+        /** Readiness: store open and answering, migrations applied, embedder ready */
         get: operations["getReady"];
         put?: never;
         post?: never;
@@ -601,6 +601,7 @@ export interface operations {
                                 ok: boolean;
                                 backend: string;
                                 schema_version: number;
+                                reason?: string;
                             };
                             embedder: {
                                 ok: boolean;
@@ -644,6 +645,7 @@ export interface operations {
                                 ok: boolean;
                                 backend: string;
                                 schema_version: number;
+                                reason?: string;
                             };
                             embedder: {
                                 ok: boolean;
@@ -859,7 +861,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -983,7 +985,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1098,7 +1100,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1318,7 +1320,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -1713,7 +1715,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2042,7 +2044,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2182,7 +2184,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2318,7 +2320,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2565,7 +2567,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2894,6 +2896,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Scope required (keys mode) */
             422: {
                 headers: {
@@ -3007,7 +3018,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3261,6 +3272,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Scope required (keys mode) */
             422: {
                 headers: {
@@ -3343,6 +3363,15 @@ export interface operations {
             };
             /** @description Not allowed: a key acting for another scope, or a non-loopback Host/Origin in local mode */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3701,7 +3730,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3953,7 +3982,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4269,7 +4298,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not JSON */
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4499,13 +4528,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The body must be application/json */
+            /** @description The body must be application/json (Cairn error when not declared JSON at all, JSON-RPC error from the transport) */
             415: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
+                        /** @description Some errors add detail fields (hint; path and constraint for invalid tool arguments). */
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_input" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "scope_required" | "budget_exhausted" | "internal" | "config_invalid" | "embedding_failed" | "llm_failed" | "downstream_failed" | "unavailable" | "busy";
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    } | {
                         /** @constant */
                         jsonrpc: "2.0";
                         error: {
