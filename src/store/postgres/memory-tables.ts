@@ -20,7 +20,7 @@ export class MemoryTables {
     const id = input.id ?? newId('mem');
     const now = new Date().toISOString();
     return this.db.transaction(async (client) => {
-      await lockPositions(client, 'memories');
+      await lockPositions(client, 'memories', [scope], this.db.orderLocking);
       const row = await insertMemory(client, scope, { ...input, id }, 'manual', 1, now);
       if (row === null) throw new CairnError('conflict', `memory ${id} already exists`);
       await audit(client, scope, id, 'create', API_ACTOR, now, { newVersion: 1, newContent: input.content });

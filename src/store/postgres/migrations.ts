@@ -221,6 +221,19 @@ export const MIGRATIONS: readonly PostgresMigration[] = [
   { name: 'coordination', up: COORDINATION_MIGRATION },
   HISTORY_MIGRATION,
   KNOWLEDGE_MIGRATION,
+  // Message search ranks with its scope's own statistics (DESIGN.md, "Keyword engine"): the database-wide
+  // ones, which every write of every tenant updated (one hot row), and their triggers go.
+  {
+    name: 'scope-statistics',
+    up: `
+      DROP TRIGGER message_terms_after_delete ON message_terms;
+      DROP TRIGGER message_terms_after_update ON message_terms;
+      DROP FUNCTION message_terms_forget();
+      DROP FUNCTION message_terms_recontext();
+      DROP TABLE message_vocabulary;
+      DROP TABLE message_totals;
+    `,
+  },
 ];
 
 /** The schema version this build writes. */
