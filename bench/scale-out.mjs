@@ -233,6 +233,10 @@ export function document({ rows, writes }) {
         columns: ['ordering', 'servers', 'writes/s', 'two / one', 'p50 ms', 'p95 ms', 'lock wait %', 'mean active backends', 'lost', 'duplicated'],
         digits: [null, 0, 1, 2, 1, 1, 1, 2, 0, 0],
         rows: rows.map((r) => [r.label, r.servers, r.writes_per_s, r.servers === 2 ? ratio(r.locking) : null, r.p50_ms, r.p95_ms, r.lock_wait_percent, r.mean_active, r.lost, r.duplicated]),
+        notes:
+          '"mean active backends": the servers\' backends running a statement, averaged over the samples. Below one, the database ' +
+          'is idle most of the time and the writes wait on the servers\' own CPU (analysis, HTTP), which a second process on ' +
+          'the same cores cannot add to: the ratio of two servers to one then shows the machine, not the ordering.',
       },
     ],
   };
