@@ -145,7 +145,7 @@ export async function getMemories(on: Queryable, scope: Scope, ids: readonly str
 
 /**
  * Inserts a memory with its analysed terms; null when the id exists already. The caller's transaction
- * holds the memories ordering lock (its `seq` is the embedding queue's cursor).
+ * holds the scope's memories ordering lock (its `seq` is the embedding queue's cursor).
  */
 export async function insertMemory(
   client: Queryable,

@@ -13,8 +13,8 @@ export type PostgresMigration = { name: string; up: string | ((client: pg.Client
 /**
  * Key columns compare byte-wise (`COLLATE "C"`), as SQLite's do: the same order on every server whatever
  * its locale, and cheaper comparisons. Times are ISO-8601 text as the contract hands them over, so they
- * come back exactly as written. Positions (`seq`) are identity columns handed out under the table's
- * ordering lock (postgres-db.ts, POSITION_LOCKS).
+ * come back exactly as written. Positions (`seq`) are identity columns handed out under the ordering
+ * locks of their table and scope (postgres-db.ts, lockPositions).
  */
 const CORE = `
   CREATE EXTENSION IF NOT EXISTS vector;
