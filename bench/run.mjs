@@ -35,6 +35,7 @@ const BENCHES = {
   'locomo-observations': './locomo-observations.mjs',
   'word-vectors': './word-vectors.mjs',
   rest: './rest.mjs',
+  proxy: './proxy.mjs',
   tools: './tools.mjs',
   knowledge: './knowledge.mjs',
   'faults-query': './faults-query.mjs',

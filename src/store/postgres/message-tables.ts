@@ -118,6 +118,7 @@ export class MessageTables {
   async deleteSession(scope: Scope, sessionKey: string): Promise<number> {
     return this.db.transaction(async (client) => {
       await lockPositions(client, 'messages', [scope], this.db.orderLocking);
+      await client.query('DELETE FROM proxy_turns WHERE user_id = $1 AND agent_id = $2 AND session_key = $3', [scope.userId, scope.agentId, sessionKey]);
       const result = await client.query('DELETE FROM messages WHERE user_id = $1 AND agent_id = $2 AND session_key = $3', [scope.userId, scope.agentId, sessionKey]);
       return result.rowCount ?? 0;
     });

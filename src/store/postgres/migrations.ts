@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { COORDINATION_MIGRATION } from './coordination.js';
 import { HISTORY_MIGRATION } from './history-tables.js';
 import { KNOWLEDGE_MIGRATION } from './knowledge-tables.js';
+import { PROXY_TURNS_MIGRATION } from './proxy-turn-tables.js';
 import { LOCK_NAMESPACE, MIGRATION_LOCK } from './postgres-db.js';
 
 /**
@@ -234,6 +235,7 @@ export const MIGRATIONS: readonly PostgresMigration[] = [
       DROP TABLE message_totals;
     `,
   },
+  PROXY_TURNS_MIGRATION,
 ];
 
 /** The schema version this build writes. */

@@ -38,6 +38,8 @@ import type {
 import { PostgresTransfer } from './data-transfer.js';
 import { HistoryEmbeddings } from './history-embeddings.js';
 import { PostgresHistoryTables } from './history-tables.js';
+import { PostgresProxyTurnTables } from './proxy-turn-tables.js';
+import type { ProxyTurnStore } from '../proxy-turns.js';
 import { PostgresKnowledgeTables } from './knowledge-tables.js';
 import { MemoryTables } from './memory-tables.js';
 import { MessageKeywords } from './message-keywords.js';
@@ -84,6 +86,7 @@ export class PostgresStore implements Store {
    * `this.history = new PostgresHistoryTables(db)`, its tables as migration steps appended in migrations.ts.
    */
   readonly history: HistoryStore;
+  readonly proxyTurns: ProxyTurnStore;
   /**
    * Vectors of error records and run texts: `pgrest`'s history tables implement the EmbeddingStore for
    * those two targets (`this.historyEmbeddings = historyTables`); messages and memories are in vector-tables.ts.
@@ -110,6 +113,7 @@ export class PostgresStore implements Store {
     this.pipeline = new PipelineTables(db);
     this.coordination = new PostgresCoordination(db.pool, db.location);
     this.history = new PostgresHistoryTables(db);
+    this.proxyTurns = new PostgresProxyTurnTables(db);
     this.historyEmbeddings = new HistoryEmbeddings(db);
     this.knowledge = new PostgresKnowledgeTables(db);
     this.transfer = new PostgresTransfer(db, { indexVectors: (target, embedderId, dimensions) => this.vectors.indexVectors(target, embedderId, dimensions) });

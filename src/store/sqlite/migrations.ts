@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { indexAnalysedTerms } from './analysed-terms.js';
 import { buildMessageTerms, rebuildMessageIndex } from './message-index.js';
+import { PROXY_TURNS_DDL } from './proxy-turn-tables.js';
 
 /**
  * Schema versions, applied in order inside one transaction each; `PRAGMA user_version` records the last.
@@ -302,6 +303,8 @@ const MIGRATIONS: readonly Migration[] = [
   DROP TABLE IF EXISTS message_vocabulary;
   DROP TABLE IF EXISTS message_totals;
   `,
+  // The memory proxy's turns (proxy-turn-tables.ts): request fingerprints and what each request was given.
+  PROXY_TURNS_DDL,
 ];
 
 /**
