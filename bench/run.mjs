@@ -28,6 +28,7 @@ const BENCHES = {
   'zero-config': './zero-config.mjs',
   speed: './speed.mjs',
   postgres: './postgres.mjs',
+  'scale-out': './scale-out.mjs',
   hybrid: './hybrid.mjs',
   'hybrid-server': './hybrid-server.mjs',
   'local-models': './local-models.mjs',

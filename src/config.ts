@@ -638,8 +638,11 @@ function readConfigFile(file: string, via: string): Record<string, unknown> {
   }
 }
 
-/** `CAIRN_*` variables that are not config keys but are still Cairn's. */
-const EXTRA_ENV = { CAIRN_HOME: 'data_dir', CAIRN_CONFIG: null } as const;
+/**
+ * `CAIRN_*` variables that are not config keys but are still Cairn's. `CAIRN_POSTGRES_ORDER_LOCKING=table`
+ * brings back the former per-table write order on PostgreSQL, for the scale-out bench to measure against.
+ */
+const EXTRA_ENV = { CAIRN_HOME: 'data_dir', CAIRN_CONFIG: null, CAIRN_POSTGRES_ORDER_LOCKING: null } as const;
 
 /** Every `CAIRN_*` variable Cairn reads, mapped to its config path (null: not a config value). */
 export function knownEnvVars(): Map<string, string | null> {

@@ -117,7 +117,10 @@ export interface EmbeddingStore {
    * index: that is {@link EmbeddingStore.indexVectors}.
    */
   saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void>;
-  /** The highest position of `target`'s rows, across scopes (0 when there are none). */
+  /**
+   * The settled position of `target`'s rows, across scopes: every row at or below it that will ever be
+   * visible is visible now (0 when there are none). A cursor that reads every scope may pass it, no further.
+   */
   lastEmbeddingPosition(target: QueuedEmbeddingTarget): Promise<number>;
   /** How many rows of `target` past position `after` (default 0: all) still lack a vector from `embedderId`, across scopes. */
   countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, after?: number): Promise<number>;

@@ -276,7 +276,6 @@ export class SqliteStore implements Store {
           }
           options.onProgress?.(first + Math.min(start + INSERT_CHUNK, part.length), messages.length);
         }
-        this.messageIndex.flush();
         return count;
       });
       inserted += added;
