@@ -109,6 +109,31 @@ describe('memory proxy: upstream errors, timeouts and aborts', () => {
     }, 'the aborted turn to be recorded');
     expect(cut.map((m) => [m.role, m.content])).toEqual([['user', 'Tell me everything about knots']]);
   });
+  it('a client that gives up before the upstream answers aborts the upstream request and its message is recorded, marked aborted', async () => {
+    upstream.script.push({ kind: 'hang' });
+    const requests = upstream.requests.length;
+    const closedBefore = upstream.closed;
+    const controller = new AbortController();
+    // On the keys-mode server, whose timeout (the default) cannot fire first however slow the machine is.
+    const bearer = { authorization: `Bearer ${token}` };
+    const pending = fetch(`${keyed.url}/proxy/openai/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...bearer, 'x-cairn-session-key': 'gave-up' },
+      body: JSON.stringify(ask('Is anyone listening?')),
+      signal: controller.signal,
+    }).catch((e: unknown) => e);
+    await eventually(async () => (upstream.requests.length > requests ? true : undefined), 'the request to reach the upstream');
+    controller.abort();
+    expect(await pending).toBeInstanceOf(Error);
+    await eventually(async () => (upstream.closed > closedBefore ? true : undefined), 'the upstream to see the client go');
+    const recorded = await eventually(async () => {
+      const messages = (await l0(keyed.url, bearer)).filter((m) => m.session_key === 'gave-up');
+      return messages.length > 0 ? messages : undefined;
+    }, 'the aborted turn to be recorded');
+    expect(recorded.map((m) => [m.role, m.content])).toEqual([['user', 'Is anyone listening?']]);
+    const page = await (await fetch(`${keyed.url}/ui/conversations/gave-up`, { headers: bearer })).text();
+    expect(page).toMatch(/badge[^>]*>aborted</);
+  });
 });
 
 describe('memory proxy: keys mode', () => {
