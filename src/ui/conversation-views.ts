@@ -77,7 +77,7 @@ ${table(
     `${t.provider} ${t.model}`,
     badge(t.status, tone(t.status)),
     num(t.recorded),
-    t.injected === '' ? 'nothing' : html`<details><summary>${clip(t.injected.replace(/<\/?cairn-memory>/g, '').trim(), 80)}</summary><pre class="injected">${t.injected}</pre></details>`,
+    t.injected === '' ? 'nothing' : html`<details><summary>${clip(t.injected.replace(/<\/?cairn-memory>/g, '').trim(), 80)}</summary><pre>${t.injected}</pre></details>`,
   ]),
 )}`;
 }
