@@ -1,6 +1,6 @@
-import type Database from 'better-sqlite3';
 import { PROXY_TURN_COLUMNS, toProxyTurn, type NewProxyTurn, type ProxyTurn, type ProxyTurnRow, type ProxyTurnStore } from '../proxy-turns.js';
 import type { Scope } from '../../types.js';
+import type { Statements } from './statements.js';
 import type { WriteLock } from './write-lock.js';
 
 /** The `proxy_turns` table step of migrations.ts. */
@@ -26,13 +26,13 @@ export const PROXY_TURNS_DDL = `
 /** The memory proxy's turns on SQLite; every query is filtered by its scope. */
 export class ProxyTurnTables implements ProxyTurnStore {
   constructor(
-    private readonly db: Database.Database,
+    private readonly statements: Statements,
     private readonly writes: WriteLock,
   ) {}
 
   async find(scope: Scope, fingerprint: string): Promise<ProxyTurn | null> {
-    const row = this.db
-      .prepare(`SELECT ${PROXY_TURN_COLUMNS} FROM proxy_turns WHERE user_id = ? AND agent_id = ? AND fingerprint = ?`)
+    const row = this.statements
+      .get(`SELECT ${PROXY_TURN_COLUMNS} FROM proxy_turns WHERE user_id = ? AND agent_id = ? AND fingerprint = ?`)
       .get(scope.userId, scope.agentId, fingerprint) as ProxyTurnRow | undefined;
     return row ? toProxyTurn(row) : null;
   }
@@ -40,8 +40,8 @@ export class ProxyTurnTables implements ProxyTurnStore {
   async save(scope: Scope, turn: NewProxyTurn): Promise<void> {
     const now = new Date().toISOString();
     await this.writes.run(() =>
-      this.db
-        .prepare(
+      this.statements
+        .get(
           `INSERT INTO proxy_turns (user_id, agent_id, fingerprint, session_key, provider, model, status, injected, recorded, created_at, updated_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
            ON CONFLICT (user_id, agent_id, fingerprint) DO UPDATE SET
@@ -52,16 +52,16 @@ export class ProxyTurnTables implements ProxyTurnStore {
   }
 
   async listBySession(scope: Scope, sessionKey: string, limit: number): Promise<ProxyTurn[]> {
-    const rows = this.db
-      .prepare(`SELECT ${PROXY_TURN_COLUMNS} FROM proxy_turns WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY seq LIMIT ?`)
+    const rows = this.statements
+      .get(`SELECT ${PROXY_TURN_COLUMNS} FROM proxy_turns WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY seq LIMIT ?`)
       .all(scope.userId, scope.agentId, sessionKey, limit) as ProxyTurnRow[];
     return rows.map(toProxyTurn);
   }
 
   async proxiedSessions(scope: Scope, sessionKeys: readonly string[]): Promise<Set<string>> {
     if (sessionKeys.length === 0) return new Set();
-    const rows = this.db
-      .prepare(
+    const rows = this.statements
+      .get(
         `SELECT DISTINCT session_key FROM proxy_turns WHERE user_id = ? AND agent_id = ? AND session_key IN (SELECT value FROM json_each(?))`,
       )
       .pluck()

@@ -159,7 +159,7 @@ export class SqliteStore implements Store {
     this.knowledge = new KnowledgeTables(db, this.writes);
     this.coordination = new CoordinationTables(db, this.statements, this.writes, path, busyTimeoutMs);
     this.history = new HistoryTables(db, vectorSearch, this.writes);
-    this.proxyTurns = new ProxyTurnTables(db, this.writes);
+    this.proxyTurns = new ProxyTurnTables(this.statements, this.writes);
     this.embeddings = new EmbeddingTables(db, this.writes, this.messageKnn);
     this.capabilities = {
       backend: 'sqlite',
