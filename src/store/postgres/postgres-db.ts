@@ -67,7 +67,7 @@ export type PositionLock = keyof typeof POSITION_LOCKS;
  */
 export type OrderLocking = 'scope' | 'table';
 
-/** First bigint key of the in-flight registrations: 'Cai' in the top bits, the table id in bits 36–39, a position below. */
+/** First bigint key of the in-flight registrations: 'Cai' in the top bits, the table id in bits 36–39, a position (below 2^36) under them. */
 const IN_FLIGHT_BASE = 0x436169n << 40n;
 const IN_FLIGHT_TABLE_SHIFT = 36n;
 
@@ -90,7 +90,7 @@ export function scopeKey(scope: Scope): number {
 /** The advisory lock id under which one server at a time applies schema migrations (migrations.ts). */
 export const MIGRATION_LOCK = 1000;
 
-/** First key of every advisory lock Cairn takes ('Cair'), so Cairn's locks never collide with another application's. */
+/** First key of Cairn's two-key advisory locks ('Cair'; a table's scope locks add its id), so they never collide with another application's. */
 export const LOCK_NAMESPACE = 0x43616972;
 
 /**
