@@ -7,7 +7,7 @@ import type { Embedder } from '../src/embed/embedder.js';
 import { HashEmbedder } from '../src/embed/hash-embedder.js';
 import { openStore } from '../src/store/open-store.js';
 import { migrate, SCHEMA_VERSION } from '../src/store/postgres/migrations.js';
-import { LOCK_NAMESPACE, lockPositions, POSITION_LOCKS, scopeKey } from '../src/store/postgres/postgres-db.js';
+import { LOCK_NAMESPACE, lockPositions, MAX_SCOPE_LOCKS, POSITION_LOCKS, scopeKey } from '../src/store/postgres/postgres-db.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { DEFER_BUILD_PENDING, indexedOrder, messageVectorQuery, prepareIndexScan } from '../src/store/postgres/vector-tables.js';
 import type { Store } from '../src/store/store.js';
@@ -154,6 +154,24 @@ describe('PostgresStore migrations', () => {
       await other.query('ROLLBACK');
     });
     expect((await store.getMessages(bob, ['b1'])).map((m) => m.id)).toEqual(['b1']);
+    await store.close();
+  });
+
+  it('a write over more scopes than MAX_SCOPE_LOCKS takes the table: it waits for a writer of any scope', async () => {
+    const database = await fresh();
+    const store = await PostgresStore.open({ url: database.url, busyTimeoutMs: 200 });
+    const many = Array.from({ length: MAX_SCOPE_LOCKS + 1 }, (_, i) => ({ userId: `t${i}`, agentId: 'a' }));
+    const few = many.slice(0, MAX_SCOPE_LOCKS);
+    const batch = (scopes: typeof many, tag: string) => scopes.map((scope) => ({ id: tag, scope, sessionKey: 's', role: 'user' as const, content: 'import' }));
+    await withClient(database.url, async (other) => {
+      await other.query('BEGIN');
+      await lockPositions(other, 'messages', [{ userId: 'alice', agentId: 'a' }]);
+      await store.addMessages(batch(few, 'few'));
+      await expect(store.addMessages(batch(many, 'many'))).rejects.toMatchObject({ code: 'busy' });
+      await other.query('ROLLBACK');
+    });
+    await store.addMessages(batch(many, 'many'));
+    expect(await store.getMessages(many.at(-1)!, ['few', 'many'])).toHaveLength(1);
     await store.close();
   });
 

@@ -67,7 +67,7 @@ export type PositionLock = keyof typeof POSITION_LOCKS;
  */
 export type OrderLocking = 'scope' | 'table';
 
-/** First bigint key of the in-flight registrations: 'Cai' in the top bits, the table id in bits 36–39, a position below. */
+/** First bigint key of the in-flight registrations: 'Cai' in the top bits, the table id in bits 36–39, a position (below 2^36) under them. */
 const IN_FLIGHT_BASE = 0x436169n << 40n;
 const IN_FLIGHT_TABLE_SHIFT = 36n;
 
@@ -90,7 +90,7 @@ export function scopeKey(scope: Scope): number {
 /** The advisory lock id under which one server at a time applies schema migrations (migrations.ts). */
 export const MIGRATION_LOCK = 1000;
 
-/** First key of every advisory lock Cairn takes ('Cair'), so Cairn's locks never collide with another application's. */
+/** First key of Cairn's two-key advisory locks ('Cair'; a table's scope locks add its id), so they never collide with another application's. */
 export const LOCK_NAMESPACE = 0x43616972;
 
 /**
@@ -217,22 +217,32 @@ export class PostgresDatabase {
 }
 
 /**
+ * Scope locks one transaction takes at most; a write over more scopes (an import over many tenants)
+ * takes the table's lock instead. Each advisory lock is a slot in the server's shared lock table
+ * (`max_locks_per_transaction` × connections), which a batch over thousands of tenants would exhaust.
+ */
+export const MAX_SCOPE_LOCKS = 32;
+
+/**
  * Orders the positions the transaction `client` is in will draw from `table`, for the scopes it writes:
- * takes each scope's lock (in key order, so two writers of the same scopes never deadlock) and then
- * registers the sequence's last value as an in-flight key, both held to commit. So one scope's positions
- * become visible in increasing order, writers of different scopes never wait for each other, and
- * {@link settledPosition} sees every position a transaction still to commit may hold (they are all above
- * its key). With `locking` `table` every writer of the table waits for the one before.
+ * takes the table's lock shared and each scope's lock (in key order, so two writers of the same scopes
+ * never deadlock), then registers the sequence's last value as an in-flight key, all held to commit. So
+ * one scope's positions become visible in increasing order, writers of different scopes never wait for
+ * each other, and {@link settledPosition} sees every position a transaction still to commit may hold
+ * (they are all above its key). A write over more than {@link MAX_SCOPE_LOCKS} scopes, or any write with
+ * `locking` `table`, takes the table's lock exclusively: it waits for every writer of the table and they for it.
  */
 export async function lockPositions(client: Queryable, table: PositionLock, scopes: readonly Scope[], locking: OrderLocking = 'scope'): Promise<void> {
   const { id, sequence } = POSITION_LOCKS[table];
-  const keys = locking === 'table' ? [id] : [...new Set(scopes.map(scopeKey))].sort((a, b) => a - b);
-  const lockKey1 = locking === 'table' ? LOCK_NAMESPACE : LOCK_NAMESPACE + id;
-  // One statement, its locks taken left to right: the registration reads the sequence after the scope locks.
-  const locks = keys.map((_, i) => `pg_advisory_xact_lock($3::int, $${i + 4}::int)`);
+  const keys = [...new Set(scopes.map(scopeKey))].sort((a, b) => a - b);
+  const whole = locking === 'table' || keys.length > MAX_SCOPE_LOCKS;
+  // One statement, its locks taken left to right: the registration reads the sequence after the other locks.
+  const locks = whole
+    ? ['pg_advisory_xact_lock($3::int, $4::int)']
+    : ['pg_advisory_xact_lock_shared($3::int, $4::int)', ...keys.map((_, i) => `pg_advisory_xact_lock($5::int, $${i + 6}::int)`)];
   locks.push('pg_advisory_xact_lock_shared($1::bigint + coalesce(pg_sequence_last_value($2::regclass), 0))');
-  const values: unknown[] = [inFlightRange(table).first.toString(), sequence];
-  if (keys.length > 0) values.push(lockKey1, ...keys);
+  const values: unknown[] = [inFlightRange(table).first.toString(), sequence, LOCK_NAMESPACE, id];
+  if (!whole) values.push(LOCK_NAMESPACE + id, ...keys);
   await client.query(`SELECT ${locks.join(', ')}`, values);
 }
 
