@@ -71,7 +71,7 @@ describe('large writes yield to the event loop', () => {
       const answered: number[] = [];
       const running = (work() as Promise<unknown>).then(() => (finished = true));
       // Asked for on the next turn of the event loop: before the work ends only if the work gives it one.
-      setImmediate(() => void app.request('/health').then((res) => finished || answered.push(res.status)));
+      setImmediate(() => void Promise.resolve(app.request('/health')).then((res) => finished || answered.push(res.status)));
       await running;
       expect(answered, name).toEqual([200]);
     }
