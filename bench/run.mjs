@@ -39,6 +39,7 @@ const BENCHES = {
   tools: './tools.mjs',
   knowledge: './knowledge.mjs',
   'faults-query': './faults-query.mjs',
+  'import-stall': './import-stall.mjs',
   soak: './soak.mjs',
   'knowledge-race': './knowledge-race.mjs',
 };

@@ -5,11 +5,11 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 
-/** Starts `cairn serve` with `args` (after `serve`), `env` as its whole environment and optional Node flags. */
-export async function startServe({ args, env, nodeFlags = [] }) {
-  const child = spawn(process.execPath, [...nodeFlags, CLI, 'serve', '--host', '127.0.0.1', '--port', '0', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+/** Starts `cairn serve` with `args` (after `serve`), `env` as its whole environment, optional Node flags and another build's `cli`. */
+export async function startServe({ args, env, nodeFlags = [], cli = CLI }) {
+  const child = spawn(process.execPath, [...nodeFlags, cli, 'serve', '--host', '127.0.0.1', '--port', '0', ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   let stderr = '';
   const url = await new Promise((resolve, reject) => {

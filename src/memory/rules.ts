@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { MemoryType } from '../types.js';
 import type { CandidateMemory, ExtractionBatch, Extractor } from './extract.js';
 
@@ -227,41 +228,48 @@ export class RuleExtractor implements Extractor {
 
   async extract(batch: ExtractionBatch): Promise<CandidateMemory[]> {
     const out: CandidateMemory[] = [];
+    let sinceYield = 0;
     for (const message of batch.messages) {
       if (message.role !== 'user') continue;
-      for (const hit of extractByRules(message.content)) {
-        out.push({
-          ...hit,
-          sceneName: '',
-          activityStart: null,
-          activityEnd: null,
-          sourceMessageIds: [message.id],
-          extractor: this.name,
-        });
+      for (const sentence of sentences(message.content)) {
+        // The rules cost ~0.1 ms per KB: a batch of large messages (an import) would hold the event loop
+        // for seconds, so requests get a turn between sentences every RULES_YIELD_CHARS.
+        if (sinceYield >= RULES_YIELD_CHARS) {
+          await nextTurn();
+          sinceYield = 0;
+        }
+        sinceYield += sentence.length;
+        for (const hit of rulesIn(sentence)) {
+          out.push({ ...hit, sceneName: '', activityStart: null, activityEnd: null, sourceMessageIds: [message.id], extractor: this.name });
+        }
       }
     }
     return out;
   }
 }
 
+/** Characters of sentences the rule extractor reads between two turns of the event loop (~5 ms of work). */
+export const RULES_YIELD_CHARS = 64 * 1024;
+
 /** Every fact the rules find in one text, in order, each tagged with the rule that found it. */
 export function extractByRules(text: string): (RuleHit & { rule: string })[] {
-  const hits: (RuleHit & { rule: string })[] = [];
-  for (const sentence of sentences(text)) {
-    const found: (RuleHit & { rule: string; start: number; end: number })[] = [];
-    for (const rule of RULES) {
-      for (const match of sentence.matchAll(rule.pattern)) {
-        const start = match.index;
-        const end = start + match[0].length;
-        if (found.some((f) => start < f.end && end > f.start)) continue;
-        const hit = rule.build(match);
-        if (hit) found.push({ ...hit, rule: rule.id, start, end });
-      }
+  return sentences(text).flatMap(rulesIn);
+}
+
+/** The facts of one sentence, in order. */
+function rulesIn(sentence: string): (RuleHit & { rule: string })[] {
+  const found: (RuleHit & { rule: string; start: number; end: number })[] = [];
+  for (const rule of RULES) {
+    for (const match of sentence.matchAll(rule.pattern)) {
+      const start = match.index;
+      const end = start + match[0].length;
+      if (found.some((f) => start < f.end && end > f.start)) continue;
+      const hit = rule.build(match);
+      if (hit) found.push({ ...hit, rule: rule.id, start, end });
     }
-    found.sort((a, b) => a.start - b.start);
-    hits.push(...found.map(({ start: _start, end: _end, ...hit }) => hit));
   }
-  return hits;
+  found.sort((a, b) => a.start - b.start);
+  return found.map(({ start: _start, end: _end, ...hit }) => hit);
 }
 
 /** Statements only: questions are dropped, and a sentence ends at terminal punctuation or a line break. */

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { analyzeForIndex } from '../../text/analyze.js';
+import { analyzeEachForIndex } from '../../text/analyze.js';
 import type { MemoryType, Message, NewMessage, Scope } from '../../types.js';
 import type { AddMessagesOptions, AddMessagesResult, ListMessagesQuery, ScopeCounts, SequencedMessage, SessionSummary } from '../store.js';
 import { lockPositions, type PostgresDatabase, rows } from './postgres-db.js';
@@ -22,7 +22,7 @@ export class MessageTables {
   async add(messages: readonly NewMessage[], options: AddMessagesOptions = {}): Promise<AddMessagesResult> {
     const ids = messages.map((m) => m.id ?? newId('msg'));
     // Analysed before any lock is taken: the analysis (jieba, stemming) is the costly part of a write.
-    const analysed = messages.map((m) => analyzeForIndex(m.content));
+    const analysed = await analyzeEachForIndex(messages.map((m) => m.content));
     const recordedAt = new Date().toISOString();
     const commitEvery = Math.max(1, options.commitEvery ?? messages.length);
     let inserted = 0;

@@ -5,7 +5,7 @@ import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { CairnError } from '../../errors.js';
-import { analyzeForIndex } from '../../text/analyze.js';
+import { analyzeEachForIndex } from '../../text/analyze.js';
 import { buildFtsQuery } from './fts-query.js';
 import type { Memory, MemoryPatch, Message, MemoryType, NewMemory, NewMessage, RankedHit, Scope } from '../../types.js';
 import type {
@@ -248,6 +248,9 @@ export class SqliteStore implements Store {
       // Between two commits the lock stays free long enough for any waiting writer to take it.
       if (first > 0) await sleep(YIELD_MS);
       const part = messages.slice(first, first + commitEvery);
+      // Analysed before the write lock is taken, with turns for other requests in between (the costly part
+      // of a write); a message the insert then skips as already stored was analysed for nothing.
+      const analysed = await analyzeEachForIndex(part.map((m) => m.content));
       const written = new Map<string, { scope: Scope; rows: IndexedTerms[] }>();
       const partIds: string[] = [];
       // The transaction may run again after a busy attempt: everything it collects starts afresh inside.
@@ -258,7 +261,8 @@ export class SqliteStore implements Store {
         // The last message indexed per session in this batch: the next one's context, without a look-up.
         const lastTerms = new Map<string, string>();
         for (let start = 0; start < part.length; start += INSERT_CHUNK) {
-          for (const m of part.slice(start, start + INSERT_CHUNK)) {
+          for (let i = start; i < Math.min(start + INSERT_CHUNK, part.length); i++) {
+            const m = part[i]!;
             const id = m.id ?? newId('msg');
             partIds.push(id);
             const info = insert.run(id, m.scope.userId, m.scope.agentId, m.sessionKey, m.role, m.content, m.name ?? null, recordedAt, m.timestamp ?? null);
@@ -266,7 +270,7 @@ export class SqliteStore implements Store {
             count++;
             const session = { userId: m.scope.userId, agentId: m.scope.agentId, sessionKey: m.sessionKey };
             const sessionId = `${session.userId}\u0000${session.agentId}\u0000${session.sessionKey}`;
-            const terms = analyzeForIndex(m.content);
+            const terms = analysed[i]!;
             const row = this.messageIndex.add(info.lastInsertRowid, session, terms, lastTerms.get(sessionId));
             const scopeId = `${session.userId}\u0000${session.agentId}`;
             let batch = written.get(scopeId);
