@@ -93,6 +93,11 @@ export type SqliteStoreOptions = {
    * writer, which saves them). A writable connection saves its own. Default: a read-only one drops them.
    */
   vectorSnapshots?: ((snapshot: VectorSnapshot) => void) | undefined;
+  /**
+   * Save the caches a search builds (keyword postings, vector snapshots) for the next process. False for a
+   * command that only reads, so it leaves the file as it found it. Default true.
+   */
+  saveCaches?: boolean;
 };
 
 
@@ -149,7 +154,7 @@ export class SqliteStore implements Store {
     this.readers = readers;
     this.statements = new Statements(db);
     this.messageIndex = new MessageIndex(db);
-    this.messageKeywords = new MessageKeywords(db);
+    this.messageKeywords = new MessageKeywords(db, vectorOptions.saveCaches);
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
     this.vectorOptions = { ...vectorOptions, memory: vectorSearch && vectorOptions.memory };
     this.knowledge = new KnowledgeTables(db, this.writes);
@@ -208,7 +213,7 @@ export class SqliteStore implements Store {
             vectorIndex: options.vectorIndex,
             onSnapshot: (snapshot) => void writer.store?.saveVectorSnapshot(snapshot),
           });
-      const vectorOptions = { memory: options.memoryVectors ?? true, tuning: options.vectorIndex, send: options.vectorSnapshots };
+      const vectorOptions = { memory: options.memoryVectors ?? true, tuning: options.vectorIndex, send: options.vectorSnapshots, saveCaches: options.saveCaches ?? true };
       const store = new SqliteStore(db, options.path, vectorSearch, vectorOptions, readers, busyTimeoutMs);
       writer.store = store;
       // From here on the writer never sleeps inside SQLite, which would stall the event loop: a write that
@@ -965,7 +970,7 @@ export class SqliteStore implements Store {
    * parts of one snapshot, and a file busy past the write timeout leaves the rest unwritten.
    */
   saveVectorSnapshot(snapshot: VectorSnapshot): Promise<void> {
-    if (this.db.readonly || !this.db.open) return Promise.resolve();
+    if (this.db.readonly || !this.db.open || !this.vectorOptions.saveCaches) return Promise.resolve();
     this.snapshotWrites = this.snapshotWrites.then(() => this.writeVectorSnapshot(snapshot)).catch(() => {
       // Busy past the timeout, or closed meanwhile: the next process reads the vectors instead.
     });
@@ -1002,7 +1007,7 @@ export class SqliteStore implements Store {
 }
 
 /** How this connection searches message vectors (see SqliteStoreOptions). */
-type VectorOptions = { memory: boolean; tuning: VectorIndexTuning | undefined; send: ((snapshot: VectorSnapshot) => void) | undefined };
+type VectorOptions = { memory: boolean; tuning: VectorIndexTuning | undefined; send: ((snapshot: VectorSnapshot) => void) | undefined; saveCaches: boolean };
 
 /** SQL for the optional memory filters, pushed into the candidate query so they never starve results. */
 
