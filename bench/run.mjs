@@ -38,6 +38,7 @@ const BENCHES = {
   knowledge: './knowledge.mjs',
   'faults-query': './faults-query.mjs',
   soak: './soak.mjs',
+  'knowledge-race': './knowledge-race.mjs',
 };
 
 const log = (message) => process.stderr.write(`${message}\n`);

@@ -21,6 +21,20 @@ describe('config', () => {
     expect(() => parseConfig({ data_dir: dir, embedding: { fusion_weight: 0 } })).toThrow(/^invalid config at embedding\.fusion_weight: /);
   });
 
+  it('takes knowledge.roots as a list (every tenant) or a mapping by tenant, also from the environment', () => {
+    expect(parseConfig({ data_dir: dir }).knowledge.roots).toEqual({});
+    expect(parseConfig({ data_dir: dir, knowledge: { roots: ['/srv/wikis'] } }).knowledge.roots).toEqual({ '*': ['/srv/wikis'] });
+    expect(parseConfig({ data_dir: dir, knowledge: { roots: { alice: ['/srv/a'], 'bob/support': ['/srv/b'], '*': [] } } }).knowledge.roots).toEqual({
+      alice: ['/srv/a'],
+      'bob/support': ['/srv/b'],
+      '*': [],
+    });
+    expect(loadConfig({ env: { CAIRN_KNOWLEDGE_ROOTS: '/srv/a, /srv/b' } }).knowledge.roots).toEqual({ '*': ['/srv/a', '/srv/b'] });
+    expect(loadConfig({ env: { CAIRN_KNOWLEDGE_ROOTS: '{"alice": ["/srv/a"]}' } }).knowledge.roots).toEqual({ alice: ['/srv/a'] });
+    expect(() => parseConfig({ data_dir: dir, knowledge: { roots: { 'a/b/c': ['/srv/a'] } } })).toThrow(/knowledge\.roots/);
+    expect(() => parseConfig({ data_dir: dir, knowledge: { roots: { alice: ['relative'] } } })).toThrow(/knowledge\.roots/);
+  });
+
   it('names the exact key and reason of a bad value', () => {
     expect(() => parseConfig({ data_dir: dir, embedding: { provider: 'openai_compatible', model: 'm', dimensions: 8 } })).toThrow(
       'invalid config at embedding.base_url: required when provider is openai_compatible',

@@ -8,7 +8,27 @@ import { CairnError, describeError } from './errors.js';
 
 /** A list, also given as one comma-separated string (an environment variable). */
 function commaList<T extends z.ZodType>(item: T) {
-  return z.preprocess((v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter((s) => s !== '') : v), z.array(item));
+  return z.preprocess((v) => (typeof v === 'string' ? commaSplit(v) : v), z.array(item));
+}
+
+function commaSplit(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
+const absolutePath = z.string().refine((p) => isAbsolute(p), 'must be an absolute path');
+/** Who a `knowledge.roots` entry is for: `*`, a user id, or `user/agent`. */
+const TENANT_KEY = /^(\*|[^/\s]+(\/[^/\s]+)?)$/;
+
+/** A setting given as JSON text (an environment variable); left as it is when it does not parse, for the schema to refuse. */
+function parseJsonSetting(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
 }
 
 const flag = z.preprocess((v) => (v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : v), z.boolean());
@@ -344,15 +364,31 @@ const knowledgeSchema = z
   .object({
     /** Milliseconds of quiet after a file change in a watched folder before the resource re-syncs. */
     watch_debounce_ms: positiveInt.max(600_000).default(500),
-    /** Files larger than this many bytes are left out of wiki and code indexes. Default 2 MB. */
+    /** Files larger than this many bytes are left out of wiki and code indexes, and refused by reads (read_raw, read_file). Default 2 MB. */
     max_file_bytes: positiveInt.default(2_000_000),
     /** Folders with more indexable files than this are refused. */
     max_files: positiveInt.default(50_000),
     /**
-     * Absolute folders under which knowledge folders may be registered over HTTP. In keys mode none (the
+     * Absolute folders under which knowledge folders may be registered over HTTP, by tenant: a mapping from
+     * `user` or `user/agent` (or `*`, every tenant) to folders, or a plain list (the same as `*`). A folder
+     * one scope registered, or one inside or above it, is not registrable by another scope unless both are
+     * mapped by name to a root holding both (DESIGN.md, "Knowledge resources"). In keys mode none (the
      * default) means only the operator's CLI registers folders; in local mode, when set, it confines REST too.
+     * Also `CAIRN_KNOWLEDGE_ROOTS`: a comma-separated list, or the mapping as JSON.
      */
-    roots: commaList(z.string().refine((p) => isAbsolute(p), 'must be an absolute path')).default([]),
+    roots: z
+      .preprocess(
+        (v) => {
+          const value = typeof v === 'string' ? (v.trim().startsWith('{') ? parseJsonSetting(v) : commaSplit(v)) : v;
+          return Array.isArray(value) ? (value.length === 0 ? {} : { '*': value }) : value;
+        },
+        z.record(z.string(), z.array(absolutePath)).superRefine((roots, ctx) => {
+          for (const key of Object.keys(roots)) {
+            if (!TENANT_KEY.test(key)) ctx.addIssue({ code: 'custom', path: [key], message: 'a key must be `*`, `user` or `user/agent`' });
+          }
+        }),
+      )
+      .default({}),
   })
   .strict();
 

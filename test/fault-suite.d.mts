@@ -50,3 +50,15 @@ export function lockHeldPastBound(options?: { boundMs?: number }): Promise<{
   cli: { code: number | null; stderr: string };
   afterRelease: number;
 }>;
+type RaceCounts = { inside: number; refused: number; missing: number; leaked: number; outsideBytes: number };
+export function knowledgeRace(options?: Log & { reads?: number; concurrency?: number; bin?: string }): Promise<{
+  reads: number;
+  concurrency: number;
+  swaps: number;
+  errors: number;
+  syncs: number;
+  indexLeaks: number;
+  directory: RaceCounts;
+  file: RaceCounts;
+  samples: string[];
+}>;

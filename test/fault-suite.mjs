@@ -6,7 +6,7 @@
  * import it without a build; fault-suite.d.mts declares it for the tests.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { URLSearchParams } from 'node:url';
@@ -58,11 +58,12 @@ export function cli(args, extra = {}) {
 }
 
 /**
- * Starts `cairn serve --port 0` on `data` (auth mode `mode`) and resolves once it listens:
+ * Starts `cairn serve --port 0` on `data` (auth mode `mode`; `bin` another built CLI, e.g. an older
+ * checkout's, to measure a scenario before a fix) and resolves once it listens:
  * `{ url, pid, stop() (SIGTERM), kill() (SIGKILL), exited }`.
  */
-export async function serve(data, { mode = 'local', extra = {} } = {}) {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--data', data], { env: env({ CAIRN_AUTH_MODE: mode, ...extra }), cwd: data });
+export async function serve(data, { mode = 'local', extra = {}, bin = CLI } = {}) {
+  const child = spawn(process.execPath, [bin, 'serve', '--port', '0', '--data', data], { env: env({ CAIRN_AUTH_MODE: mode, ...extra }), cwd: data });
   let stderr = '';
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   child.stdout.resume();
@@ -455,6 +456,15 @@ export const CROSS_TENANT_OPERATIONS = [
   { name: 'knowledge: read_raw', kind: 'read', run: (c, a, v) => c.as(a, 'POST', '/v3/tools/call', { knowledge_id: v.knowledgeId, tool_name: 'read_raw', params: { filenames: ['page.md'] } }) },
   { name: 'knowledge: sync', kind: 'write', run: (c, a, v) => c.as(a, 'POST', `/v1/knowledge/${enc(v.knowledgeId)}/sync`) },
   { name: 'knowledge: remove', kind: 'write', run: (c, a, v) => c.as(a, 'DELETE', `/v1/knowledge/${enc(v.knowledgeId)}`) },
+  // knowledge.roots is a plain list here: the folder another scope registered, or the root holding it, is not
+  // registrable (issue 33). The refusal names the path the attacker sent, `echoed`: that is not a leak.
+  {
+    name: "knowledge: register the victim's folder",
+    kind: 'write',
+    echoed: (c, v) => join(c.wikis, v.secret),
+    run: (c, a, v) => c.as(a, 'POST', '/v1/knowledge', { type: 'wiki', path: join(c.wikis, v.secret) }),
+  },
+  { name: "knowledge: register the folder above the victim's", kind: 'write', run: (c, a) => c.as(a, 'POST', '/v1/knowledge', { type: 'wiki', path: c.wikis }) },
   { name: 'keys: claim the victim user', kind: 'claim', applies: (a, v) => a.user !== v.user, run: (c, a, v) => c.as(a, 'GET', '/v1/memories', undefined, { 'x-cairn-user-id': v.user }) },
   { name: 'keys: claim another agent', kind: 'claim', applies: (a) => a.boundAgent, run: (c, a, v) => c.as(a, 'GET', '/v1/memories', undefined, { 'x-cairn-agent-id': `${v.agent}-other` }) },
   { name: "keys: the victim's key id with another secret", kind: 'claim', run: (c, a, v) => c.raw('GET', '/v1/memories', undefined, { authorization: `Bearer cairn_${v.keyId}_${a.token.split('_')[2]}`, 'x-cairn-agent-id': v.agent }) },
@@ -496,6 +506,7 @@ export async function crossTenant({ operations = 500, seed = 17, log = () => {} 
   const headersOf = (t, extra) => ({ authorization: `Bearer ${t.token}`, 'x-cairn-agent-id': t.agent, 'x-cairn-turn-id': `turn-${turn++}`, ...extra });
   const ctx = {
     revoked,
+    wikis,
     raw: async (method, path, body, headers) => tally.add(`${method} ${path}`, await request(`${server.url}${path}`, { method, headers, body })),
     as: (t, method, path, body, extra = {}) => ctx.raw(method, path, body, headersOf(t, extra)),
     tool: async (t, name, args, extra = {}) => {
@@ -545,8 +556,9 @@ export async function crossTenant({ operations = 500, seed = 17, log = () => {} 
       if (op.applies && !op.applies(attacker, victim)) return;
       const r = await op.run(ctx, attacker, victim);
       attacks++;
+      const text = op.echoed ? r.text.replaceAll(op.echoed(ctx, victim), '') : r.text;
       const leaked =
-        r.text.includes(victim.secret) ||
+        text.includes(victim.secret) ||
         (op.kind === 'write' && r.status >= 200 && r.status < 300 && r.json?.result?.isError !== true) ||
         (op.kind === 'claim' && r.status !== 401 && r.status !== 403);
       if (leaked) leaks.push(`${op.name}: ${attacker.user}/${attacker.agent} -> ${victim.user}/${victim.agent}: ${r.status} ${r.text.slice(0, 160)}`);
@@ -837,6 +849,148 @@ export async function lockHeldPastBound({ boundMs = 300 } = {}) {
   } finally {
     if (holder.inTransaction) holder.exec('ROLLBACK');
     holder.close();
+    await server.stop();
+  }
+}
+
+// ---- knowledge reads under a rename race ---------------------------------------------------------
+
+/**
+ * Swaps each pair of paths given as arguments with `renameat2(RENAME_EXCHANGE)` in a loop (swap, hold
+ * 1 ms, swap back, hold 1 ms) until SIGTERM, always ending a loop with everything back in place; prints
+ * `ready`, then the number of swaps at exit. Python's ctypes reaches the system call without a compiler.
+ */
+const SWAPPER = String.raw`
+import ctypes, platform, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+NR = {'x86_64': 316, 'aarch64': 276}[platform.machine()]
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+pairs = [(a.encode(), b.encode()) for a, b in zip(sys.argv[1::2], sys.argv[2::2])]
+stop = False
+def on_term(*_):
+    global stop
+    stop = True
+signal.signal(signal.SIGTERM, on_term)
+def exchange(a, b):
+    if libc.syscall(NR, AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0:
+        raise OSError(ctypes.get_errno(), 'renameat2')
+swaps = 0
+print('ready', flush=True)
+while not stop:
+    for a, b in pairs:
+        exchange(a, b)
+        time.sleep(0.001)
+        exchange(a, b)
+        time.sleep(0.001)
+        swaps += 2
+print(swaps, flush=True)
+`;
+
+/**
+ * Issue 33: `read_raw` over REST while another process swaps, in a loop, a folder of the wiki with a
+ * symlink to a folder outside it, and a file of the wiki with a symlink to a file outside, both holding a
+ * marker. Each call reads both files; an answer holding the marker is an outside read. Meanwhile syncs
+ * run one after another (the watcher's are kept out by a long debounce); afterwards the stored index is
+ * searched for the marker (`indexLeaks`: file records holding it). `bin` measures another build (the code
+ * before the fix).
+ */
+export async function knowledgeRace({ reads = 2_000, concurrency = 8, bin = CLI, log = () => {} } = {}) {
+  const data = tempDir();
+  const base = tempDir('cairn-race-');
+  const root = join(base, 'wiki');
+  const outside = join(base, 'outside');
+  const marker = `OUTSIDE-MARKER-${process.pid}`;
+  mkdirSync(join(root, 'guides'), { recursive: true });
+  mkdirSync(outside);
+  writeFileSync(join(root, 'guides', 'page.md'), '# Page\n\nThe inside page.\n');
+  writeFileSync(join(root, 'top.md'), '# Top\n\nThe inside top.\n');
+  writeFileSync(join(outside, 'page.md'), `${marker} page, outside the wiki\n`);
+  writeFileSync(join(outside, 'top.md'), `${marker} top, outside the wiki\n`);
+  // Symlinks are never indexed; they are what the swapper exchanges with the real entries.
+  symlinkSync(outside, join(root, 'guides-swap'));
+  symlinkSync(join(outside, 'top.md'), join(root, 'top-swap'));
+  const server = await serve(data, { bin, extra: { CAIRN_KNOWLEDGE_WATCH_DEBOUNCE_MS: '600000' } });
+  const counts = () => ({ inside: 0, refused: 0, missing: 0, leaked: 0, outsideBytes: 0 });
+  const byRace = { directory: counts(), file: counts() };
+  const samples = [];
+  let errors = 0;
+  let swapper;
+  try {
+    const added = await request(`${server.url}/v1/knowledge`, { method: 'POST', body: { type: 'wiki', path: root } });
+    if (added.status !== 201) throw new Error(`registering the wiki failed: ${added.status} ${added.text}`);
+    const id = added.json.id;
+    for (let status = added.json.status; status !== 'ready'; ) {
+      await sleep(50);
+      status = (await request(`${server.url}/v1/knowledge/${id}`)).json?.status;
+      if (status === 'error') throw new Error(`indexing the wiki failed`);
+    }
+    const call = () => request(`${server.url}/v3/tools/call`, { method: 'POST', body: { knowledge_id: id, tool_name: 'read_raw', params: { filenames: ['guides/page.md', 'top.md'] } } });
+    const before = await call();
+    if (before.json?.data?.files?.length !== 2) throw new Error(`read_raw before the race: ${before.status} ${before.text}`);
+
+    swapper = spawn('python3', ['-c', SWAPPER, join(root, 'guides'), join(root, 'guides-swap'), join(root, 'top.md'), join(root, 'top-swap')]);
+    let out = '';
+    let err = '';
+    swapper.stdout.on('data', (d) => (out += d));
+    swapper.stderr.on('data', (d) => (err += d));
+    const swapperExit = new Promise((resolve) => swapper.once('exit', (code, signal) => resolve({ code, signal })));
+    while (!out.includes('ready')) {
+      if (swapper.exitCode !== null) throw new Error(`the swapper failed: ${err}`);
+      await sleep(10);
+    }
+
+    const classify = (path, answer) => {
+      const c = path === 'top.md' ? byRace.file : byRace.directory;
+      const file = answer.files?.find((f) => f.path === path);
+      if (file) {
+        if (JSON.stringify(file).includes(marker)) {
+          c.leaked++;
+          c.outsideBytes += file.bytes;
+          if (samples.length < 5) samples.push(`${path}: ${String(file.content).slice(0, 80)}`);
+        } else c.inside++;
+      } else if (answer.refused?.some((f) => f.path === path)) c.refused++;
+      else c.missing++;
+    };
+    let racing = true;
+    let syncs = 0;
+    const syncing = (async () => {
+      while (racing) {
+        await request(`${server.url}/v1/knowledge/${id}/sync`, { method: 'POST' });
+        syncs++;
+        while (racing && (await request(`${server.url}/v1/knowledge/${id}`)).json?.syncing) await sleep(20);
+      }
+    })();
+    await pool(
+      Array.from({ length: reads }, () => async () => {
+        const r = await call();
+        if (r.status !== 200) {
+          errors++;
+          if (samples.length < 5) samples.push(`${r.status} ${r.text.slice(0, 120)}`);
+          return;
+        }
+        classify('guides/page.md', r.json.data);
+        classify('top.md', r.json.data);
+      }),
+      concurrency,
+    );
+    racing = false;
+    await syncing;
+    swapper.kill('SIGTERM');
+    const exit = await swapperExit;
+    if (exit.code !== 0) throw new Error(`the swapper failed (${exit.code ?? exit.signal}): ${err}`);
+    const swaps = Number(out.trim().split('\n').at(-1));
+    // A sync still running writes its result before the server stops.
+    await server.stop();
+    const db = new Database(join(data, 'cairn.db'), { readonly: true });
+    const indexLeaks = db.prepare('SELECT count(*) FROM knowledge_files WHERE instr(data, ?) > 0').pluck().get(marker);
+    db.close();
+    log(
+      `knowledge race: ${reads} read_raw calls, ${swaps} swaps: folder swap ${byRace.directory.leaked} outside reads (${byRace.directory.outsideBytes} bytes), ` +
+        `${byRace.directory.refused} refused; file swap ${byRace.file.leaked} outside reads, ${byRace.file.refused} refused; ${syncs} syncs, ${indexLeaks} index records with outside bytes`,
+    );
+    return { reads, concurrency, swaps, errors, syncs, indexLeaks, directory: byRace.directory, file: byRace.file, samples };
+  } finally {
+    if (swapper && swapper.exitCode === null) swapper.kill('SIGKILL');
     await server.stop();
   }
 }

@@ -110,6 +110,17 @@ describe('REST /v1/errors, /v1/guides, /v1/results', () => {
     expect(unknown.body.error.message).toMatch(/unknown topic "nope"; available: ask_user/);
   });
 
+  it('guides: names of Object.prototype members are unknown topics (400), not a 500', async () => {
+    const { call } = await setup();
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      const answer = await call(`/v1/guides?topics=${name}`);
+      expect(answer.status).toBe(400);
+      expect(answer.body.error.message).toContain(`unknown topic "${name}"`);
+    }
+    const mixed = await call('/v1/guides?topics=figure,constructor');
+    expect(mixed.body).toMatchObject({ topics: ['figure'], unknown: ['constructor'] });
+  });
+
   it('results: 201 with a receipt; a broken HTML page is 400 and nothing is written', async () => {
     const { call, outputDir } = await setup();
     const written = await call('/v1/results', json('POST', { content: '# Report\n\nAll good.\n' }));
@@ -190,6 +201,9 @@ describe('MCP history tools', () => {
     expect(mixed.isError).toBeFalsy();
     expect(mixed.structuredContent).toEqual({ topics: ['web_search'], unknown: ['nope'] });
     expect(textOf(mixed)).toMatch(/^## web_search\n\n[\s\S]*\(unknown topic "nope"; available: /);
+    const proto = await client.callTool({ name: 'reasoning_guide', arguments: { topics: ['__proto__', 'constructor'] } });
+    expect(proto.isError).toBe(true);
+    expect(textOf(proto)).toContain('unknown topics "__proto__", "constructor"');
     const bare = '<!DOCTYPE html><html><head><title>t</title></head><body><p>ok</p></body></html>';
     const refused = await client.callTool({ name: 'write_result', arguments: { content: bare, format: 'html' } });
     expect(refused.isError).toBe(true);

@@ -70,6 +70,32 @@ describe('HTTP server limits', () => {
     await server.shutdown();
   }, 30_000);
 
+  it('a 413 or 415 answer ends its keep-alive connection cleanly, so the next request is not reset', async () => {
+    const server = await startServer(await fx.cairn(), { port: 0 });
+    const big = 'a'.repeat(2 * 1024 * 1024);
+    // fetch keeps connections alive and reuses them: before, every request after a 413 failed with a socket error.
+    const answers: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const refused = await fetch(`${server.url}/v1/memories`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+      answers.push(`${refused.status} ${refused.headers.get('connection')}`);
+      answers.push(String((await fetch(`${server.url}/health`)).status));
+    }
+    expect(answers).toEqual(Array.from({ length: 4 }, () => ['413 close', '200']).flat());
+    const plain = await fetch(`${server.url}/v1/memories`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
+    expect([plain.status, plain.headers.get('connection')]).toEqual([415, 'close']);
+    // A raw client that sends a second request on the same socket sees the answer, then the server's end.
+    const raw = rawClient(Number(new URL(server.url).port));
+    await raw.connected;
+    raw.socket.write(`POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n`);
+    raw.socket.write(big);
+    raw.socket.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    await raw.closed;
+    expect(raw.received()).toMatch(/^HTTP\/1\.1 413 [\s\S]*\r\nconnection: close\r\n/i);
+    expect(raw.received().match(/HTTP\/1\.1 /g)).toHaveLength(1);
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+    await server.shutdown();
+  }, 30_000);
+
   it('refuses headers_timeout_ms above request_timeout_ms', async () => {
     const cairn = await fx.cairn({ server: { headers_timeout_ms: 5000, request_timeout_ms: 1000 } });
     await expect(startServer(cairn, { port: 0 })).rejects.toMatchObject({ code: 'config_invalid', message: expect.stringContaining('server.headers_timeout_ms') });

@@ -149,6 +149,10 @@ describe('/v1/knowledge', () => {
     expect(await one.json()).toMatchObject({ id, status: 'ready', stats: { files: 10 }, syncing: false });
     const list = (await (await app.request('/v1/knowledge')).json()) as Answer;
     expect(list.resources.map((r: Answer) => r.id)).toEqual([wiki, code, id]);
+    // A loopback page's simple request (text/plain) starts no sync.
+    const plain = await app.request(`/v1/knowledge/${id}/sync`, { method: 'POST', headers: { origin: 'http://localhost:3000', 'content-type': 'text/plain' }, body: '' });
+    expect(plain.status).toBe(415);
+    expect(await (await app.request(`/v1/knowledge/${id}`)).json()).toMatchObject({ syncing: false });
     expect(await post(`/v1/knowledge/${id}/sync`, {})).toMatchObject({ status: 202, body: { id, syncing: true } });
     await cairn.knowledge.whenIdle(LOCAL, id);
     const removed = await app.request(`/v1/knowledge/${id}`, { method: 'DELETE' });

@@ -1,4 +1,4 @@
-import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -134,6 +134,89 @@ describe('knowledge in keys mode', () => {
   });
 });
 
+describe('knowledge.roots per tenant (keys mode)', () => {
+  /** A folder under `parent` holding a page with `word`, returned as its path. */
+  function wikiUnder(parent: string, name: string, word: string): string {
+    const dir = join(parent, name);
+    mkdirSync(join(dir, 'sub'), { recursive: true });
+    writeFileSync(join(dir, 'index.md'), `# ${name}\n\nThe secret word is ${word}.\n`);
+    writeFileSync(join(dir, 'sub', 'page.md'), `# Sub\n\nAlso ${word}.\n`);
+    return dir;
+  }
+
+  it('a plain list: the first tenant to register a folder keeps it; another can register neither it, nor a folder above or inside it', async () => {
+    const allowed = harness.tempDir('cairn-roots-');
+    const wiki = wikiUnder(allowed, 'first', 'zanzibar');
+    const { cairn, tenant } = await keysServer({ knowledge: { roots: [allowed] } });
+    const alice = await tenant('alice');
+    const bob = await tenant('bob');
+    const added = await alice.request('POST', '/v1/knowledge', { type: 'wiki', path: wiki });
+    expect(added.status).toBe(201);
+    for (const path of [wiki, allowed, join(wiki, 'sub')]) {
+      const res = await bob.request('POST', '/v1/knowledge', { type: 'wiki', path });
+      expect(res, path).toMatchObject({ status: 403, body: { error: { code: 'forbidden', message: expect.stringContaining('another tenant registered') } } });
+      // Which folder and whose it is are not said.
+      expect(res.body.error.message).not.toContain('alice');
+    }
+    // Another agent of the same user is another tenant too.
+    const aliceOther = await cairn.createApiKey({ userId: 'alice', agentId: 'other' });
+    const other = await createApp(cairn, { log: () => {} }).request('/v1/knowledge', json('POST', { type: 'wiki', path: wiki }, { authorization: `Bearer ${aliceOther.token}` }));
+    expect(other.status).toBe(403);
+    // Nothing was registered for bob, so nothing of alice's folder reaches him.
+    expect((await bob.request('GET', '/v1/knowledge')).body).toEqual({ resources: [] });
+    const read = await bob.request('POST', '/v3/tools/call', { tool_name: 'read_raw', params: { filenames: ['index.md'] } });
+    expect(JSON.stringify(read.body)).not.toContain('zanzibar');
+    // A folder beside it is free, and alice's folder is free again once she removes it.
+    expect((await bob.request('POST', '/v1/knowledge', { type: 'wiki', path: wikiUnder(allowed, 'second', 'quokka') })).status).toBe(201);
+    expect((await alice.request('DELETE', `/v1/knowledge/${added.body.id}`)).status).toBe(200);
+    expect((await bob.request('POST', '/v1/knowledge', { type: 'wiki', path: join(wiki, 'sub') })).status).toBe(201);
+  });
+
+  it('a mapping by tenant: each registers under its own roots only, neither under the other’s', async () => {
+    const base = harness.tempDir('cairn-roots-');
+    mkdirSync(join(base, 'a'));
+    mkdirSync(join(base, 'b'));
+    const aliceWiki = wikiUnder(join(base, 'a'), 'wiki', 'zanzibar');
+    const bobWiki = wikiUnder(join(base, 'b'), 'wiki', 'quokka');
+    const { tenant } = await keysServer({ knowledge: { roots: { alice: [join(base, 'a')], 'bob/agent': [join(base, 'b')] } } });
+    const alice = await tenant('alice');
+    const bob = await tenant('bob');
+    const carol = await tenant('carol');
+    expect(await alice.request('POST', '/v1/knowledge', { type: 'wiki', path: bobWiki })).toMatchObject({ status: 403, body: { error: { message: expect.stringContaining('is not under knowledge.roots') } } });
+    expect(await bob.request('POST', '/v1/knowledge', { type: 'wiki', path: aliceWiki })).toMatchObject({ status: 403 });
+    expect(await carol.request('POST', '/v1/knowledge', { type: 'wiki', path: aliceWiki })).toMatchObject({
+      status: 403,
+      body: { error: { message: expect.stringContaining('none is mapped to you') } },
+    });
+    expect((await alice.request('POST', '/v1/knowledge', { type: 'wiki', path: aliceWiki })).status).toBe(201);
+    expect((await bob.request('POST', '/v1/knowledge', { type: 'wiki', path: bobWiki })).status).toBe(201);
+  });
+
+  it('the operator shares a folder by mapping one root to both tenants: both register it and read it', async () => {
+    const shared = harness.tempDir('cairn-roots-');
+    const wiki = wikiUnder(shared, 'team', 'zanzibar');
+    const { cairn, tenant } = await keysServer({ knowledge: { roots: { alice: [shared], bob: [shared] } } });
+    const alice = await tenant('alice');
+    const bob = await tenant('bob');
+    expect((await alice.request('POST', '/v1/knowledge', { type: 'wiki', path: wiki })).status).toBe(201);
+    const added = await bob.request('POST', '/v1/knowledge', { type: 'wiki', path: shared });
+    expect(added.status).toBe(201);
+    await cairn.knowledge.whenIdle({ userId: 'bob', agentId: 'agent' }, added.body.id);
+    const read = await bob.request('POST', '/v3/tools/call', { knowledge_id: added.body.id, tool_name: 'read_raw', params: { filenames: ['team/index.md'] } });
+    expect(read).toMatchObject({ status: 200, body: { data: { files: [{ content: expect.stringContaining('zanzibar') }] } } });
+  });
+
+  it('two tenants registering one folder at the same moment: exactly one gets it', async () => {
+    const allowed = harness.tempDir('cairn-roots-');
+    const wiki = wikiUnder(allowed, 'wiki', 'zanzibar');
+    const { tenant } = await keysServer({ knowledge: { roots: [allowed] } });
+    const alice = await tenant('alice');
+    const bob = await tenant('bob');
+    const answers = await Promise.all([alice, bob].map((t) => t.request('POST', '/v1/knowledge', { type: 'wiki', path: wiki })));
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 403]);
+  });
+});
+
 describe('knowledge in local mode', () => {
   it('registers any readable folder over REST, but only under knowledge.roots once they are set', async () => {
     const folder = harness.copy('wiki');
@@ -194,6 +277,42 @@ describe('symlinks swapped in after indexing', () => {
     });
     const explored = await call(cairn, id, 'explore', { query: 'format' });
     expect(JSON.stringify(explored)).not.toContain('outside secret');
+  });
+});
+
+describe('bounded reads (knowledge.max_file_bytes)', () => {
+  const BIG = 1.5 * 1024 * 1024 * 1024; // sparse: no disk used, but 1.5 GB to a reader that loads it whole
+
+  it('read_raw refuses a 1.5 GB file swapped in for an indexed page, naming it and its size, and reads nothing of it', async () => {
+    const cairn = await harness.cairn({ knowledge: { max_file_bytes: 100_000 } });
+    const root = harness.copy('wiki');
+    const id = await harness.ready(cairn, 'wiki', root);
+    expect((await call(cairn, id, 'read_raw', { filenames: ['orphan.md'] })).files).toHaveLength(1);
+    renameSync(join(root, 'orphan.md'), join(root, 'orphan.md.bak'));
+    writeFileSync(join(root, 'orphan.md'), '');
+    truncateSync(join(root, 'orphan.md'), BIG);
+    const after = await call(cairn, id, 'read_raw', { filenames: ['orphan.md', 'index.md'] });
+    expect(after.refused).toEqual([
+      { path: 'orphan.md', error: `refused to read orphan.md: it is ${BIG} bytes (1536.0 MiB), over knowledge.max_file_bytes (100000 bytes)` },
+    ]);
+    // The other file of the same call is read as usual.
+    expect(after.files.map((f: Answer) => f.path)).toEqual(['index.md']);
+  });
+
+  it('read_file refuses an over-limit source file (payload_too_large, HTTP 413), and a sync leaves it out as skipped', async () => {
+    const cairn = await harness.cairn({ knowledge: { max_file_bytes: 100_000 } });
+    const root = harness.copy('code');
+    const id = await harness.ready(cairn, 'code', root);
+    truncateSync(join(root, 'src/format.ts'), BIG);
+    await expect(cairn.knowledge.callTool({ userId: 'default', agentId: 'default' }, id, 'read_file', { path: 'src/format.ts' })).rejects.toMatchObject({
+      code: 'payload_too_large',
+      message: expect.stringMatching(/^refused to read src\/format\.ts: it is 1610612736 bytes/),
+    });
+    const node = await call(cairn, id, 'node', { symbol: 'src/format.ts', include_code: true });
+    expect(node).toMatchObject({ code: null, code_error: expect.stringContaining('over knowledge.max_file_bytes') });
+    await cairn.knowledge.sync({ userId: 'default', agentId: 'default' }, id);
+    const { lastSync } = await cairn.knowledge.whenIdle({ userId: 'default', agentId: 'default' }, id);
+    expect(lastSync?.skipped).toEqual(['src/format.ts']);
   });
 });
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -40,6 +40,18 @@ const env = (extra: Record<string, string> = {}) => ({ CAIRN_EMBEDDING_HUB_URL: 
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 const pull = (data: string, ...args: string[]) => runCliAsync(['--data', data, 'models', 'pull', ...args], env());
 
+/** Resolves once the file at `path` holds `bytes` bytes: the pull has written what the hub sent before the cut. */
+function sizeReaches(path: string, bytes: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setInterval(() => {
+      if (existsSync(path) && statSync(path).size >= bytes) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 5);
+  });
+}
+
 describe('cairn models', () => {
   it('list: the known models with kind, dimensions, size and licence, none pulled in a new data directory', async () => {
     const data = freshData();
@@ -74,7 +86,8 @@ describe('cairn models', () => {
 
   it('pull resumes an interrupted download with a range request, and ends with the same bytes', async () => {
     const data = freshData();
-    hub.failNext('test-org/tiny-onnx', 'onnx/model.onnx', { kind: 'truncate', bytes: 20_000 });
+    const partial = join(data, 'models', 'test-org', 'tiny-onnx', '.partial', 'onnx', 'model.onnx');
+    hub.failNext('test-org/tiny-onnx', 'onnx/model.onnx', { kind: 'truncate', bytes: 20_000, cutWhen: sizeReaches(partial, 20_000) });
     const first = await pull(data, 'test-org/tiny-onnx');
     expect(first.code).toBe(1);
     expect(first.stderr).toMatch(/download of test-org\/tiny-onnx\/onnx\/model\.onnx was interrupted at 20000 of \d+ bytes.*run the pull again to resume/);

@@ -39,6 +39,14 @@ function operationFor(method: string, path: string): JsonBody {
   return doc.paths[template!][method];
 }
 
+/** A schema, or the component a local `$ref` names (`#/components/schemas/Error`). */
+function resolved(schema: JsonBody | undefined): JsonBody | undefined {
+  if (typeof schema?.$ref !== 'string') return schema;
+  const target = (schema.$ref as string).slice(2).split('/').reduce((at: JsonBody | undefined, key) => at?.[key], doc);
+  expect(target, `${schema.$ref} is in the document`).toBeDefined();
+  return target;
+}
+
 /** Makes the request and checks the answer against the document; returns status and body. */
 async function check(call: Call, on: Hono<never> = app): Promise<{ status: number; body: JsonBody }> {
   const method = call.method.toLowerCase();
@@ -46,7 +54,8 @@ async function check(call: Call, on: Hono<never> = app): Promise<{ status: numbe
     call.raw !== undefined
       ? { method: call.method, headers: call.headers, body: call.raw }
       : call.body === undefined
-        ? { method: call.method, headers: call.headers }
+        ? // A POST without a body still declares JSON, as every client must (a browser's simple request does not).
+          { method: call.method, headers: call.method === 'POST' ? { 'content-type': 'application/json', ...call.headers } : call.headers }
         : json(call.method, call.body, call.headers);
   const res = await on.request(`http://localhost${call.path}`, init);
   const text = await res.text();
@@ -64,7 +73,7 @@ async function check(call: Call, on: Hono<never> = app): Promise<{ status: numbe
     expect(Object.keys(response.content).map((m) => m.split(';')[0]!.trim()), `${op.operationId} ${res.status} is ${mediaType}`).toContain(mediaType);
     return { status: res.status, body: { text } };
   }
-  const schema = response.content['application/json']?.schema as object | undefined;
+  const schema = resolved(response.content['application/json']?.schema as JsonBody | undefined);
   expect(schema, `${op.operationId} ${res.status} has a JSON schema`).toBeDefined();
   const body = JSON.parse(text) as JsonBody;
   let validate = compiled.get(schema!);
@@ -114,7 +123,7 @@ describe('the OpenAPI document', () => {
     for (const ops of Object.values(doc.paths as Record<string, JsonBody>)) {
       for (const op of Object.values(ops)) {
         expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['403', '500']));
-        const error = op.responses['500'].content['application/json'].schema;
+        const error = resolved(op.responses['500'].content['application/json'].schema)!;
         expect(error.properties.error.required).toEqual(['code', 'message']);
       }
     }
@@ -172,6 +181,7 @@ describe('every route answers what the document says', () => {
       expect((await check({ method: 'POST', path: '/v1/sessions/job/flush' })).body.created).toBe(1);
     }
     expect((await check({ method: 'POST', path: '/v1/sessions/%20/flush' })).status).toBe(400);
+    expect((await check({ method: 'POST', path: '/v1/sessions/job/flush', raw: '', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
     expect((await check({ method: 'GET', path: '/v1/pipeline' })).body.extractor).toBe('rules');
     const all = (await check({ method: 'GET', path: '/v1/memories?include_superseded=true' })).body.memories as JsonBody[];
     const old = all.find((m) => m.content.includes('Initech'))!;

@@ -17,12 +17,12 @@ function npm(args: string[], cwd: string): string {
 }
 
 describe('the npm package', () => {
-  it('installs from its tarball into an empty folder and `npx cairn-memory serve` answers /health', async () => {
+  it('installs from its tarball into an empty folder, `npx cairn-memory serve` answers /health, and so does its client', async () => {
     const work = mkdtempSync(join(tmpdir(), 'cairn-pack-'));
     dirs.push(work);
     const [packed] = JSON.parse(npm(['pack', '--json', '--pack-destination', work], REPO)) as [{ filename: string; files: { path: string }[] }];
     const files = packed.files.map((f) => f.path);
-    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js', 'dist/index.js', 'examples/sample-conversation.jsonl']));
+    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js', 'dist/index.js', 'dist/client/index.js', 'dist/client/index.d.ts', 'examples/sample-conversation.jsonl']));
     expect(files.filter((f) => f.startsWith('src/') || f.startsWith('test/') || f.endsWith('.test.js'))).toEqual([]);
 
     const app = join(work, 'app');
@@ -51,6 +51,10 @@ describe('the npm package', () => {
       const health = (await (await fetch(`${url}/health`)).json()) as { status: string; version: string };
       expect(health).toMatchObject({ status: 'ok' });
       expect(npm(['exec', '--offline', '--', 'cairn-memory', '--version'], app).trim()).toBe(health.version);
+      // The client subpath, as a consumer imports it from the installed package.
+      const script = `import { CairnClient } from 'cairn-memory/client'; console.log((await new CairnClient({ baseUrl: '${url}' }).health()).status);`;
+      const client = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8', env: cleanEnv() });
+      expect(client.trim()).toBe('ok');
     } finally {
       // npx runs the bin through a shell: stop the whole process group.
       process.kill(-child.pid!, 'SIGTERM');

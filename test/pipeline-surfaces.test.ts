@@ -42,7 +42,7 @@ describe('REST', () => {
     const before = await call('/v1/pipeline');
     expect(before.body).toMatchObject({ extractor: 'rules', background: false, sessions: [{ session_key: 's1', state: 'idle', pending_messages: 4, pending_user_turns: 3 }] });
 
-    const flushed = await call('/v1/sessions/s1/flush', { method: 'POST' });
+    const flushed = await call('/v1/sessions/s1/flush', json('POST', ''));
     expect(flushed).toMatchObject({ status: 200, body: { batches: 1, messages: 4, created: 5, superseded: 1 } });
     expect((await call('/v1/pipeline')).body.sessions).toEqual([]);
 
@@ -59,10 +59,34 @@ describe('REST', () => {
     });
     expect(sources.body.history.map((h: JsonBody) => h.action)).toEqual(['create', 'supersede']);
 
-    const undone = await call(`/v1/memories/${acme.id}/undo`, { method: 'POST' });
+    const undone = await call(`/v1/memories/${acme.id}/undo`, json('POST', ''));
     expect(undone.body.restored.map((m: JsonBody) => m.content)).toEqual(['The user works at Acme.']);
-    expect((await call(`/v1/memories/${acme.id}/undo`, { method: 'POST' })).status).toBe(400);
+    expect((await call(`/v1/memories/${acme.id}/undo`, json('POST', ''))).status).toBe(400);
     expect((await call('/v1/memories/nope/sources')).status).toBe(404);
+  });
+
+  it('a POST a web page could send unasked (text/plain, a form, no Content-Type) is 415 and changes nothing; JSON or an X-Cairn header works', async () => {
+    const cairn = await seeded();
+    const call = await rest(cairn);
+    // A page on another loopback port passes the origin guard in local mode; what it may send without a preflight:
+    const simple: RequestInit[] = [
+      { method: 'POST', headers: { origin: 'http://localhost:3000', 'content-type': 'text/plain' }, body: 'x' },
+      { method: 'POST', headers: { origin: 'http://127.0.0.1:5173', 'content-type': 'application/x-www-form-urlencoded' }, body: 'a=1' },
+      { method: 'POST', headers: { origin: 'http://localhost:3000' } },
+      { method: 'POST' },
+    ];
+    for (const init of simple) {
+      expect(await call('/v1/sessions/s1/flush', init)).toMatchObject({ status: 415, body: { error: { code: 'unsupported_media_type', message: expect.stringContaining('Content-Type: application/json') } } });
+    }
+    expect((await call('/v1/pipeline')).body.sessions).toMatchObject([{ session_key: 's1', pending_messages: 4 }]);
+    expect(await cairn.listMemories(scope, { limit: 10 })).toEqual([]);
+
+    expect(await call('/v1/sessions/s1/flush', { method: 'POST', headers: { 'x-cairn-session-key': 's1' } })).toMatchObject({ status: 200, body: { created: 5 } });
+    const acme = (await cairn.listMemories(scope, { limit: 10, includeSuperseded: true })).find((m) => m.content === 'The user works at Acme.')!;
+    for (const init of simple) expect((await call(`/v1/memories/${acme.id}/undo`, init)).status).toBe(415);
+    expect((await cairn.getMemory(scope, acme.id)).supersededBy).not.toBeNull();
+    expect((await call(`/v1/memories/${acme.id}/undo`, { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8' } })).status).toBe(200);
+    expect((await cairn.getMemory(scope, acme.id)).supersededBy).toBeNull();
   });
 
   it('POST /recall returns context, memory_count and strategy, and validates its body', async () => {

@@ -1,7 +1,44 @@
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 import type { z } from 'zod';
-import { CairnError, describeError } from '../errors.js';
+import { CairnError, describeError, isCairnError } from '../errors.js';
+
+/**
+ * The longest line an import or export file may hold, in bytes (64 MiB): far above any stored row (a message is
+ * at most 200,000 characters), far below what a string can hold, so a line that never ends (a gzip bomb)
+ * is refused after 64 MiB instead of growing until the process dies.
+ */
+export const MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The lines of a byte stream (UTF-8; `\n` or `\r\n`), decoded one at a time. A line longer than `maxBytes`
+ * throws `invalid_input` naming it (1-based) as soon as that many bytes are held, never after.
+ */
+export async function* boundedLines(input: AsyncIterable<Buffer>, maxBytes = MAX_LINE_BYTES): AsyncGenerator<string> {
+  let parts: Buffer[] = [];
+  let held = 0;
+  let line = 1;
+  const take = (): string => {
+    const text = Buffer.concat(parts, held).toString('utf8');
+    parts = [];
+    held = 0;
+    line++;
+    return text.endsWith('\r') ? text.slice(0, -1) : text;
+  };
+  for await (const chunk of input) {
+    let start = 0;
+    while (start <= chunk.length) {
+      const newline = chunk.indexOf(0x0a, start);
+      const end = newline === -1 ? chunk.length : newline;
+      held += end - start;
+      if (held > maxBytes) throw new CairnError('invalid_input', `line ${line} is longer than ${maxBytes} bytes, the most a line may hold`);
+      if (end > start) parts.push(chunk.subarray(start, end));
+      if (newline === -1) break;
+      yield take();
+      start = newline + 1;
+    }
+  }
+  if (held > 0) yield take();
+}
 
 export type JsonlLine<T> = { line: number; value: T };
 export type JsonlError = { line: number; message: string };
@@ -13,7 +50,7 @@ export type JsonlError = { line: number; message: string };
 export async function readJsonl<S extends z.ZodType>(file: string, schema: S): Promise<{ values: JsonlLine<z.infer<S>>[]; errors: JsonlError[] }> {
   const values: JsonlLine<z.infer<S>>[] = [];
   const errors: JsonlError[] = [];
-  const stream = createReadStream(file, { encoding: 'utf8' });
+  const stream = createReadStream(file);
   const opened = new Promise<void>((resolve, reject) => {
     stream.once('open', () => resolve());
     stream.once('error', reject);
@@ -24,7 +61,17 @@ export async function readJsonl<S extends z.ZodType>(file: string, schema: S): P
     throw new CairnError('invalid_input', `cannot read ${file}: ${describeError(err)}`);
   }
   let line = 0;
-  for await (const text of createInterface({ input: stream, crlfDelay: Infinity })) {
+  const reader = boundedLines(stream)[Symbol.asyncIterator]();
+  for (;;) {
+    let next: IteratorResult<string>;
+    try {
+      next = await reader.next();
+    } catch (err) {
+      stream.destroy();
+      throw isCairnError(err) ? new CairnError(err.code, `${file}: ${err.message}`, { cause: err }) : new CairnError('invalid_input', `cannot read ${file}: ${describeError(err)}`, { cause: err });
+    }
+    if (next.done) break;
+    const text = next.value;
     line++;
     if (text.trim() === '') continue;
     let parsed: unknown;

@@ -37,4 +37,13 @@ describe('Guides', () => {
     expect(guides.read({ topics: ['figure'] }).topics).toEqual(['figure']);
     expect(warnings[0]).toMatch(/cannot read guides_dir \/nonexistent\/cairn-guides/);
   });
+
+  it('names of Object.prototype members are no topics, neither built in nor as aliases', () => {
+    const guides = new Guides(undefined, () => {});
+    for (const name of ['constructor', '__proto__', 'toString', 'valueOf', 'hasOwnProperty']) {
+      expect(() => guides.read({ topics: [name] })).toThrow(`unknown topic "${name}"`);
+    }
+    expect(guides.read({ topics: ['toString', 'figure'] })).toMatchObject({ topics: ['figure'], unknown: ['toString'] });
+    expect(guides.topics()).not.toContain('constructor');
+  });
 });

@@ -21,10 +21,10 @@ export type ReasoningGuideParams = z.infer<typeof reasoningGuideParams>;
 export type ReasoningGuideResult = { text: string; topics: string[]; unknown: string[] };
 
 /** Names topics had before (seed 001: `web_search` was `rag_web` before v1.2.1); asked for by either name, a guide answers under its own. */
-const TOPIC_ALIASES: Readonly<Record<string, string>> = {
-  rag_web: 'web_search',
-  subagent_delegation: 'subagent_dispatch',
-};
+const TOPIC_ALIASES: ReadonlyMap<string, string> = new Map([
+  ['rag_web', 'web_search'],
+  ['subagent_delegation', 'subagent_dispatch'],
+]);
 
 /**
  * reasoning_guide: built-in rule sets plus a configured folder of `<topic>.md` files that add topics or
@@ -38,7 +38,7 @@ export class Guides {
 
   /** Every topic name, sorted. */
   topics(): string[] {
-    return Object.keys(this.load()).sort();
+    return [...this.load().keys()].sort();
   }
 
   /**
@@ -48,20 +48,22 @@ export class Guides {
    */
   read(params: ReasoningGuideParams): ReasoningGuideResult {
     const guides = this.load();
-    const available = Object.keys(guides).sort().join(', ');
+    const available = [...guides.keys()].sort().join(', ');
     const requested = [...new Set(params.topics.map((t) => t.trim()).filter((t) => t !== ''))];
     if (requested.length === 0) throw new CairnError('invalid_input', `topics is required; available: ${available}`);
-    const canonical = (t: string) => (guides[t] === undefined && TOPIC_ALIASES[t] !== undefined ? TOPIC_ALIASES[t] : t);
-    const topics = [...new Set(requested.map(canonical).filter((t) => guides[t] !== undefined))];
-    const unknown = requested.filter((t) => guides[canonical(t)] === undefined);
+    // Requested names are looked up in Maps, never as object properties: `constructor` or `__proto__`
+    // would otherwise find Object.prototype's members.
+    const canonical = (t: string) => (guides.has(t) ? t : (TOPIC_ALIASES.get(t) ?? t));
+    const topics = [...new Set(requested.map(canonical).filter((t) => guides.has(t)))];
+    const unknown = requested.filter((t) => !guides.has(canonical(t)));
     const unknownText = `unknown topic${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t}"`).join(', ')}; available: ${available}`;
     if (topics.length === 0) throw new CairnError('invalid_input', unknownText);
-    const text = topics.map((t) => `## ${t}\n\n${guides[t]!.trim()}`).join('\n\n');
+    const text = topics.map((t) => `## ${t}\n\n${guides.get(t)!.trim()}`).join('\n\n');
     return { text: unknown.length > 0 ? `${text}\n\n(${unknownText})` : text, topics, unknown };
   }
 
-  private load(): Record<string, string> {
-    const guides: Record<string, string> = { ...BUILTIN_GUIDES };
+  private load(): Map<string, string> {
+    const guides = new Map(Object.entries(BUILTIN_GUIDES));
     if (this.dir === undefined) return guides;
     let names: string[];
     try {
@@ -76,7 +78,7 @@ export class Guides {
       if (!TOPIC_NAME.test(topic)) continue;
       try {
         const text = readFileSync(join(this.dir, name), 'utf8').trim();
-        if (text !== '') guides[topic] = text;
+        if (text !== '') guides.set(topic, text);
       } catch (err) {
         this.warn(`reasoning_guide: cannot read ${join(this.dir, name)}: ${describeError(err)}`);
       }

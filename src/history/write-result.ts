@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { extname, join } from 'node:path';
 import { z } from 'zod';
 import { CairnError, describeError } from '../errors.js';
+import { makePrivateDir, PRIVATE_FILE_MODE } from '../private-files.js';
 import { checkHtml } from './html-check.js';
 
 /** Parameters of write_result; unknown fields are refused (a misspelt `fileName` must not silently pick a default name). */
@@ -78,7 +79,7 @@ export class ResultWriter {
       }
     }
     try {
-      mkdirSync(this.dir, { recursive: true });
+      makePrivateDir(this.dir);
     } catch (err) {
       throw new CairnError('unavailable', `cannot create the output directory ${this.dir}: ${describeError(err)}`, { cause: err });
     }
@@ -101,7 +102,7 @@ export class ResultWriter {
       const path = join(this.dir, `${base}${n === 1 ? '' : `-${n}`}.${ext}`);
       if (existsSync(path)) continue;
       try {
-        writeFileSync(path, content, { flag: 'wx' });
+        writeFileSync(path, content, { flag: 'wx', mode: PRIVATE_FILE_MODE });
         return path;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code === 'EEXIST') continue;

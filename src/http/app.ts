@@ -10,7 +10,7 @@ import { toErrorResponse } from './error-response.js';
 import { addHistoryRoutes } from './history-routes.js';
 import { addMcpRoute, mcpToolNames } from './mcp-route.js';
 import { describe, openApiDocument } from './openapi.js';
-import { originGuard } from './origin-guard.js';
+import { originGuard, simpleRequestGuard } from './origin-guard.js';
 import { addPipelineRoutes } from './pipeline-routes.js';
 import { addSeedRoutes } from './seed-routes.js';
 import { addToolRoutes } from './tools-routes.js';
@@ -78,6 +78,13 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
     const { status, body, headers } = toErrorResponse(err, log);
     return c.json(body, status, headers);
   });
+  // A refused body (413, 415; Hono's or the MCP transport's) is left unread: end the connection with the
+  // answer, or the unread bytes hold it until the node adapter's drain gives up and resets it ~500 ms later,
+  // taking a keep-alive client's next request with it.
+  app.use('*', async (c, next) => {
+    await next();
+    if (c.res.status === 413 || c.res.status === 415) c.header('connection', 'close');
+  });
   app.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
 
   // Origins listed for CORS are accepted by the guard too: their pages are meant to call the server.
@@ -95,6 +102,7 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
     c.set('key', open ? null : await authenticate(cairn, mode, authorization));
     await next();
   });
+  app.use('*', simpleRequestGuard());
   app.use(
     '*',
     bodyLimit({

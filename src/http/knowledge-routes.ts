@@ -35,8 +35,9 @@ export const knowledgeWire = z.object({
 
 /**
  * `/v1/knowledge`: register, list, read, sync and remove the caller's knowledge resources. Another
- * scope's resource answers 404, as if it did not exist. Registering is confined to `knowledge.roots`
- * in keys mode (403 without them) and, when they are set, in local mode too.
+ * scope's resource answers 404, as if it did not exist. Registering is confined to the caller's
+ * `knowledge.roots` in keys mode (403 without them) and, when they are set, in local mode too; a folder
+ * overlapping another scope's resource is refused unless the roots share it.
  */
 export function addKnowledgeRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
   app.post('/v1/knowledge', describe({ operationId: 'addKnowledge', summary: 'Register a wiki folder or a code folder; indexing runs in the background', body: newKnowledgeSchema, responses: { 201: knowledgeWire }, errors: [409] }), async (c) => {
@@ -53,7 +54,7 @@ export function addKnowledgeRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMo
     return c.json(toKnowledgeWire(await cairn.knowledge.get(requestScope(c, mode), c.req.param('id'))));
   });
 
-  app.post('/v1/knowledge/:id/sync', describe({ operationId: 'syncKnowledge', summary: 'Re-sync incrementally (only files whose content changed)', responses: { 202: knowledgeWire }, errors: [400, 404] }), async (c) => {
+  app.post('/v1/knowledge/:id/sync', describe({ operationId: 'syncKnowledge', summary: 'Re-sync incrementally (only files whose content changed)', responses: { 202: knowledgeWire }, errors: [400, 404, 415] }), async (c) => {
     return c.json(toKnowledgeWire(await cairn.knowledge.sync(requestScope(c, mode), c.req.param('id'))), 202);
   });
 

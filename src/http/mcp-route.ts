@@ -42,7 +42,7 @@ export function addMcpRoute(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode, log
       202: { description: 'A notification or response was accepted (no body)' },
       400: z.union([errorBody, jsonRpcError]).describe('A malformed Mcp-Session-Id (Cairn error) or JSON-RPC message (JSON-RPC error)'),
       406: jsonRpcError.describe('The client must accept both application/json and text/event-stream'),
-      415: jsonRpcError.describe('The body must be application/json'),
+      415: z.union([errorBody, jsonRpcError]).describe('The body must be application/json (Cairn error when not declared JSON at all, JSON-RPC error from the transport)'),
     },
   });
   app.post('/mcp', post, async (c) => {

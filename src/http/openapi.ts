@@ -44,13 +44,17 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   405: 'Method not allowed',
   409: 'Conflict',
   413: 'Body too large (server.body_limit_bytes)',
-  415: 'Body is not JSON',
+  415: 'Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header)',
   422: 'Scope required (keys mode)',
   429: 'Budget exhausted',
   500: 'Internal error (logged; no detail is sent)',
   502: 'A downstream service failed (embedding, LLM or a downstream MCP server)',
   503: 'Unavailable: the store is busy or cannot be used, or a downstream server is not connected',
 };
+
+/** Every error answer's body, stated once in `components` (generated clients name it `Error`). */
+const ERROR_REF = { $ref: '#/components/schemas/Error' };
+const RETRY_AFTER = { 'Retry-After': { description: 'With code busy: seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } } };
 
 /** The route's description as a Hono middleware that does nothing at run time (hono-openapi reads it from the router). */
 export function describe(doc: OperationDoc): MiddlewareHandler {
@@ -72,7 +76,11 @@ export function describe(doc: OperationDoc): MiddlewareHandler {
           };
   }
   for (const status of [...errors].sort()) {
-    responses[String(status)] ??= { description: ERROR_DESCRIPTIONS[status] ?? 'Error', content: json(errorBody, 'output') };
+    responses[String(status)] ??= {
+      description: ERROR_DESCRIPTIONS[status] ?? 'Error',
+      ...(status === 503 ? { headers: RETRY_AFTER } : {}),
+      content: { 'application/json': { schema: ERROR_REF } },
+    };
   }
   return describeRoute({
     operationId: doc.operationId,
@@ -111,7 +119,11 @@ export async function openApiDocument(app: Hono<AppEnv>, options: OpenApiOptions
           'Memory for AI agents. Errors are {"error":{"code","message"}} (some add detail fields such as hint). With auth.mode keys, send ' +
           `Authorization: Bearer <key>; the key's user (and agent, if bound) is the scope, and ${CALLER_HEADERS.agent} names the agent otherwise.`,
       },
-      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
+      components: {
+        // zod's JSON Schema type and the OpenAPI one differ only in how they spell `type`.
+        schemas: { Error: z.toJSONSchema(errorBody, { io: 'output' }) as never },
+        securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } },
+      },
       security: [{ apiKey: [] }],
     },
   })) as unknown as { paths: Record<string, Record<string, { description?: string }>> } & Record<string, unknown>;

@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { CairnError } from '../errors.js';
+import { isJsonContentType } from './wire.js';
 
 /** What {@link originGuard} accepts. */
 export type OriginPolicy = {
@@ -44,6 +45,30 @@ export function originGuard(policy: OriginPolicy): MiddlewareHandler {
     }
     await next();
   };
+}
+
+/**
+ * Refuses (415) a POST that a browser could send cross-site without asking first (a CORS "simple"
+ * request): one that declares no JSON `Content-Type` (text/plain, a form, or none at all) and carries
+ * neither `Authorization` nor an `X-Cairn-*` header, whatever its body. The origin guard lets loopback
+ * pages through in local mode; this keeps those pages from triggering the POSTs that take no body (flush,
+ * undo, sync) too. PATCH, PUT and DELETE are never simple: a browser asks first, and no CORS answer allows it.
+ */
+export function simpleRequestGuard(): MiddlewareHandler {
+  return async (c, next) => {
+    if (c.req.method === 'POST' && !isJsonContentType(c.req.header('content-type')) && c.req.header('authorization') === undefined && !hasCairnHeader(c.req.raw.headers)) {
+      throw new CairnError(
+        'unsupported_media_type',
+        'a POST must declare Content-Type: application/json, even without a body (or carry Authorization or an X-Cairn-* header), so no web page can send it unasked',
+      );
+    }
+    await next();
+  };
+}
+
+function hasCairnHeader(headers: Headers): boolean {
+  for (const name of headers.keys()) if (name.startsWith('x-cairn-')) return true;
+  return false;
 }
 
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);

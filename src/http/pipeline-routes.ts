@@ -92,12 +92,12 @@ export function addPipelineRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMod
     return c.json(body);
   });
 
-  app.post('/v1/memories/:id/undo', describe({ operationId: 'undoSupersession', summary: 'Restore a superseded memory and hide its replacement', responses: { 200: restoredResponse }, errors: [400, 404] }), async (c) => {
+  app.post('/v1/memories/:id/undo', describe({ operationId: 'undoSupersession', summary: 'Restore a superseded memory and hide its replacement', responses: { 200: restoredResponse }, errors: [400, 404, 415] }), async (c) => {
     const restored = await cairn.undoSupersession(requestScope(c, mode), c.req.param('id'), c.get('key') ? `key:${c.get('key')!.id}` : 'api');
     return c.json({ restored: restored.map(toMemoryWire) } satisfies z.infer<typeof restoredResponse>);
   });
 
-  app.post('/v1/sessions/:session_key/flush', describe({ operationId: 'flushSession', summary: "Extract memories from the session's pending messages now", responses: { 200: runResponse }, errors: [400, 502] }), async (c) => {
+  app.post('/v1/sessions/:session_key/flush', describe({ operationId: 'flushSession', summary: "Extract memories from the session's pending messages now", responses: { 200: runResponse }, errors: [400, 415, 502] }), async (c) => {
     const run: ExtractionRun = await cairn.flush(requestScope(c, mode), c.req.param('session_key'));
     return c.json(run satisfies z.infer<typeof runResponse>);
   });

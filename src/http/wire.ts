@@ -184,10 +184,14 @@ export function toMemoryWire(m: Memory): z.infer<typeof memoryWire> {
   };
 }
 
+/** Whether a `Content-Type` declares JSON (`application/json`, `application/*+json`, parameters allowed). */
+export function isJsonContentType(type: string | undefined): boolean {
+  return /^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type ?? '');
+}
+
 /** The JSON body, validated: 415 unless it is declared JSON, 400 when malformed or invalid. */
 export async function readBody<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
-  const type = c.req.header('content-type') ?? '';
-  if (!/^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
+  if (!isJsonContentType(c.req.header('content-type'))) {
     // Requiring JSON also makes browsers preflight cross-site writes, which this server never allows.
     throw new CairnError('unsupported_media_type', 'the request body must be JSON (Content-Type: application/json)');
   }

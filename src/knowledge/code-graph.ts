@@ -1,8 +1,7 @@
 import { posix } from 'node:path';
 import { analyze, foldWord } from '../text/analyze.js';
-import { isCairnError } from '../errors.js';
 import { Bm25Index } from '../search/bm25-index.js';
-import { readFolderFile } from './scan-folder.js';
+import { isRefusedRead, readConfinedFile, type ConfinedFolder } from './confined-read.js';
 import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
 
 /** Source files a code graph indexes (TypeScript and JavaScript). */
@@ -161,7 +160,7 @@ export class CodeGraph {
   }
 
   /** The files most relevant to `query`, each with the source of its matching symbols. */
-  async explore(root: string, query: string, maxFiles: number): Promise<{ query: string; files: ExploredFile[]; truncated: boolean }> {
+  async explore(folder: ConfinedFolder, query: string, maxFiles: number): Promise<{ query: string; files: ExploredFile[]; truncated: boolean }> {
     const hits = this.rank(query).slice(0, EXPLORE_CANDIDATES);
     const byFile = new Map<string, { sym: Sym; score: number }[]>();
     for (const hit of hits) push(byFile, hit.sym.file, hit);
@@ -175,7 +174,7 @@ export class CodeGraph {
     for (const { file, list, score } of ranked) {
       let lines: string[];
       try {
-        lines = (await readFolderFile(root, file)).toString('utf8').split('\n');
+        lines = (await readConfinedFile(folder, file)).toString('utf8').split('\n');
       } catch {
         continue;
       }
@@ -342,7 +341,7 @@ export class CodeGraph {
   }
 
   /** One symbol in full: signature, docs, location, members, neighbour counts and optionally its code. */
-  async node(root: string, ref: SymbolRef, includeCode: boolean): Promise<Unresolved | NodeResult> {
+  async node(folder: ConfinedFolder, ref: SymbolRef, includeCode: boolean): Promise<Unresolved | NodeResult> {
     const resolved = this.resolved(ref);
     if ('message' in resolved) return resolved;
     const members =
@@ -364,13 +363,13 @@ export class CodeGraph {
     if (resolved.kind === 'file') result.imports = this.files.get(resolved.file)!.data.imports;
     if (includeCode) {
       try {
-        const lines = (await readFolderFile(root, resolved.file)).toString('utf8').split('\n');
+        const lines = (await readConfinedFile(folder, resolved.file)).toString('utf8').split('\n');
         const end = Math.min(resolved.endLine, resolved.line + NODE_CODE_LINES - 1);
         result.code = lines.slice(resolved.line - 1, end).join('\n');
         if (end < resolved.endLine) result.code_truncated = true;
       } catch (err) {
         result.code = null;
-        if (isCairnError(err, 'forbidden')) result.code_error = err.message;
+        if (isRefusedRead(err)) result.code_error = err.message;
       }
     }
     return result;
@@ -380,7 +379,7 @@ export class CodeGraph {
    * Lines `range` (`[first, last]`, 1-based, inclusive; clipped to the file) of one indexed file, named by its
    * path or a trailing part of it. Only indexed files are read, so a path never leads outside the root.
    */
-  async readFile(root: string, path: string, range: [number, number | null] | null): Promise<FileRead | FileUnresolved> {
+  async readFile(folder: ConfinedFolder, path: string, range: [number, number | null] | null): Promise<FileRead | FileUnresolved> {
     const matches = [...this.files.keys()].filter((f) => pathMatches(f, path));
     const exact = matches.find((f) => f === path.replace(/^\.\//, ''));
     if (!exact && matches.length > 1) {
@@ -388,7 +387,7 @@ export class CodeGraph {
     }
     const file = exact ?? matches[0];
     if (file === undefined) return { found: false, path, message: `no indexed file '${path}' in this code graph; use files to list them` };
-    const lines = (await readFolderFile(root, file)).toString('utf8').split('\n');
+    const lines = (await readConfinedFile(folder, file)).toString('utf8').split('\n');
     if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
     const first = Math.min(range?.[0] ?? 1, Math.max(lines.length, 1));
     const wanted = Math.min(range?.[1] ?? lines.length, lines.length);

@@ -1,25 +1,34 @@
 import { constants } from 'node:fs';
-import { lstat, open, realpath } from 'node:fs/promises';
+import { lstat, open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import { join, sep } from 'node:path';
-import { CairnError, describeError } from '../errors.js';
+import { CairnError, isCairnError } from '../errors.js';
 
 // O_NOFOLLOW refuses a symlink as the last component; O_NONBLOCK keeps a FIFO swapped in from blocking the open.
 const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
+/** Bytes read per step: a read holds at most the limit in memory, never the whole of an over-limit file. */
+const CHUNK_BYTES = 64 * 1024;
+
+/** A resource's folder as reads see it: its real path, and the largest file read from it. */
+export type ConfinedFolder = {
+  /** Absolute real path (resources store their root resolved). */
+  root: string;
+  /** Larger files are refused (`knowledge.max_file_bytes`). */
+  maxFileBytes: number;
+};
 
 /**
- * The bytes of file `path` (relative, `/`-separated) under `root`, read only if it is still a regular
- * file inside the root: the root must resolve to itself (it is stored as a real path), the file is opened
- * without following a final symlink, its real path must lie under the root, and the opened file must be
- * the one at that real path (so a directory swapped for a symlink between the checks is caught too).
- * Anything else is refused with `forbidden`; a file that is gone throws the plain file-system error.
+ * The bytes of file `path` (relative, `/`-separated) under `folder.root`, read only if the opened
+ * descriptor itself is a regular file inside the root: the file is opened without following a final
+ * symlink, then the kernel's path of the descriptor (`/proc/self/fd/N`) must lie under the root, so a
+ * directory swapped for a symlink at any moment before the open leads to a refusal, never to outside bytes
+ * (DESIGN.md, "Knowledge resources"). The bytes come from that descriptor, at most `maxFileBytes` of them.
+ * Refused with `forbidden` when outside or not a regular file, `payload_too_large` when over the limit;
+ * a file that is gone throws the plain file-system error.
  */
-export async function readConfinedFile(root: string, path: string): Promise<Buffer> {
+export async function readConfinedFile(folder: ConfinedFolder, path: string): Promise<Buffer> {
+  const { root, maxFileBytes } = folder;
   const parts = path.split('/');
   if (parts.some((p) => p === '' || p === '.' || p === '..')) refuse(path, 'it is not a plain relative path');
-  const realRoot = await realpath(root).catch((err: unknown) => {
-    throw new CairnError('not_found', `cannot read the folder ${root}: ${describeError(err)}`, { cause: err });
-  });
-  if (realRoot !== root) refuse(path, `the folder ${root} now resolves to ${realRoot}`);
   const full = join(root, ...parts);
   let handle;
   try {
@@ -29,17 +38,72 @@ export async function readConfinedFile(root: string, path: string): Promise<Buff
     throw err;
   }
   try {
-    const real = await realpath(full);
-    if (!real.startsWith(root.endsWith(sep) ? root : `${root}${sep}`)) refuse(path, `it resolves to ${real}, outside ${root}`);
-    const [opened, there] = await Promise.all([handle.stat(), lstat(real)]);
-    if (!opened.isFile()) refuse(path, 'it is not a regular file');
-    if (opened.dev !== there.dev || opened.ino !== there.ino) refuse(path, 'it changed while being opened');
-    return await handle.readFile();
+    const opened = await descriptorPath(handle);
+    if (opened === null) await checkByPath(root, full, path, handle);
+    else if (!isUnder(opened, root)) refuse(path, `it lies outside ${root}`);
+    const info = await handle.stat();
+    if (!info.isFile()) refuse(path, 'it is not a regular file');
+    if (info.size > maxFileBytes) throw tooLarge(path, info.size, maxFileBytes);
+    return await readAtMost(handle, path, maxFileBytes);
   } finally {
     await handle.close();
   }
 }
 
+/** True for the errors {@link readConfinedFile} refuses a read with (as opposed to a file that is gone). */
+export function isRefusedRead(err: unknown): err is CairnError {
+  return isCairnError(err, 'forbidden') || isCairnError(err, 'payload_too_large');
+}
+
+/** The path the kernel holds for an open descriptor, or null where `/proc/self/fd` does not exist (not Linux). */
+async function descriptorPath(handle: FileHandle): Promise<string | null> {
+  try {
+    return await readlink(`/proc/self/fd/${handle.fd}`);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+/**
+ * Without `/proc`, the best a path can do: the root still resolves to itself, the file's real path lies
+ * under it, and the opened file is the one at that real path. A racing rename can slip between these.
+ */
+async function checkByPath(root: string, full: string, path: string, handle: FileHandle): Promise<void> {
+  if ((await realpath(root)) !== root) refuse(path, `the folder ${root} no longer resolves to itself`);
+  const real = await realpath(full);
+  if (!isUnder(real, root)) refuse(path, `it lies outside ${root}`);
+  const [opened, there] = await Promise.all([handle.stat(), lstat(real)]);
+  if (opened.dev !== there.dev || opened.ino !== there.ino) refuse(path, 'it changed while being opened');
+}
+
+/** Reads the descriptor to its end in chunks, refusing once more than `max` bytes came (a file that grew after fstat). */
+async function readAtMost(handle: FileHandle, path: string, max: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (;;) {
+    const chunk = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, max + 1 - total));
+    const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
+    if (bytesRead === 0) break;
+    chunks.push(bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead));
+    total += bytesRead;
+    if (total > max) throw new CairnError('payload_too_large', `refused to read ${path}: it grew past knowledge.max_file_bytes (${max} bytes) while being read`);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+function isUnder(path: string, root: string): boolean {
+  return path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
+}
+
 function refuse(path: string, why: string): never {
   throw new CairnError('forbidden', `refused to read ${path}: ${why} (knowledge reads stay inside the resource folder)`);
+}
+
+function tooLarge(path: string, bytes: number, max: number): CairnError {
+  return new CairnError('payload_too_large', `refused to read ${path}: it is ${bytes} bytes (${mebibytes(bytes)}), over knowledge.max_file_bytes (${max} bytes)`);
+}
+
+function mebibytes(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { CairnError, describeError } from '../errors.js';
+import { CairnError, describeError, isCairnError } from '../errors.js';
 import type { KnowledgeFileRecord, KnowledgeType } from '../store/store.js';
 import { isCodePath } from './code-graph.js';
-import { isText, readFolderFile, scanFolder, type IgnoredEntry } from './scan-folder.js';
+import { readConfinedFile } from './confined-read.js';
+import { isText, scanFolder, type IgnoredEntry } from './scan-folder.js';
 import { parseWikiFile } from './wiki.js';
 
 /** One sync of one resource, as sent to the indexing worker (plain data, structured-cloneable). */
@@ -52,6 +53,7 @@ export async function runIndexJob(job: IndexJob, onProgress?: (progress: IndexPr
   await requireFolder(job.root);
   const scan = await scanFolder(job.root, { include: job.type === 'code' ? isCodePath : () => true, type: job.type, maxFiles: job.maxFiles });
   const entries = scan.files;
+  const folder = { root: job.root, maxFileBytes: job.maxFileBytes };
   const force = new Set(job.force);
   const present = new Set<string>();
   const skipped: string[] = [];
@@ -67,9 +69,12 @@ export async function runIndexJob(job: IndexJob, onProgress?: (progress: IndexPr
     }
     let bytes: Buffer;
     try {
-      bytes = await readFolderFile(job.root, entry.path);
-    } catch {
-      continue; // Deleted between the scan and the read: the next sync sees it gone.
+      bytes = await readConfinedFile(folder, entry.path);
+    } catch (err) {
+      // Grown past the limit since the scan: left out like any file over it. Refused (swapped for a link
+      // out) or deleted between the scan and the read: the next sync sees it as it is then.
+      if (isCairnError(err, 'payload_too_large')) skipped.push(entry.path);
+      continue;
     }
     if (!isText(bytes)) {
       binary.push(entry.path);

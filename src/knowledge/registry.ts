@@ -63,7 +63,8 @@ export type KnowledgeCatalogTool = { source: string; toolName: string; descripti
 /**
  * Who registers a folder. `operator` (the CLI, a library caller) may register any folder it can read;
  * `loopback` (REST in local mode, the user's own machine) too, unless `knowledge.roots` is set, which
- * then confines it; `tenant` (REST in keys mode) only folders under `knowledge.roots` (none set: none).
+ * then confines it; `tenant` (REST in keys mode) only folders under its `knowledge.roots` (none set: none).
+ * Confined registrars never get a folder overlapping another scope's unless the roots share it.
  */
 export type Registrar = 'operator' | 'loopback' | 'tenant';
 
@@ -78,8 +79,11 @@ export type KnowledgeRegistryOptions = {
   maxFileBytes: number;
   /** Folders with more indexable files than this are refused. */
   maxFiles: number;
-  /** Absolute folders under which callers other than the operator may register resources (`knowledge.roots`). */
-  roots?: readonly string[];
+  /**
+   * Absolute folders under which callers other than the operator may register resources, by tenant
+   * (`knowledge.roots`: `*`, `user` or `user/agent` to folders).
+   */
+  roots?: Readonly<Record<string, readonly string[]>>;
 };
 
 type Index = WikiIndex | CodeGraph;
@@ -108,6 +112,8 @@ export class KnowledgeRegistry {
   private closed = false;
   /** Aborted by close: a sync waiting for another process's claim on its resource stops waiting. */
   private readonly closing = new AbortController();
+  /** Registrations run one at a time, so two scopes cannot both pass the overlap check for one folder. */
+  private adding: Promise<unknown> = Promise.resolve();
 
   constructor(
     /** The resources, and the claims that keep two processes from syncing one resource at once. */
@@ -119,13 +125,22 @@ export class KnowledgeRegistry {
 
   /**
    * Registers a folder for `scope` and starts indexing it in the background; returns at once with status
-   * `indexing`. The folder is stored as its real path, and must lie under `knowledge.roots` unless the
-   * registrar is the operator (see {@link Registrar}); refused with `forbidden` otherwise.
+   * `indexing`. The folder is stored as its real path, and unless the registrar is the operator (see
+   * {@link Registrar}) must lie under the scope's `knowledge.roots` and not overlap (be, hold or lie inside)
+   * another scope's resource unless both scopes are mapped by name to a root holding both; refused with
+   * `forbidden` otherwise.
    */
-  async add(scope: Scope, input: NewKnowledge, registrar: Registrar = 'operator'): Promise<KnowledgeResource> {
+  add(scope: Scope, input: NewKnowledge, registrar: Registrar = 'operator'): Promise<KnowledgeResource> {
+    const added = this.adding.then(() => this.addNow(scope, input, registrar));
+    this.adding = added.catch(() => undefined);
+    return added;
+  }
+
+  private async addNow(scope: Scope, input: NewKnowledge, registrar: Registrar): Promise<KnowledgeResource> {
     const valid = parse(newKnowledgeSchema, input, 'knowledge resource');
     const requested = resolve(valid.path);
-    const roots = registrar === 'operator' ? null : await this.allowedRoots(registrar);
+    const grants = registrar === 'operator' ? null : await this.grants(registrar);
+    const roots = grants && grants.of(scope);
     // Lexical check first, so a caller confined to the roots learns nothing about folders outside them.
     if (roots && !roots.some((r) => isUnder(requested, r.given) || isUnder(requested, r.real))) throw outsideRoots(requested, roots);
     let root: string;
@@ -137,6 +152,7 @@ export class KnowledgeRegistry {
       throw new CairnError('invalid_input', `cannot read ${requested}: ${describeError(err)}`);
     }
     if (roots && !roots.some((r) => isUnder(root, r.real))) throw outsideRoots(root, roots);
+    if (grants) await this.requireUnshared(scope, root, grants);
     const existing = (await this.store.listKnowledgeResources(scope)).find((r) => r.type === valid.type && r.root === root);
     if (existing) throw new CairnError('conflict', `${root} is already registered as ${existing.id}`);
     const id = `${valid.type === 'wiki' ? 'wiki' : 'cg'}-${randomBytes(4).toString('hex')}`;
@@ -215,7 +231,7 @@ export class KnowledgeRegistry {
     const ready = record.status === 'ready';
     if (!ready && !tool.anyStatus) return notReadyAnswer(resource);
     const index = ready || record.version > 0 ? await this.load(record) : null;
-    return (tool as KnowledgeTool<Index>).run({ resource, index, lastSync: this.reports.get(record.id) ?? null }, valid);
+    return (tool as KnowledgeTool<Index>).run({ resource, folder: { root: record.root, maxFileBytes: this.options.maxFileBytes }, index, lastSync: this.reports.get(record.id) ?? null }, valid);
   }
 
   // ---- the tool hub's catalog provider -------------------------------------------------------
@@ -492,17 +508,42 @@ export class KnowledgeRegistry {
     return record;
   }
 
-  /** `knowledge.roots` with their real paths (a root that does not resolve keeps only its given path). */
-  private async allowedRoots(registrar: Exclude<Registrar, 'operator'>): Promise<AllowedRoot[] | null> {
-    const roots = this.options.roots ?? [];
-    if (roots.length === 0) {
+  /** `knowledge.roots` with their real paths (a root that does not resolve keeps only its given path); null when unset in local mode. */
+  private async grants(registrar: Exclude<Registrar, 'operator'>): Promise<Grants | null> {
+    const entries = Object.entries(this.options.roots ?? {}).filter(([, folders]) => folders.length > 0);
+    if (entries.length === 0) {
       if (registrar === 'loopback') return null;
       throw new CairnError(
         'forbidden',
         'registering folders with an API key needs knowledge.roots in the server config (absolute folders tenants may index); none is set, so only the operator can register folders (cairn knowledge add)',
       );
     }
-    return Promise.all(roots.map(async (given) => ({ given: resolve(given), real: await realpath(given).catch(() => resolve(given)) })));
+    const byKey = new Map<string, AllowedRoot[]>(
+      await Promise.all(
+        entries.map(async ([key, folders]) => [key, await Promise.all(folders.map(async (given) => ({ given: resolve(given), real: await realpath(given).catch(() => resolve(given)) })))] as const),
+      ),
+    );
+    const named = (scope: Scope) => [...(byKey.get(scope.userId) ?? []), ...(byKey.get(`${scope.userId}/${scope.agentId}`) ?? [])];
+    return { of: (scope) => [...(byKey.get('*') ?? []), ...named(scope)], named };
+  }
+
+  /**
+   * Refuses `root` when it is, holds or lies inside another scope's resource, unless both scopes are mapped
+   * by name (not `*`) to roots holding both folders: the operator shared them. Which scope and folder it
+   * overlaps is not said.
+   */
+  private async requireUnshared(scope: Scope, root: string, grants: Grants): Promise<void> {
+    const holds = (folders: readonly AllowedRoot[], a: string, b: string) => folders.some((r) => isUnder(a, r.real) && isUnder(b, r.real));
+    const mine = grants.named(scope);
+    for (const other of await this.store.listAllKnowledgeResources()) {
+      if (other.scope.userId === scope.userId && other.scope.agentId === scope.agentId) continue;
+      if (!isUnder(root, other.root) && !isUnder(other.root, root)) continue;
+      if (holds(mine, root, other.root) && holds(grants.named(other.scope), root, other.root)) continue;
+      throw new CairnError(
+        'forbidden',
+        `${root} is, holds or lies inside a folder another tenant registered; knowledge.roots does not share it with you (the operator can, by mapping a root holding both to both tenants)`,
+      );
+    }
   }
 
   private view(record: KnowledgeResourceRecord): KnowledgeResource {
@@ -521,12 +562,15 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, what: string): z.
 }
 
 type AllowedRoot = { given: string; real: string };
+/** `knowledge.roots` resolved: the roots a scope may register under, and those mapped to it by name (not `*`). */
+type Grants = { of: (scope: Scope) => AllowedRoot[]; named: (scope: Scope) => AllowedRoot[] };
 
 function isUnder(path: string, root: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
 }
 
 function outsideRoots(path: string, roots: readonly AllowedRoot[]): CairnError {
+  if (roots.length === 0) return new CairnError('forbidden', `${path} is not under knowledge.roots: none is mapped to you, so you cannot register folders`);
   return new CairnError('forbidden', `${path} is not under knowledge.roots (${roots.map((r) => r.given).join(', ')}); only folders there may be registered`);
 }
 

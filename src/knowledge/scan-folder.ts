@@ -1,4 +1,4 @@
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import { CairnError, describeError } from '../errors.js';
@@ -6,6 +6,9 @@ import { readConfinedFile } from './confined-read.js';
 
 /** One file found under a resource's root; `path` is relative, with `/` separators. */
 export type FolderEntry = { path: string; size: number; mtimeMs: number };
+
+/** Largest `.gitignore` read; a larger one is left out (its rules do not apply). */
+const GITIGNORE_MAX_BYTES = 1024 * 1024;
 
 /** Directories never indexed, besides hidden ones (`.git`, `.cache`, …). */
 const IGNORED_DIRS: readonly string[] = ['node_modules', '__pycache__'];
@@ -100,7 +103,9 @@ export async function scanFolder(root: string, options: ScanOptions): Promise<Sc
 
 async function gitignoreRules(dir: string, base: string, root: string): Promise<Rules> {
   const file = join(dir, '.gitignore');
-  const text = await readFile(file, 'utf8').catch(() => '');
+  // Read like any indexed file, so a .gitignore swapped for a link out of the root is not read either.
+  const inside = base === '' ? '.gitignore' : `${base}/.gitignore`;
+  const text = (await readConfinedFile({ root, maxFileBytes: GITIGNORE_MAX_BYTES }, inside).catch(() => Buffer.alloc(0))).toString('utf8');
   return { base, matcher: ignore().add(text), source: relative(root, file).split(sep).join('/') };
 }
 
@@ -119,14 +124,6 @@ function ignoredBy(rules: readonly Rules[], path: string): string | null {
     else if (result.unignored) by = null;
   }
   return by;
-}
-
-/**
- * The bytes of an indexed file; `path` must come from the index (never straight from a caller). Never
- * follows a symlink out of the root (see {@link readConfinedFile}).
- */
-export async function readFolderFile(root: string, path: string): Promise<Buffer> {
-  return readConfinedFile(root, path);
 }
 
 /** True when `bytes` look like text: valid UTF-8 without NUL bytes. */

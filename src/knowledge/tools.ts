@@ -2,11 +2,12 @@ import { z } from 'zod';
 import { CairnError } from '../errors.js';
 import type { KnowledgeType } from '../store/store.js';
 import { CODE_SYMBOL_KINDS, type CodeGraph } from './code-graph.js';
+import type { ConfinedFolder } from './confined-read.js';
 import type { KnowledgeResource, SyncReport } from './registry.js';
 import type { WikiIndex } from './wiki.js';
 
-/** What a tool runs against: the resource, its loaded index (null before the first index) and the last sync. */
-export type ToolContext<I> = { resource: KnowledgeResource; index: I | null; lastSync: SyncReport | null };
+/** What a tool runs against: the resource, its folder as reads see it, its loaded index (null before the first index) and the last sync. */
+export type ToolContext<I> = { resource: KnowledgeResource; folder: ConfinedFolder; index: I | null; lastSync: SyncReport | null };
 
 /** One per-resource tool: its wire name, description and parameter schema, and its body. */
 export type KnowledgeTool<I = unknown> = {
@@ -124,7 +125,7 @@ export const WIKI_TOOLS: readonly KnowledgeTool<WikiIndex>[] = [
     name: 'read_raw',
     description: 'Reads source files of the wiki folder verbatim, by path as list_raw returns them (binary files are reported, not decoded).',
     params: z.strictObject({ filenames: pathList('File paths relative to the wiki folder (1-20).') }),
-    run: (index, p, ctx) => index.readRaw(ctx.resource.root, p.filenames, MAX_RAW_CHARS),
+    run: (index, p, ctx) => index.readRaw(ctx.folder, p.filenames, MAX_RAW_CHARS),
   }),
 ];
 
@@ -154,7 +155,7 @@ export const CODE_TOOLS: readonly KnowledgeTool<CodeGraph>[] = [
     description:
       'Preferred first call for a question about the code: finds the files most relevant to `query` and returns the source of their matching symbols, grouped by file.',
     params: z.strictObject({ query, max_files: z.number().int().min(1).max(50).default(12).describe('Most files to return.') }),
-    run: (index, p, ctx) => index.explore(ctx.resource.root, p.query, p.max_files),
+    run: (index, p, ctx) => index.explore(ctx.folder, p.query, p.max_files),
   }),
   readyTool({
     name: 'callers',
@@ -180,7 +181,7 @@ export const CODE_TOOLS: readonly KnowledgeTool<CodeGraph>[] = [
     name: 'node',
     description: 'One symbol in full: signature, doc comment, location, members, caller and callee counts; with include_code, its source.',
     params: z.strictObject({ symbol, file, line, include_code: z.boolean().default(false).describe('Also return the source of the symbol.') }),
-    run: (index, p, ctx) => index.node(ctx.resource.root, p, p.include_code),
+    run: (index, p, ctx) => index.node(ctx.folder, p, p.include_code),
   }),
   infoTool('status', 'Indexing status: state, progress while syncing, counts, and which files the last sync re-indexed. Answers even while indexing.', (ctx) => ({
     ...info(ctx),
@@ -211,7 +212,7 @@ export const CODE_TOOLS: readonly KnowledgeTool<CodeGraph>[] = [
         .optional()
         .describe('Lines to read, 1-based and inclusive: `first-last`, `first-` or `line`. Default the whole file.'),
     }),
-    run: (index, p, ctx) => index.readFile(ctx.resource.root, p.path, lineRange(p.range)),
+    run: (index, p, ctx) => index.readFile(ctx.folder, p.path, lineRange(p.range)),
   }),
   readyTool({
     name: 'files',

@@ -3,9 +3,9 @@ import { Lexer, type Token } from 'marked';
 import { parse as parseYaml } from 'yaml';
 import { analyze, analyzeForIndex } from '../text/analyze.js';
 import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
-import { isCairnError } from '../errors.js';
 import { Bm25Index } from '../search/bm25-index.js';
-import { isText, readFolderFile } from './scan-folder.js';
+import { isRefusedRead, readConfinedFile, type ConfinedFolder } from './confined-read.js';
+import { isText } from './scan-folder.js';
 
 /** File names that are wiki pages; every other file of the folder is a raw file only. */
 export const PAGE_EXTENSIONS: readonly string[] = ['.md', '.markdown', '.mdx'];
@@ -382,7 +382,7 @@ export class WikiIndex {
   }
 
   /** Source files as they are on disk now; binary files are reported, not decoded. */
-  async readRaw(root: string, filenames: readonly string[], maxChars: number): Promise<{ files: WikiRawRead[]; missing: string[]; refused?: WikiRawRefusal[] }> {
+  async readRaw(folder: ConfinedFolder, filenames: readonly string[], maxChars: number): Promise<{ files: WikiRawRead[]; missing: string[]; refused?: WikiRawRefusal[] }> {
     const files: WikiRawRead[] = [];
     const missing: string[] = [];
     const refused: WikiRawRefusal[] = [];
@@ -394,9 +394,9 @@ export class WikiIndex {
       }
       let bytes: Buffer;
       try {
-        bytes = await readFolderFile(root, file.path);
+        bytes = await readConfinedFile(folder, file.path);
       } catch (err) {
-        if (isCairnError(err, 'forbidden')) refused.push({ path: file.path, error: err.message });
+        if (isRefusedRead(err)) refused.push({ path: file.path, error: err.message });
         else missing.push(name);
         continue;
       }

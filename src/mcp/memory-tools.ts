@@ -35,6 +35,10 @@ const conversationHit = z.object({
   score: z.number(),
   recorded_at: z.string(),
   timestamp: z.string().nullable(),
+  match: z
+    .literal('context')
+    .optional()
+    .describe('Present when the message matched only through the message before it (its context), not its own words.'),
 });
 
 const memoryWriteParams = z.object({

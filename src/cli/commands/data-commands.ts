@@ -1,16 +1,17 @@
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, existsSync, renameSync, rmSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, renameSync, rmdirSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { resolve } from 'node:path';
-import { createInterface } from 'node:readline';
+import { dirname, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import type { Command } from 'commander';
 import { z } from 'zod';
 import { CAIRN_VERSION, createCairn, STORE_SCHEMA_VERSION, type Cairn, type DumpRecord } from '../../cairn.js';
 import { sqliteFile, type CairnConfig } from '../../config.js';
-import { CairnError, describeError } from '../../errors.js';
+import { CairnError, describeError, isCairnError } from '../../errors.js';
+import { PRIVATE_FILE_MODE } from '../../private-files.js';
 import { explainOf, openExplained, print } from '../context.js';
+import { boundedLines } from '../jsonl.js';
 import { ProgressBar } from '../progress.js';
 
 /** The first line of an export file (DESIGN.md, "Export, restore and backup"). */
@@ -78,7 +79,7 @@ async function exportData(cairn: Cairn, out: string): Promise<void> {
       schema_version: snapshot.schemaVersion,
       rows: snapshot.counts,
     };
-    const file = createWriteStream(partial, { flags: 'wx' });
+    const file = createWriteStream(partial, { flags: 'wx', mode: PRIVATE_FILE_MODE });
     const gzip = target.endsWith('.gz') ? createGzip() : null;
     const sink = gzip ?? file;
     const written = gzip ? pipeline(gzip, file) : once(file, 'close');
@@ -116,6 +117,7 @@ export async function restoreData(config: CairnConfig, file: string): Promise<vo
   const header = await readHeader(source);
   const dbPath = sqliteFile(config);
   const created = dbPath !== null && !existsSync(dbPath);
+  const createdFolder = dbPath !== null && !existsSync(dirname(dbPath));
   const cairn = await createCairn(config, { backgroundEmbedding: false, backgroundPipeline: false });
   let restored: Record<string, number>;
   try {
@@ -125,12 +127,24 @@ export async function restoreData(config: CairnConfig, file: string): Promise<vo
     await reindexKnowledge(cairn);
   } catch (err) {
     await cairn.close();
-    if (created && dbPath !== null) for (const suffix of ['', '-wal', '-shm']) rmSync(dbPath + suffix, { force: true });
+    if (created && dbPath !== null) {
+      for (const suffix of ['', '-wal', '-shm']) rmSync(dbPath + suffix, { force: true });
+      // The folder too when this restore made it and nothing else was put in it meanwhile.
+      if (createdFolder) rmdirQuietly(dirname(dbPath));
+    }
     throw err;
   }
   await cairn.close();
   const rows = Object.values(restored).reduce((a, b) => a + b, 0);
   print(`restored ${rows} row(s) from ${source} into ${config.data_dir} (exported ${header.created_at} by cairn ${header.cairn_version})`);
+}
+
+function rmdirQuietly(path: string): void {
+  try {
+    rmdirSync(path);
+  } catch {
+    // not empty: it holds something this restore did not write
+  }
 }
 
 /** Knowledge resources whose folder exists here are synced (only changed files are parsed); the others keep their exported index. */
@@ -178,6 +192,7 @@ async function* readRecords(file: string, header: ExportHeader): AsyncIterable<D
     try {
       next = await reader.next();
     } catch (err) {
+      if (isCairnError(err)) throw new CairnError(err.code, `${file}: ${err.message}; nothing was restored`, { cause: err });
       throw new CairnError('invalid_input', `cannot read ${file} after line ${line}: ${describeError(err)}; nothing was restored`, { cause: err });
     }
     if (next.done) break;
@@ -209,7 +224,13 @@ async function* lines(file: string): AsyncIterable<string> {
   const raw = createReadStream(file);
   const input = magic[0] === 0x1f && magic[1] === 0x8b ? raw.pipe(createGunzip()) : raw;
   raw.once('error', (err) => input.destroy(err));
-  yield* createInterface({ input, crlfDelay: Infinity });
+  try {
+    yield* boundedLines(input);
+  } finally {
+    // A refused line stops the read here: no more of a gzip bomb is inflated.
+    input.destroy();
+    raw.destroy();
+  }
 }
 
 async function firstLine(file: string): Promise<string | null> {

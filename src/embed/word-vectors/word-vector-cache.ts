@@ -1,6 +1,7 @@
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, fsyncSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { makePrivateDir, PRIVATE_FILE_MODE } from '../../private-files.js';
 import { analyze } from '../../text/analyze.js';
 import { ENGLISH_STOPWORDS } from '../../text/stopwords.js';
 import { fromFloat16Bits, toFloat16Bits } from './float16.js';
@@ -360,10 +361,10 @@ function align4(n: number): number {
 
 /** Writes `parts` to a temporary file beside `path`, flushes it and renames it over `path`. */
 function writeAtomically(path: string, parts: readonly Uint8Array[]): void {
-  mkdirSync(dirname(path), { recursive: true });
+  makePrivateDir(dirname(path));
   const temporary = `${path}.${process.pid}.${Date.now().toString(36)}.tmp`;
   try {
-    const fd = openSync(temporary, 'w');
+    const fd = openSync(temporary, 'w', PRIVATE_FILE_MODE);
     try {
       for (const part of parts) {
         let written = 0;

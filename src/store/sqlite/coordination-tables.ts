@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { DEFAULT_CLAIM_TTL_MS, type ClaimOptions, type CoordinationStore, type TurnCharge, type TurnCount, type WorkClaim } from '../coordination.js';
+import { touchPrivateFile } from '../../private-files.js';
 import type { Scope } from '../../types.js';
 import { Statements } from './statements.js';
 import { WriteLock } from './write-lock.js';
@@ -165,7 +166,9 @@ export class CoordinationTables implements CoordinationStore {
 
   private turns(): Connection {
     if (this.turnsDb) return this.turnsDb;
-    const db = new Database(turnsPath(this.path));
+    const path = turnsPath(this.path);
+    if (path !== ':memory:') touchPrivateFile(path);
+    const db = new Database(path);
     try {
       db.pragma('journal_mode = WAL');
       db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);

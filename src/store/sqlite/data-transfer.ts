@@ -1,6 +1,7 @@
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { CairnError, describeError } from '../../errors.js';
+import { touchPrivateFile } from '../../private-files.js';
 import type { DataSnapshot, DumpRecord } from '../store.js';
 import { indexAnalysedTerms } from './analysed-terms.js';
 import { indexStoredMessages } from './message-index.js';
@@ -239,6 +240,7 @@ export async function backupDatabase(db: Database.Database, path: string, onProg
   let lowest = Infinity;
   let restarted = false;
   try {
+    touchPrivateFile(partial);
     await db.backup(partial, {
       progress: ({ totalPages, remainingPages }) => {
         // A restart shows as more pages left than before.

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
-import { constants, accessSync, mkdirSync, statSync } from 'node:fs';
+import { constants, accessSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
@@ -62,6 +62,7 @@ import { type PooledRead, ReadPool } from './read-pool.js';
 import { Statements } from './statements.js';
 import { toBlob } from './vector-blob.js';
 import { WriteLock, YIELD_MS } from './write-lock.js';
+import { makePrivateDir, touchPrivateFile } from '../../private-files.js';
 
 /** Options for {@link SqliteStore.open}. */
 export type SqliteStoreOptions = {
@@ -175,8 +176,11 @@ export class SqliteStore implements Store {
 
   /** Opens (creating if needed) the database at `options.path` and applies pending migrations. */
   static open(options: SqliteStoreOptions): SqliteStore {
-    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
     const readOnly = options.readOnly === true;
+    if (options.path !== ':memory:' && !readOnly) {
+      makePrivateDir(dirname(options.path));
+      touchPrivateFile(options.path);
+    }
     const db = new Database(options.path, { readonly: readOnly, fileMustExist: readOnly });
     try {
       // WAL is a property of the file (the writer set it); a reader cannot set it and need not.
