@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { CLI, cleanEnv, runCli } from './e2e-process.js';
 
@@ -236,7 +237,7 @@ describe('fatal errors and an unreachable PostgreSQL', () => {
 });
 
 describe('commands that only read', () => {
-  it('leave the data directory as they found it: the same files, sizes and modification times, no cache saved', async () => {
+  it('leave the data directory as they found it: the same files, sizes and modification times, no cache saved', () => {
     const data = tempDir();
     const env = { CAIRN_EMBEDDING_PROVIDER: 'hash' };
     const file = join(data, '..', `${data.split('/').at(-1)}-import.jsonl`);
@@ -244,7 +245,6 @@ describe('commands that only read', () => {
     expect(runCli(['import', file, '--data', data], env).code).toBe(0);
     expect(runCli(['remember', 'Keeps the lighthouse log', '--type', 'persona', '--data', data], env).code).toBe(0);
     // Without its saved postings, the next keyword search builds them, and would save them on close.
-    const { default: Database } = await import('better-sqlite3');
     const db = new Database(join(data, 'cairn.db'));
     db.exec('DELETE FROM message_postings');
     db.close();
