@@ -104,6 +104,8 @@ export type SqliteStoreOptions = {
 
 
 const INSERT_CHUNK = 2_000;
+/** How long a write relies on the last check of the database file (see `fileProblem`), in ms. */
+const FILE_CHECK_MS = 1_000;
 /** Bytes of a vector snapshot written per transaction (saveVectorSnapshot). */
 const SNAPSHOT_PART_BYTES = 8 * 2 ** 20;
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
@@ -147,11 +149,16 @@ export class SqliteStore implements Store {
   private readonly readers: ReadPool | null;
   /** The device and inode of the file opened, for {@link ping}; null in memory. */
   private readonly opened: { dev: number; ino: number } | null;
+  /** The last answer of {@link fileProblem} and when it was found (performance.now()). */
+  private fileChecked: { at: number; problem: CairnError | null } = { at: -Infinity, problem: null };
 
   private constructor(db: Database.Database, path: string, vectorSearch: boolean, vectorOptions: VectorOptions, readers: ReadPool | null, busyTimeoutMs: number) {
     this.db = db;
     this.opened = path === ':memory:' ? null : (({ dev, ino }) => ({ dev, ino }))(statSync(path));
-    this.writes = new WriteLock(db, busyTimeoutMs);
+    this.writes = new WriteLock(db, busyTimeoutMs, () => {
+      const problem = this.fileProblem(false);
+      if (problem !== null) throw problem;
+    });
     this.readers = readers;
     this.statements = new Statements(db);
     this.messageIndex = new MessageIndex(db);
@@ -898,20 +905,33 @@ export class SqliteStore implements Store {
 
   async ping(): Promise<void> {
     this.stmt('SELECT 1').get();
+    const problem = this.fileProblem(true);
+    if (problem !== null) throw problem;
+  }
+
+  /**
+   * Why the file at this store's path is not the database this connection writes to (gone, replaced, not
+   * readable and writable), or null. A write to it would reach no later process, so every write checks it
+   * first (`WriteLock`); the answer is kept for {@link FILE_CHECK_MS} unless `now` (a ping) asks again.
+   */
+  private fileProblem(now: boolean): CairnError | null {
+    if (this.opened === null) return null;
+    const at = performance.now();
+    if (!now && at - this.fileChecked.at < FILE_CHECK_MS) return this.fileChecked.problem;
     const path = this.capabilities.location;
-    if (this.opened === null) return;
-    let now;
+    const unusable = (reason: string, cause?: unknown) => new CairnError('unavailable', `the store at ${path} (data_dir) cannot be used: ${reason}`, { cause });
+    let problem: CairnError | null = null;
     try {
-      now = statSync(path);
+      const stat = statSync(path);
       accessSync(path, constants.R_OK | constants.W_OK);
+      // A file put in its place is not the database this process writes to.
+      if (stat.ino !== this.opened.ino || stat.dev !== this.opened.dev) problem = unusable('the file was replaced while the server runs (restart to open the new one)');
     } catch (err) {
-      const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'the file is gone (removed or moved while the server runs)' : `it cannot be read and written (${(err as NodeJS.ErrnoException).code})`;
-      throw new CairnError('unavailable', `the store at ${path} (data_dir) cannot be used: ${reason}`, { cause: err });
+      const code = (err as NodeJS.ErrnoException).code;
+      problem = unusable(code === 'ENOENT' ? 'the file is gone (removed or moved while the server runs)' : `it cannot be read and written (${code})`, err);
     }
-    // A file put in its place is not the database this process writes to: its writes would be lost to readers.
-    if (now.ino !== this.opened.ino || now.dev !== this.opened.dev) {
-      throw new CairnError('unavailable', `the store at ${path} (data_dir) cannot be used: the file was replaced while the server runs (restart to open the new one)`);
-    }
+    this.fileChecked = { at, problem };
+    return problem;
   }
 
   async sizeBytes(): Promise<number | null> {
