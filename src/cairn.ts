@@ -28,6 +28,8 @@ import { recallContext, recallParams, type RecallInput, type RecallResult } from
 import { RuleExtractor } from './memory/rules.js';
 import { ExtractionScheduler, type PipelineSessionStatus } from './memory/scheduler.js';
 import type { MemoryAuditEntry } from './store/store.js';
+import type { NewProxyTurn, ProxyTurn } from './store/proxy-turns.js';
+import { messageIdOf, type ProxyMessage } from './proxy/conversation.js';
 import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
 import { openStore } from './store/open-store.js';
 import type { AddMessagesResult, ApiKey, DataSnapshot, DumpRecord, ScopeCounts, SessionSummary, Store } from './store/store.js';
@@ -163,6 +165,10 @@ export type { DataSnapshot, DumpRecord, MemoryAuditEntry } from './store/store.j
 export { migrateToPostgres, type MigrationReport } from './store/store-migration.js';
 export type { PipelineSessionStatus } from './memory/scheduler.js';
 export type { RecallResult } from './memory/recall.js';
+
+/** One exchange the memory proxy forwarded, to record: the request's conversation (without injected text) and the answer. */
+export type ProxyCapture = Omit<NewProxyTurn, 'recorded'> & { messages: readonly ProxyMessage[]; answer: ProxyMessage | null };
+export type { ProxyTurn } from './store/proxy-turns.js';
 
 /** A search made as an agent's tool call: the result plus where the turn's call budget stands. */
 export type TurnSearchResult<R> = R & { budget: BudgetCharge };
@@ -519,16 +525,57 @@ export class Cairn {
 
   // ---- memory pipeline ---------------------------------------------------------------------
 
-  /** Auto-recall for the start of a turn: stable instructions and persona, memories relevant to `query`, and a tools guide. */
-  async recall(scope: Scope, params: RecallInput): Promise<RecallResult> {
+  /**
+   * Auto-recall for the start of a turn: stable instructions and persona, memories relevant to `query`, and a
+   * tools guide. `maxTotalChars` overrides `recall.max_total_chars` (the memory proxy's token budget).
+   */
+  async recall(scope: Scope, params: RecallInput, limits: { maxTotalChars?: number } = {}): Promise<RecallResult> {
     const r = this.config.recall;
     return recallContext(this.searchContext, checkScope(scope), validate(recallParams, params, 'recall'), {
       maxMemories: r.max_memories,
       maxStableMemories: r.max_stable_memories,
       maxCharsPerMemory: r.max_chars_per_memory,
-      maxTotalChars: r.max_total_chars,
+      maxTotalChars: limits.maxTotalChars ?? r.max_total_chars,
       callsPerTurn: this.budget.limit,
     });
+  }
+
+  // ---- memory proxy (DESIGN.md, "Memory proxy") ----------------------------------------------
+
+  /**
+   * Records one exchange the memory proxy forwarded, through {@link recordMessages} (so extraction runs as
+   * for any capture): the request's messages and, for a complete answer, the answer, each under the id of
+   * its place in the session, so only what L0 does not hold yet is written. An aborted answer records the
+   * request's messages only, a failed request nothing; each is kept as a turn of the session. A retry of a
+   * request whose exchange was recorded records nothing (`retry: true`).
+   */
+  async captureProxyTurn(scope: Scope, capture: ProxyCapture, options: { connection?: string } = {}): Promise<{ recorded: number; retry: boolean }> {
+    const valid = checkScope(scope);
+    const turns = this.store.proxyTurns;
+    if ((await turns.find(valid, capture.fingerprint))?.status === 'complete') return { recorded: 0, retry: true };
+    const said = capture.status === 'failed' ? [] : capture.status === 'complete' && capture.answer ? [...capture.messages, capture.answer] : capture.messages;
+    const messages: NewMessage[] = said.map((m, position) => ({
+      id: messageIdOf(capture.sessionKey, position, m),
+      scope: valid,
+      sessionKey: capture.sessionKey,
+      role: m.role,
+      content: m.content,
+      name: m.name ?? null,
+    }));
+    const recorded = messages.length > 0 ? (await this.recordMessages(messages, { connection: options.connection })).inserted : 0;
+    const { messages: _messages, answer: _answer, ...turn } = capture;
+    await turns.save(valid, { ...turn, recorded });
+    return { recorded, retry: false };
+  }
+
+  /** The memory proxy's turns of a session, oldest first (the dashboard's "what the model was given"). */
+  async proxyTurns(scope: Scope, sessionKey: string, limit = 200): Promise<ProxyTurn[]> {
+    return this.store.proxyTurns.listBySession(checkScope(scope), sessionKey, limit);
+  }
+
+  /** Which of `sessionKeys` the memory proxy captured. */
+  async proxiedSessions(scope: Scope, sessionKeys: readonly string[]): Promise<Set<string>> {
+    return this.store.proxyTurns.proxiedSessions(checkScope(scope), sessionKeys);
   }
 
   /** Extracts memories from a session's pending messages now (after any run already queued for it). */

@@ -235,6 +235,40 @@ const recallSchema = z
   })
   .strict();
 
+/** One upstream model API behind the memory proxy. */
+const upstreamSchema = z
+  .object({
+    /** The API's base URL as its SDK takes it, e.g. `https://api.openai.com/v1` or `https://api.anthropic.com` (the proxy appends the route's rest). */
+    base_url: z.url().optional(),
+    /**
+     * The key sent upstream when the client's own key is its Cairn key (DESIGN.md, "Memory proxy"). Never
+     * logged or stored; a client that sends an upstream key of its own uses that one instead.
+     */
+    api_key: z.string().min(1).optional(),
+  })
+  .strict();
+
+/** The memory proxy under `/proxy/openai` and `/proxy/anthropic` (DESIGN.md, "Memory proxy"). */
+const proxySchema = z
+  .object({
+    openai: upstreamSchema.default(() => upstreamSchema.parse({})),
+    anthropic: upstreamSchema.default(() => upstreamSchema.parse({})),
+    /** Milliseconds the upstream may take to answer (a streamed answer: to send its headers) before the client gets 504. */
+    timeout_ms: positiveInt.max(3_600_000).default(120_000),
+    inject: z
+      .object({
+        /** Add the auto-recall block (stable and per-turn memories) to the system prompt. */
+        recall: flag.default(true),
+        /** Add the memory-tools guide to the system prompt. */
+        guide: flag.default(true),
+        /** Tokens (about 4 characters each) the recall block's memory lines may take together. */
+        recall_tokens: positiveInt.max(50_000).default(750),
+      })
+      .strict()
+      .default({ recall: true, guide: true, recall_tokens: 750 }),
+  })
+  .strict();
+
 const historySchema = z
   .object({
     /** Days a run stays in the action log behind chat_history; 0 keeps runs forever. */
@@ -465,6 +499,7 @@ export const configSchema = z
     llm: llmSchema.default(() => llmSchema.parse({})),
     pipeline: pipelineSchema.default(() => pipelineSchema.parse({})),
     recall: recallSchema.default(() => recallSchema.parse({})),
+    proxy: proxySchema.default(() => proxySchema.parse({})),
     history: historySchema.default(() => historySchema.parse({})),
     tools: toolsSchema.default(() => toolsSchema.parse({})),
     knowledge: knowledgeSchema.default(() => knowledgeSchema.parse({})),
@@ -478,6 +513,7 @@ export type EmbeddingConfig = CairnConfig['embedding'];
 export type LlmConfig = CairnConfig['llm'];
 export type PipelineConfig = CairnConfig['pipeline'];
 export type RecallConfig = CairnConfig['recall'];
+export type ProxyConfig = CairnConfig['proxy'];
 export type HistoryConfig = CairnConfig['history'];
 export type ToolsConfig = CairnConfig['tools'];
 export type ToolServerConfig = ToolsConfig['servers'][number];
@@ -600,8 +636,11 @@ function readConfigFile(file: string, via: string): Record<string, unknown> {
   }
 }
 
-/** `CAIRN_*` variables that are not config keys but are still Cairn's. */
-const EXTRA_ENV = { CAIRN_HOME: 'data_dir', CAIRN_CONFIG: null } as const;
+/**
+ * `CAIRN_*` variables that are not config keys but are still Cairn's. `CAIRN_POSTGRES_ORDER_LOCKING=table`
+ * brings back the former per-table write order on PostgreSQL, for the scale-out bench to measure against.
+ */
+const EXTRA_ENV = { CAIRN_HOME: 'data_dir', CAIRN_CONFIG: null, CAIRN_POSTGRES_ORDER_LOCKING: null } as const;
 
 /** Every `CAIRN_*` variable Cairn reads, mapped to its config path (null: not a config value). */
 export function knownEnvVars(): Map<string, string | null> {

@@ -17,6 +17,8 @@ export type CairnErrorCode =
   | 'unavailable'
   /** Another process holds the database's write lock past the wait bound: retryable (HTTP 503 with Retry-After). */
   | 'busy'
+  /** A service Cairn waited on (the proxy's upstream model API) did not answer within its configured time: HTTP 504. */
+  | 'timeout'
   | 'internal';
 
 /** The one error type Cairn throws; `message` names what failed and which id. */

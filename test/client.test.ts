@@ -1,6 +1,7 @@
 import type { Hono } from 'hono';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Cairn } from '../src/cairn.js';
+import { DEFAULT_SCOPE } from '../src/types.js';
 import { CairnClient, CairnHttpError } from '../src/client/index.js';
 import { createApp } from '../src/http/app.js';
 import { FIXTURES } from './fixtures/knowledge/harness.js';
@@ -11,11 +12,12 @@ import { Fixtures } from './http-fixtures.js';
 const fx = new Fixtures();
 let cairn: Cairn;
 let client: CairnClient;
+let app: Hono<never>;
 let keysApp: Hono<never>;
 
 beforeAll(async () => {
   cairn = await fx.cairn({ pipeline: { enabled: false } });
-  const app = createApp(cairn, { log: () => {} });
+  app = createApp(cairn, { log: () => {} }) as unknown as Hono<never>;
   keysApp = createApp(cairn, { authMode: 'keys', log: () => {} }) as unknown as Hono<never>;
   client = new CairnClient({ baseUrl: 'http://localhost', userId: 'alice', agentId: 'travel-agent', fetch: async (request) => app.request(request) });
 });
@@ -75,6 +77,12 @@ describe('CairnClient against a real app', () => {
     });
     expect((await client.knowledge.sync(wiki.id)).id).toBe(wiki.id);
     await cairn.knowledge.whenIdle({ userId: 'alice', agentId: 'travel-agent' }, wiki.id);
+    // A bodiless POST from a client with no scope headers or key is declared JSON all the same (else 415).
+    const local = new CairnClient({ baseUrl: 'http://localhost', fetch: async (request) => app.request(request) });
+    const own = await local.knowledge.add({ type: 'wiki', path: FIXTURES.wiki });
+    await cairn.knowledge.whenIdle(DEFAULT_SCOPE, own.id);
+    expect(await local.knowledge.sync(own.id)).toMatchObject({ id: own.id });
+    await cairn.knowledge.whenIdle(DEFAULT_SCOPE, own.id);
     expect(await client.knowledge.delete(wiki.id)).toEqual({ deleted: wiki.id });
   });
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Cairn } from '../src/cairn.js';
 import { DEFAULT_SCOPE } from '../src/types.js';
 import { createApp } from '../src/http/app.js';
+import { FakeModelUpstream } from './fixtures/fake-model-upstream.js';
 import { FIXTURES } from './fixtures/knowledge/harness.js';
 import { Fixtures, json, mcpClientFor, type JsonBody } from './http-fixtures.js';
 
@@ -23,13 +24,23 @@ const compiled = new Map<object, ValidateFunction>();
 
 type Call = { method: string; path: string; body?: unknown; headers?: Record<string, string>; raw?: string };
 
+let upstream: FakeModelUpstream;
+
 beforeAll(async () => {
-  cairn = await fx.cairn({ pipeline: { enabled: false }, history: { output_dir: fx.tempDir('cairn-openapi-out-') } });
+  upstream = await new FakeModelUpstream().start();
+  cairn = await fx.cairn({
+    pipeline: { enabled: false },
+    history: { output_dir: fx.tempDir('cairn-openapi-out-') },
+    proxy: { openai: { base_url: upstream.url }, anthropic: { base_url: upstream.origin }, timeout_ms: 2_000 },
+  });
   app = createApp(cairn, { log: () => {} }) as unknown as Hono<never>;
   keysApp = createApp(cairn, { authMode: 'keys', log: () => {} }) as unknown as Hono<never>;
   doc = (await (await app.request('http://localhost:8420/openapi.json')).json()) as JsonBody;
 });
-afterAll(() => fx.cleanup());
+afterAll(async () => {
+  await fx.cleanup();
+  await upstream.stop();
+});
 
 /** The documented operation for a concrete request path, e.g. `/v1/memories/abc` → `/v1/memories/{id}`. */
 function operationFor(method: string, path: string): JsonBody {
@@ -123,6 +134,11 @@ describe('the OpenAPI document', () => {
     for (const ops of Object.values(doc.paths as Record<string, JsonBody>)) {
       for (const op of Object.values(ops)) {
         expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['403', '500']));
+        // The memory proxy answers an upstream's 401, 429 and 500 with the upstream's own body.
+        if (op.operationId.startsWith('proxy')) {
+          expect(op.responses['500'].description).toMatch(/upstream/);
+          continue;
+        }
         const error = resolved(op.responses['500'].content['application/json'].schema)!;
         expect(error.properties.error.required).toEqual(['code', 'message']);
       }
@@ -193,6 +209,19 @@ describe('every route answers what the document says', () => {
     expect((await check({ method: 'POST', path: '/v1/memories/nope/undo' })).status).toBe(404);
     expect((await check({ method: 'POST', path: '/recall', body: { query: 'where do I work', session_key: 'job' } })).body.memory_count).toBeGreaterThan(0);
     expect((await check({ method: 'POST', path: '/recall', body: { query: 'x' } })).status).toBe(400);
+  });
+
+  group('the memory proxy', async () => {
+    const chat = { model: 'fake-model', messages: [{ role: 'user', content: 'I sail from Porto' }] };
+    expect((await check({ method: 'POST', path: '/proxy/openai/v1/chat/completions', body: chat })).body.object).toBe('chat.completion');
+    expect((await check({ method: 'POST', path: '/proxy/openai/v1/chat/completions', body: { model: 'm' } })).status).toBe(400);
+    expect((await check({ method: 'GET', path: '/proxy/openai/v1/models' })).body.object).toBe('list');
+    expect((await check({ method: 'GET', path: '/proxy/openai/v1/models', headers: { authorization: 'Bearer sk-upstream' } }, keysApp)).status).toBe(401);
+    upstream.script.push({ kind: 'error', status: 500, body: { error: { message: 'upstream broke' } } });
+    expect((await check({ method: 'POST', path: '/proxy/openai/v1/chat/completions', body: chat })).status).toBe(500);
+    expect((await check({ method: 'POST', path: '/proxy/anthropic/v1/messages', body: { ...chat, max_tokens: 10 } })).body.type).toBe('message');
+    upstream.script.push({ kind: 'hang' });
+    expect((await check({ method: 'POST', path: '/proxy/anthropic/v1/messages', body: { ...chat, max_tokens: 10 } })).body.error.code).toBe('timeout');
   });
 
   group('the history tools: runs, errors, guides and results', async () => {

@@ -7,7 +7,7 @@ import type { Embedder } from '../src/embed/embedder.js';
 import { HashEmbedder } from '../src/embed/hash-embedder.js';
 import { openStore } from '../src/store/open-store.js';
 import { migrate, SCHEMA_VERSION } from '../src/store/postgres/migrations.js';
-import { LOCK_NAMESPACE, POSITION_LOCKS } from '../src/store/postgres/postgres-db.js';
+import { LOCK_NAMESPACE, lockPositions, POSITION_LOCKS, scopeKey } from '../src/store/postgres/postgres-db.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { DEFER_BUILD_PENDING, indexedOrder, messageVectorQuery, prepareIndexScan } from '../src/store/postgres/vector-tables.js';
 import type { Store } from '../src/store/store.js';
@@ -129,13 +129,54 @@ describe('PostgresStore migrations', () => {
     const scope = { userId: 'u', agentId: 'a' };
     await withClient(database.url, async (other) => {
       await other.query('BEGIN');
-      await other.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE, POSITION_LOCKS.messages]);
+      await other.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE + POSITION_LOCKS.messages.id, scopeKey(scope)]);
       await expect(store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'waiting' }])).rejects.toMatchObject({ code: 'busy' });
       await other.query('ROLLBACK');
     });
     expect(await store.getMessages(scope, ['m1'])).toEqual([]);
     await store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'now it goes' }]);
     expect((await store.getMessages(scope, ['m1']))[0]?.content).toBe('now it goes');
+    await store.close();
+  });
+
+  it('writers of different scopes never wait for each other; writers of one scope do', async () => {
+    const database = await fresh();
+    const store = await PostgresStore.open({ url: database.url, busyTimeoutMs: 200 });
+    const alice = { userId: 'alice', agentId: 'a' };
+    const bob = { userId: 'bob', agentId: 'a' };
+    await withClient(database.url, async (other) => {
+      await other.query('BEGIN');
+      // Another server in the middle of a write to alice's scope, holding its ordering lock.
+      await lockPositions(other, 'messages', [alice]);
+      await store.addMessages([{ id: 'b1', scope: bob, sessionKey: 's', role: 'user', content: 'bob goes on' }]);
+      await store.createMemory(bob, { content: 'bob likes tea', type: 'persona' });
+      await expect(store.addMessages([{ id: 'a1', scope: alice, sessionKey: 's', role: 'user', content: 'alice waits' }])).rejects.toMatchObject({ code: 'busy' });
+      await other.query('ROLLBACK');
+    });
+    expect((await store.getMessages(bob, ['b1'])).map((m) => m.id)).toEqual(['b1']);
+    await store.close();
+  });
+
+  it('the settled position stays below a position another server has drawn and not yet committed', async () => {
+    const database = await fresh();
+    const store = await PostgresStore.open({ url: database.url });
+    const alice = { userId: 'alice', agentId: 'a' };
+    const bob = { userId: 'bob', agentId: 'a' };
+    await store.addMessages([{ id: 'a0', scope: alice, sessionKey: 's', role: 'user', content: 'first' }]);
+    const [first] = await store.messagesAfter(alice, 's', 0, 10);
+    expect(await store.lastEmbeddingPosition('message')).toBe(first!.seq);
+    await withClient(database.url, async (other) => {
+      await other.query('BEGIN');
+      await lockPositions(other, 'messages', [alice]);
+      const drawn = Number((await other.query<{ seq: string }>(`SELECT nextval('messages_seq') AS seq`)).rows[0]!.seq);
+      // Bob's row commits at a higher position while alice's is still to commit below it.
+      await store.addMessages([{ id: 'b1', scope: bob, sessionKey: 's', role: 'user', content: 'later' }]);
+      const [later] = await store.messagesAfter(bob, 's', 0, 10);
+      expect(later!.seq).toBeGreaterThan(drawn);
+      expect(await store.lastEmbeddingPosition('message')).toBeLessThan(drawn);
+      await other.query('COMMIT');
+      expect(await store.lastEmbeddingPosition('message')).toBe(later!.seq);
+    });
     await store.close();
   });
 
@@ -147,7 +188,7 @@ describe('PostgresStore migrations', () => {
     try {
       await withClient(database.url, async (other) => {
         await other.query('BEGIN');
-        await other.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE, POSITION_LOCKS.messages]);
+        await other.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE + POSITION_LOCKS.messages.id, scopeKey(scope)]);
         const write = store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'waited' }]);
         // Held past the default lock timeout: with 5 s the write would have failed busy by now.
         await new Promise((resolve) => setTimeout(resolve, 6_000));

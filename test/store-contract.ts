@@ -9,6 +9,7 @@ import { knowledgeContract } from './store-contract/knowledge.js';
 import { memoryContract } from './store-contract/memories.js';
 import { messageContract } from './store-contract/messages.js';
 import { pipelineContract } from './store-contract/pipeline.js';
+import { proxyTurnContract } from './store-contract/proxy-turns.js';
 import { runContract } from './store-contract/runs.js';
 import { transferContract } from './store-contract/transfer.js';
 
@@ -30,6 +31,7 @@ export function runStoreContract(name: string, open: () => Promise<Store>): void
     describe('runs', () => runContract(ctx));
     describe('error records', () => errorContract(ctx));
     describe('knowledge', () => knowledgeContract(ctx));
+    describe('proxy turns', () => proxyTurnContract(ctx));
     describe('transfer', () => transferContract(ctx));
     describe('concurrency', () => concurrencyContract(ctx));
   });

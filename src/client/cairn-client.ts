@@ -73,6 +73,11 @@ export class CairnClient {
     });
     // One place turns an error answer into a CairnHttpError, for the methods below and for `api` alike.
     this.api.use({
+      // The server refuses a POST not declared JSON (a browser could send it cross-site unasked), bodiless ones too.
+      onRequest: ({ request }) => {
+        if (request.method === 'POST' && !request.headers.has('content-type')) request.headers.set('content-type', 'application/json');
+        return undefined;
+      },
       onResponse: async ({ request, response }) => {
         if (!response.ok) throw await errorAnswer(request, response);
         return undefined;

@@ -473,6 +473,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/proxy/openai/v1/chat/completions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** OpenAI chat completions through the memory proxy (recall injected, the exchange captured) */
+        post: operations["proxyOpenAiChat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/proxy/anthropic/v1/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Anthropic messages through the memory proxy (recall injected, the exchange captured) */
+        post: operations["proxyAnthropicMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/proxy/openai/v1/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The upstream's model list, passed through */
+        get: operations["proxyOpenAiModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -503,7 +554,7 @@ export interface components {
             /** @description Some errors add detail fields (hint; path and constraint for invalid tool arguments). */
             error: {
                 /** @enum {string} */
-                code: "invalid_input" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "scope_required" | "budget_exhausted" | "internal" | "config_invalid" | "embedding_failed" | "llm_failed" | "downstream_failed" | "unavailable" | "busy";
+                code: "invalid_input" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "scope_required" | "budget_exhausted" | "internal" | "config_invalid" | "embedding_failed" | "llm_failed" | "downstream_failed" | "unavailable" | "busy" | "timeout";
                 message: string;
             } & {
                 [key: string]: unknown;
@@ -4338,6 +4389,410 @@ export interface operations {
             };
         };
     };
+    proxyOpenAiChat: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description User of the scope (must match the key, if the key is bound). */
+                "x-cairn-user-id"?: string;
+                /** @description Agent of the scope (required in keys mode unless the key is bound to an agent). */
+                "x-cairn-agent-id"?: string;
+                /** @description Conversation the agent turn belongs to (search budget). */
+                "x-cairn-session-key"?: string;
+                /** @description Id of the agent turn; searches share a per-turn budget. */
+                "x-cairn-turn-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    model: string;
+                    messages: unknown[];
+                    stream?: boolean;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The upstream's answer, unchanged: its status, headers and body (JSON; text/event-stream, event by event, when the request sets stream) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not allowed: a key acting for another scope, or a non-loopback Host/Origin in local mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large (server.body_limit_bytes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Scope required (keys mode) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A downstream service failed (embedding, LLM or a downstream MCP server) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: the store is busy or cannot be used, or a downstream server is not connected */
+            503: {
+                headers: {
+                    /** @description With code busy: seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An upstream model API did not answer within proxy.timeout_ms (the memory proxy) */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    proxyAnthropicMessages: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description User of the scope (must match the key, if the key is bound). */
+                "x-cairn-user-id"?: string;
+                /** @description Agent of the scope (required in keys mode unless the key is bound to an agent). */
+                "x-cairn-agent-id"?: string;
+                /** @description Conversation the agent turn belongs to (search budget). */
+                "x-cairn-session-key"?: string;
+                /** @description Id of the agent turn; searches share a per-turn budget. */
+                "x-cairn-turn-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    model: string;
+                    messages: unknown[];
+                    system?: unknown;
+                    stream?: boolean;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The upstream's answer, unchanged: its status, headers and body (JSON; text/event-stream, event by event, when the request sets stream) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Invalid input */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not allowed: a key acting for another scope, or a non-loopback Host/Origin in local mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body too large (server.body_limit_bytes) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not declared JSON: a body, or a POST without one (Content-Type: application/json, or an Authorization or X-Cairn-* header) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Scope required (keys mode) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A downstream service failed (embedding, LLM or a downstream MCP server) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: the store is busy or cannot be used, or a downstream server is not connected */
+            503: {
+                headers: {
+                    /** @description With code busy: seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An upstream model API did not answer within proxy.timeout_ms (the memory proxy) */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    proxyOpenAiModels: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description User of the scope (must match the key, if the key is bound). */
+                "x-cairn-user-id"?: string;
+                /** @description Agent of the scope (required in keys mode unless the key is bound to an agent). */
+                "x-cairn-agent-id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upstream's answer, unchanged: its status, headers and body (JSON; text/event-stream, event by event, when the request sets stream) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Not allowed: a key acting for another scope, or a non-loopback Host/Origin in local mode */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Scope required (keys mode) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description The upstream's error (401, 429 with its Retry-After, 500), its status, headers and body passed through; Cairn's own errors are {error:{code,message}} */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description A downstream service failed (embedding, LLM or a downstream MCP server) */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unavailable: the store is busy or cannot be used, or a downstream server is not connected */
+            503: {
+                headers: {
+                    /** @description With code busy: seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An upstream model API did not answer within proxy.timeout_ms (the memory proxy) */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     mcpStream: {
         parameters: {
             query?: never;
@@ -4468,7 +4923,7 @@ export interface operations {
                         /** @description Some errors add detail fields (hint; path and constraint for invalid tool arguments). */
                         error: {
                             /** @enum {string} */
-                            code: "invalid_input" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "scope_required" | "budget_exhausted" | "internal" | "config_invalid" | "embedding_failed" | "llm_failed" | "downstream_failed" | "unavailable" | "busy";
+                            code: "invalid_input" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "scope_required" | "budget_exhausted" | "internal" | "config_invalid" | "embedding_failed" | "llm_failed" | "downstream_failed" | "unavailable" | "busy" | "timeout";
                             message: string;
                         } & {
                             [key: string]: unknown;
@@ -4538,7 +4993,7 @@ export interface operations {
                         /** @description Some errors add detail fields (hint; path and constraint for invalid tool arguments). */
                         error: {
                             /** @enum {string} */
-                            code: "invalid_input" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "scope_required" | "budget_exhausted" | "internal" | "config_invalid" | "embedding_failed" | "llm_failed" | "downstream_failed" | "unavailable" | "busy";
+                            code: "invalid_input" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "payload_too_large" | "unsupported_media_type" | "scope_required" | "budget_exhausted" | "internal" | "config_invalid" | "embedding_failed" | "llm_failed" | "downstream_failed" | "unavailable" | "busy" | "timeout";
                             message: string;
                         } & {
                             [key: string]: unknown;

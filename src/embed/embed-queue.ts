@@ -51,8 +51,10 @@ export class EmbedQueue {
    * never changes and positions become visible in increasing order (the store contract), so passes and
    * counts start after it: a pass after every write no longer reads the whole table (100k messages: ~100 ms
    * on the event loop each time). Memories and error records, whose text can change, are always read whole.
-   * Every {@link FULL_SWEEP_MS} a pass reads the messages whole again: where writes are ordered per scope
-   * (PostgreSQL), another scope's row may become visible behind the mark.
+   * The mark is the settled position read before a pass that drained ({@link Store.lastEmbeddingPosition}):
+   * where writes are ordered per scope (PostgreSQL), a row past it may still get a neighbour below it.
+   * Every {@link FULL_SWEEP_MS} a pass reads the messages whole again, for rows a path outside the ordering
+   * rule wrote behind the mark (a merge that keeps the source's positions).
    */
   private messagesDone = 0;
   private lastFullSweep = 0;
@@ -189,7 +191,8 @@ export class EmbedQueue {
   private async embedPending(target: QueuedEmbeddingTarget): Promise<void> {
     const sweep = target === 'message' && Date.now() - this.lastFullSweep >= FULL_SWEEP_MS;
     const start = target === 'message' && !sweep ? this.messagesDone : 0;
-    // Every message up to here is visible now: once the pass drains, all of them have vectors.
+    // Every message up to here is visible now (the settled position): once the pass drains, all of them have
+    // vectors. A row past it may still have a neighbour below it to commit (PostgreSQL orders per scope).
     const ceiling = target === 'message' ? await this.store.lastEmbeddingPosition('message') : 0;
     let cursor = start;
     /** Dimensions whose index the store deferred during this pass, to prepare once the pass has drained. */
@@ -222,7 +225,7 @@ export class EmbedQueue {
     }
     if (this.stopped) return;
     if (target === 'message') {
-      this.messagesDone = Math.max(this.messagesDone, cursor, ceiling);
+      this.messagesDone = Math.max(this.messagesDone, ceiling);
       if (sweep) this.lastFullSweep = Date.now();
     }
     // Drained: the backlog a deferred index waited for is saved, so the store can build it in one pass.

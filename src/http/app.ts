@@ -12,6 +12,7 @@ import { addMcpRoute, mcpToolNames } from './mcp-route.js';
 import { describe, openApiDocument } from './openapi.js';
 import { originGuard, simpleRequestGuard } from './origin-guard.js';
 import { addPipelineRoutes } from './pipeline-routes.js';
+import { addProxyRoutes, CAIRN_KEY_HEADER, isProxyPath, proxyCairnAuthorization } from './proxy-routes.js';
 import { addSeedRoutes } from './seed-routes.js';
 import { addToolRoutes } from './tools-routes.js';
 import { addV1Routes } from './v1-routes.js';
@@ -97,8 +98,13 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   // With CORS off (or a preflight from an unlisted origin) OPTIONS is still answered, 204 without CORS headers.
   app.use('*', async (c, next) => (c.req.method === 'OPTIONS' ? c.body(null, 204) : next()));
   app.use('*', async (c, next) => {
-    const authorization = c.req.header('authorization');
+    // On the proxy the client's API key may be its upstream key: the Cairn key is found apart from it.
+    const proxy = isProxyPath(c.req.path);
+    const authorization = proxy ? proxyCairnAuthorization((h) => c.req.header(h)) : c.req.header('authorization');
     const open = OPEN_PATHS.has(c.req.path) || isKeylessUiRequest(c.req.method, c.req.path, authorization);
+    if (proxy && mode === 'keys' && authorization === undefined) {
+      throw new CairnError('unauthorized', `missing Cairn key: the memory proxy takes it as the client's API key (cairn_…) or in the ${CAIRN_KEY_HEADER} header`);
+    }
     c.set('key', open ? null : await authenticate(cairn, mode, authorization));
     await next();
   });
@@ -169,13 +175,14 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   addToolRoutes(app, cairn, mode);
   addPipelineRoutes(app, cairn, mode);
   addHistoryRoutes(app, cairn, mode);
+  addProxyRoutes(app, cairn, mode);
   addMcpRoute(app, cairn, mode, log, limit);
   app.route('/ui', createUiApp(cairn, mode, log));
   return app;
 }
 
 const CORS_METHODS = ['GET', 'POST', 'PATCH', 'DELETE'];
-const CORS_HEADERS = ['authorization', 'content-type', ...Object.values(CALLER_HEADERS), 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'];
+const CORS_HEADERS = ['authorization', 'content-type', ...Object.values(CALLER_HEADERS), CAIRN_KEY_HEADER, 'mcp-session-id', 'mcp-protocol-version', 'last-event-id'];
 
 /** The route pattern that answered (`/v1/memories/:id`), or `unmatched`: never the raw path, whose ids would make every request a new series. */
 function matchedRoute(c: Context<AppEnv>): string {

@@ -20,6 +20,7 @@ export const STATUS_BY_CODE: Readonly<Record<CairnErrorCode, ContentfulStatusCod
   downstream_failed: 502,
   unavailable: 503,
   busy: 503,
+  timeout: 504,
 };
 
 /** Seconds a client is told to wait before retrying a `busy` answer (the `Retry-After` header). */

@@ -50,6 +50,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   500: 'Internal error (logged; no detail is sent)',
   502: 'A downstream service failed (embedding, LLM or a downstream MCP server)',
   503: 'Unavailable: the store is busy or cannot be used, or a downstream server is not connected',
+  504: 'An upstream model API did not answer within proxy.timeout_ms (the memory proxy)',
 };
 
 /** Every error answer's body, stated once in `components` (generated clients name it `Error`). */

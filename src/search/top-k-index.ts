@@ -91,8 +91,8 @@ const BOUND_SLACK = 1 + 1e-9;
 
 /**
  * The collection statistics BM25 weighs terms with: how many documents there are, their mean length
- * in tokens, and how many hold each term. The index's own documents by default; a store passes
- * database-wide figures so a scope's ranking does not depend on how it is partitioned.
+ * in tokens, and how many hold each term. The index's own documents by default, which is what the stores
+ * rank a scope's messages with (so no other scope moves them); a caller may pass others.
  */
 export type CollectionStats = { documents: number; avgLength: number; documentFrequency: (term: string) => number };
 

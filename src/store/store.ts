@@ -1,4 +1,5 @@
 import type { CoordinationStore } from './coordination.js';
+import type { ProxyTurnStore } from './proxy-turns.js';
 import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, RankedHit, Scope } from '../types.js';
 
 /**
@@ -28,6 +29,8 @@ export interface Store
   readonly capabilities: StoreCapabilities;
   /** The action log and failure memory behind the history tools. */
   readonly history: HistoryStore;
+  /** The memory proxy's turns: request fingerprints and the text each request was given. */
+  readonly proxyTurns: ProxyTurnStore;
   /**
    * Checks that the store answers now (a trivial query; on SQLite also that the file at its path is still
    * the one open); throws `unavailable` naming why when it does not. For `/ready`.
@@ -53,7 +56,7 @@ export interface MessageStore {
   /** Messages oldest first (storage order), optionally in one session. */
   listMessages(scope: Scope, query: ListMessagesQuery): Promise<Message[]>;
   deleteMessage(scope: Scope, id: string): Promise<boolean>;
-  /** Deletes every message of a session; returns how many were deleted. */
+  /** Deletes every message of a session (and the memory proxy's turns of it); returns how many messages were deleted. */
   deleteSession(scope: Scope, sessionKey: string): Promise<number>;
   /**
    * Best messages by BM25 over their analysed text (search/top-k-index.ts, the same formula on every
@@ -114,7 +117,10 @@ export interface EmbeddingStore {
    * index: that is {@link EmbeddingStore.indexVectors}.
    */
   saveEmbeddings(target: EmbeddingTarget, embedderId: string, items: readonly SavedEmbedding[]): Promise<void>;
-  /** The highest position of `target`'s rows, across scopes (0 when there are none). */
+  /**
+   * The settled position of `target`'s rows, across scopes: every row at or below it that will ever be
+   * visible is visible now (0 when there are none). A cursor that reads every scope may pass it, no further.
+   */
   lastEmbeddingPosition(target: QueuedEmbeddingTarget): Promise<number>;
   /** How many rows of `target` past position `after` (default 0: all) still lack a vector from `embedderId`, across scopes. */
   countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, after?: number): Promise<number>;

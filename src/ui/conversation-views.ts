@@ -1,4 +1,5 @@
 import { html } from 'hono/html';
+import type { ProxyTurn } from '../cairn.js';
 import { MESSAGE_ROLES } from '../types.js';
 import { badge, clip, num, pageOf, pager, table, time, type Html } from './layout.js';
 import type { AddView } from './ui-app.js';
@@ -9,11 +10,19 @@ export function addConversationViews(add: AddView): void {
     const { limit, offset } = pageOf(query, 25);
     // One row more than shown tells whether a next page exists.
     const sessions = await cairn.listSessions(scope, { limit: limit + 1, offset });
+    const shown = sessions.slice(0, limit);
+    const proxied = await cairn.proxiedSessions(scope, shown.map((s) => s.sessionKey));
     const body = html`<h1>Conversations</h1>
 ${table(
   'Sessions, most recently written first',
-  ['Session', 'Messages', 'First', 'Last'],
-  sessions.slice(0, limit).map((s) => [html`<a href="/ui/conversations/${encodeURIComponent(s.sessionKey)}">${s.sessionKey}</a>`, num(s.messages), time(s.firstAt), time(s.lastAt)]),
+  ['Session', 'Captured by', 'Messages', 'First', 'Last'],
+  shown.map((s) => [
+    html`<a href="/ui/conversations/${encodeURIComponent(s.sessionKey)}">${s.sessionKey}</a>`,
+    proxied.has(s.sessionKey) ? badge('memory proxy', 'ok') : '',
+    num(s.messages),
+    time(s.firstAt),
+    time(s.lastAt),
+  ]),
   'No conversation captured yet.',
 )}
 ${pager(path, {}, offset, limit, sessions.length > limit)}
@@ -29,8 +38,9 @@ ${captureForm(null)}`;
     const pipeline = (await cairn.pipelineStatus()).sessions.find(
       (s) => s.sessionKey === sessionKey && s.scope.userId === scope.userId && s.scope.agentId === scope.agentId,
     );
+    const turns = await cairn.proxyTurns(scope, sessionKey);
     const encoded = encodeURIComponent(sessionKey);
-    const body = html`<h1>Session <code>${sessionKey}</code></h1>
+    const body = html`<h1>Session <code>${sessionKey}</code>${turns.length > 0 ? html` ${badge('memory proxy', 'ok')}` : ''}</h1>
 <p><a href="/ui/conversations">← All sessions</a> · <a href="/ui/runs?session_key=${encoded}">Runs of this session</a> · <a href="/ui/recall?session_key=${encoded}">Recall preview</a></p>
 ${table(
   'Messages, oldest first',
@@ -39,6 +49,7 @@ ${table(
   'This session holds no messages.',
 )}
 ${pager(path, {}, offset, limit, messages.length > limit)}
+${turns.length > 0 ? proxyTurnsTable(turns) : ''}
 <h2>Capture a message</h2>
 ${captureForm(sessionKey)}
 <h2>Memory extraction</h2>
@@ -50,6 +61,25 @@ ${captureForm(sessionKey)}
 </form>`;
     return { title: `Session ${sessionKey} · Cairn`, body };
   });
+}
+
+/** The memory proxy's requests of a session: what each one gave the model (the injected block), how it ended, what it recorded. */
+function proxyTurnsTable(turns: readonly ProxyTurn[]): Html {
+  const tone = (status: ProxyTurn['status']) => (status === 'complete' ? 'ok' : status === 'aborted' ? 'warn' : 'bad');
+  return html`<h2>What the model was given</h2>
+<p>Requests the memory proxy forwarded in this session, oldest first, with the block it added to the system prompt (never captured into the messages above).</p>
+${table(
+  'Proxied requests',
+  ['#', 'At', 'Model', 'Answer', 'Messages recorded', 'Given to the model'],
+  turns.map((t, i) => [
+    num(i + 1),
+    time(t.createdAt),
+    `${t.provider} ${t.model}`,
+    badge(t.status, tone(t.status)),
+    num(t.recorded),
+    t.injected === '' ? 'nothing' : html`<details><summary>${clip(t.injected.replace(/<\/?cairn-memory>/g, '').trim(), 80)}</summary><pre class="injected">${t.injected}</pre></details>`,
+  ]),
+)}`;
 }
 
 /** Records one message (`POST /v1/conversations`), in a given session or one the user names. */

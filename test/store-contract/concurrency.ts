@@ -154,4 +154,43 @@ export function concurrencyContract(ctx: ContractContext): void {
     }
     expect(queued).toEqual(seen.map((s) => s.seq));
   });
+
+  it('ordering guarantee across scopes: a reader that passes no settled position never misses a row of any scope', async () => {
+    const { store } = ctx;
+    const scopes = Array.from({ length: 6 }, (_, i) => ({ userId: `tenant-${i}`, agentId: 'a' }));
+    const seen = new Set<string>();
+    let cursor = 0;
+    let writing = true;
+    // The embedding queue's way across scopes: read after the cursor, move it no further than the settled position.
+    const read = async () => {
+      const settled = await store.lastEmbeddingPosition('message');
+      for (;;) {
+        const page = (await store.pendingEmbeddings('message', 'e-scopes', { after: cursor, limit: 50 })).filter((p) => p.position <= settled);
+        if (page.length === 0) break;
+        for (const p of page) seen.add(p.key);
+        cursor = page.at(-1)!.position;
+      }
+    };
+    const reader = (async () => {
+      while (writing) await read();
+    })();
+    const written: string[] = [];
+    await Promise.all(
+      scopes.map(async (scope, w) => {
+        for (let b = 0; b < 10; b++) {
+          const batch = [msg(scope, `t${w}-b${b}-0`, `tenant ${w} batch ${b}`), msg(scope, `t${w}-b${b}-1`, `tenant ${w} batch ${b} again`)];
+          await store.addMessages(batch);
+          written.push(...batch.map((m) => m.id!));
+        }
+      }),
+    );
+    writing = false;
+    await reader;
+    await read();
+    const stored: string[] = [];
+    for (const scope of scopes) stored.push(...(await store.messagesAfter(scope, 's1', 0, 100)).map((m) => String(m.seq)));
+    expect(stored).toHaveLength(written.length);
+    // A message's embedding key is its position.
+    expect([...seen].sort()).toEqual(stored.sort());
+  });
 }

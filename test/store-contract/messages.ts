@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { analyze } from '../../src/text/analyze.js';
 import { alice, aliceOtherAgent, bob, type ContractContext, msg, strangers, unit } from './context.js';
@@ -178,4 +179,51 @@ export function messageContract(ctx: ContractContext): void {
     }
     expect(await store.getMessages(alice, ['shared-id'])).toHaveLength(1);
   });
+
+  it('ranking is per scope: whatever other scopes store or delete, a scope gets the same ids, order and scores', async () => {
+    const { store } = ctx;
+    const words = ['garden', 'tomato', 'violin', 'harbour', 'recipe', 'lighthouse', 'river', 'winter'];
+    await store.addMessages([
+      msg(alice, 'a1', 'garden tomato harvest in the garden', 's1'),
+      msg(alice, 'a2', 'violin lesson by the river', 's1'),
+      msg(alice, 'a3', 'tomato recipe for winter', 's2'),
+      msg(alice, 'a4', 'the lighthouse over the harbour', 's2'),
+    ]);
+    await store.createMemory(alice, { id: 'am1', content: 'Grows tomato plants in the garden', type: 'persona' });
+    await store.createMemory(alice, { id: 'am2', content: 'Plays the violin every winter', type: 'episodic' });
+    const queries = ['garden tomato', 'violin winter river', 'harbour recipe lighthouse'].map((q) => analyze(q));
+    const answers = async () =>
+      Promise.all(
+        queries.map(async (terms) => ({
+          messages: await store.searchMessagesByKeyword(alice, terms, {}, 10),
+          session: await store.searchMessagesByKeyword(alice, terms, { sessionKey: 's2' }, 10),
+          memories: await store.memoryKeywordCandidates(alice, terms, {}),
+        })),
+      );
+    const before = await answers();
+    expect(before[0]!.messages.map((h) => h.id)).toContain('a1');
+    let n = 0;
+    const otherData = fc.array(
+      fc.record({
+        scope: fc.constantFrom(...strangers),
+        text: fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 6 }).map((w) => w.join(' ')),
+        memory: fc.boolean(),
+      }),
+      { minLength: 1, maxLength: 12 },
+    );
+    await fc.assert(
+      fc.asyncProperty(otherData, fc.boolean(), async (rows, deleteAfter) => {
+        const round = n++;
+        await store.addMessages(rows.filter((r) => !r.memory).map((r, i) => msg(r.scope, `o${round}-${i}`, r.text, `o${round}`)));
+        for (const [i, r] of rows.entries()) if (r.memory) await store.createMemory(r.scope, { id: `om${round}-${i}`, content: r.text, type: 'persona' });
+        expect(await answers()).toEqual(before);
+        if (deleteAfter) {
+          for (const scope of strangers) await store.deleteSession(scope, `o${round}`);
+          expect(await answers()).toEqual(before);
+        }
+      }),
+      { numRuns: 8 },
+    );
+  });
+
 }

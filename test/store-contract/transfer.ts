@@ -33,6 +33,7 @@ async function fill(store: Store): Promise<void> {
   await store.history.saveErrorRecord(alice, errorWrite(hexId('a'), 'fetch_page', 'harbour site timeout', 'retry', ['timeout']));
   await store.createKnowledgeResource(alice, { id: 'wiki-0000000a', type: 'wiki', name: 'notes', root: '/tmp/notes' });
   await store.applyKnowledgeSync(alice, 'wiki-0000000a', { upserts: [file('a.md', 'h1')], deletes: [], patch: { status: 'ready' } });
+  await store.proxyTurns.save(alice, { fingerprint: 'fp1', sessionKey: 's1', provider: 'openai', model: 'm', status: 'complete', injected: 'given', recorded: 2 });
 }
 
 /** TransferStore: exportSnapshot and restoreRecords (backup is backend-specific: each backend's own tests). */
@@ -69,6 +70,7 @@ export function transferContract(ctx: ContractContext): void {
     expect(await target.history.errorKeywordCandidates(alice, analyze('harbour'), {})).toEqual(await store.history.errorKeywordCandidates(alice, analyze('harbour'), {}));
     expect(await target.listAllKnowledgeResources()).toEqual(await store.listAllKnowledgeResources());
     expect(await target.listKnowledgeFiles(alice, 'wiki-0000000a')).toEqual([file('a.md', 'h1')]);
+    expect(await target.proxyTurns.listBySession(alice, 's1', 10)).toEqual(await store.proxyTurns.listBySession(alice, 's1', 10));
     // Vectors came along: nothing to re-embed, and they answer.
     expect(await target.countPendingEmbeddings('message', 'e1')).toBe(0);
     const [text] = await target.history.recentRunTexts(alice, 's1', EPOCH, 1);

@@ -151,6 +151,12 @@ const TRANSFER_KINDS: readonly TransferKind[] = [
     order: 'id',
   },
   { type: 'knowledge_file', table: 'knowledge_files', columns: ['resource_id', 'path', 'hash', 'size', 'mtime_ms', 'data'], order: 'resource_id, path' },
+  {
+    type: 'proxy_turn',
+    table: 'proxy_turns',
+    columns: ['seq', 'user_id', 'agent_id', 'fingerprint', 'session_key', 'provider', 'model', 'status', 'injected', 'recorded', 'created_at', 'updated_at'],
+    order: 'seq',
+  },
 ];
 
 /** An export holds SQLite's records of this schema version, whichever engine wrote it. */

@@ -4,7 +4,7 @@ import { errorRecordText } from '../../history/error-record-text.js';
 import { CairnError } from '../../errors.js';
 import { SAMPLE_HASH, SAMPLE_MODULUS, type EmbeddingStore, type EmbeddingTarget, type PendingEmbedding, type PendingEmbeddingsQuery, type QueuedEmbeddingTarget, type SavedEmbedding } from '../store.js';
 import type { Scope } from '../../types.js';
-import type { PostgresDatabase } from './postgres-db.js';
+import { type PostgresDatabase, settledPosition } from './postgres-db.js';
 
 type ErrorTextRow = { seq: number; id: string; tool_name: string; keywords: string; symptom: string; cause: string | null; action: string };
 
@@ -37,8 +37,7 @@ export class HistoryEmbeddings implements EmbeddingStore {
 
   async lastEmbeddingPosition(target: QueuedEmbeddingTarget): Promise<number> {
     onlyHistory(target, true);
-    const [row] = await this.db.query<{ n: string }>('SELECT coalesce(max(seq), 0)::text AS n FROM error_records');
-    return Number(row?.n ?? 0);
+    return settledPosition(this.db.autocommit, 'errorRecords');
   }
 
   async countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, after = 0): Promise<number> {

@@ -168,7 +168,7 @@ export class PostgresHistoryTables implements HistoryStore {
         ],
       );
       if (calls.length === 0) return;
-      await lockPositions(client, 'runToolCalls');
+      await lockPositions(client, 'runToolCalls', [scope], this.db.orderLocking);
       await client.query(
         `INSERT INTO run_tool_calls (run_seq, name, arguments, result, is_error, duration_ms, at, source, reusable)
          SELECT $1, name, arguments, result, is_error, duration_ms, at, source, reusable
@@ -287,7 +287,7 @@ export class PostgresHistoryTables implements HistoryStore {
     const now = new Date().toISOString();
     const row = await this.db.transaction(async (client) => {
       // Every error-record write takes the position lock first, so two writers of one id see each other.
-      await lockPositions(client, 'errorRecords');
+      await lockPositions(client, 'errorRecords', [scope], this.db.orderLocking);
       const existing = (
         await client.query<ErrorRow>(`SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id = $3 FOR UPDATE`, [
           scope.userId,

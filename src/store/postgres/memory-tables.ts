@@ -20,7 +20,7 @@ export class MemoryTables {
     const id = input.id ?? newId('mem');
     const now = new Date().toISOString();
     return this.db.transaction(async (client) => {
-      await lockPositions(client, 'memories');
+      await lockPositions(client, 'memories', [scope], this.db.orderLocking);
       const row = await insertMemory(client, scope, { ...input, id }, 'manual', 1, now);
       if (row === null) throw new CairnError('conflict', `memory ${id} already exists`);
       await audit(client, scope, id, 'create', API_ACTOR, now, { newVersion: 1, newContent: input.content });
@@ -145,7 +145,7 @@ export async function getMemories(on: Queryable, scope: Scope, ids: readonly str
 
 /**
  * Inserts a memory with its analysed terms; null when the id exists already. The caller's transaction
- * holds the memories ordering lock (its `seq` is the embedding queue's cursor).
+ * holds the scope's memories ordering lock (its `seq` is the embedding queue's cursor).
  */
 export async function insertMemory(
   client: Queryable,

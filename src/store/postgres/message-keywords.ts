@@ -1,4 +1,4 @@
-import { type CollectionStats, rankedHits, TopKIndex } from '../../search/top-k-index.js';
+import { rankedHits, TopKIndex } from '../../search/top-k-index.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { MessageFilter } from '../store.js';
 import { split } from './message-tables.js';
@@ -17,20 +17,13 @@ const SAVE_AFTER_SHARE = 1;
  */
 type ScopeState = { index: TopKIndex; generation: number; ready: Promise<void>; unsaved: number; saving: Promise<void> | null };
 
-type SearchState = {
-  last: number | null;
-  generation: number | null;
-  documents: number;
-  tokens: number;
-  frequencies: Record<string, number> | null;
-  within: number[] | null;
-};
+type SearchState = { last: number | null; generation: number | null; within: number[] | null };
 
 /**
  * Keyword search over messages with the engine SQLite uses (DESIGN.md, "Keyword engine"): one in-memory
  * {@link TopKIndex} per scope in this process, filled from the scope's range of `message_terms` on its
- * first search and topped up on every later one, ranked with the database-wide statistics of
- * `message_totals` / `message_vocabulary`. One round trip per search says what changed: rows with a
+ * first search and topped up on every later one, ranked with the scope's own statistics (what its postings
+ * hold), so no other tenant's rows move its scores. One round trip per search says what changed: rows with a
  * higher `seq` are appended (positions become visible in commit order, so none is ever missed); a
  * deletion in the scope (a new `message_terms_state.generation`) rebuilds it. Every server holds its own
  * postings, so any of them answers the same. A scope's postings are saved to `message_postings` (in the
@@ -44,9 +37,8 @@ export class MessageKeywords {
 
   async search(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]> {
     if (terms.length === 0) return [];
-    const distinct = [...new Set(terms)];
-    const session = filter.sessionKey === undefined ? 'NULL::bigint[]' : '(SELECT array_agg(seq ORDER BY seq) FROM messages WHERE user_id = $1 AND agent_id = $2 AND session_key = $4)';
-    const values: unknown[] = [scope.userId, scope.agentId, distinct];
+    const session = filter.sessionKey === undefined ? 'NULL::bigint[]' : '(SELECT array_agg(seq ORDER BY seq) FROM messages WHERE user_id = $1 AND agent_id = $2 AND session_key = $3)';
+    const values: unknown[] = [scope.userId, scope.agentId];
     if (filter.sessionKey !== undefined) values.push(filter.sessionKey);
     const [state] = await this.db.prepared<SearchState>(
       filter.sessionKey === undefined ? 'cairn_keyword_state' : 'cairn_keyword_state_session',
@@ -54,21 +46,13 @@ export class MessageKeywords {
       // which the planner chooses when stale statistics make a large scope look like a few rows.
       `SELECT (SELECT seq FROM message_terms WHERE user_id = $1 AND agent_id = $2 ORDER BY seq DESC LIMIT 1) AS last,
               (SELECT generation FROM message_terms_state WHERE user_id = $1 AND agent_id = $2) AS generation,
-              t.documents, t.tokens,
-              (SELECT json_object_agg(term, documents) FROM message_vocabulary WHERE term = ANY($3::text[])) AS frequencies,
-              ${session} AS within
-       FROM message_totals AS t WHERE t.id = 1`,
+              ${session} AS within`,
       values,
     );
     if (state === undefined) return [];
     const index = await this.current(scope, state.last ?? 0, state.generation ?? 0);
     if (filter.sessionKey !== undefined && state.within === null) return [];
-    const frequencies = state.frequencies ?? {};
-    const stats: CollectionStats | undefined =
-      state.documents > 0 && state.tokens > 0
-        ? { documents: state.documents, avgLength: state.tokens / state.documents, documentFrequency: (term) => frequencies[term] ?? 0 }
-        : undefined;
-    const hits = index.search(terms, limit, { stats: stats ?? index.ownStats(), within: state.within ?? undefined });
+    const hits = index.search(terms, limit, { within: state.within ?? undefined });
     if (hits.length === 0) return [];
     // One primary-key probe per hit, then the scope checked on those rows: OFFSET 0 keeps the planner from
     // merging the scope into the probe and scanning the scope's index instead (as it does when statistics

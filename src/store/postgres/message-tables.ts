@@ -12,10 +12,9 @@ const INSERT_CHUNK = 2_000;
 export type TermsRow = { seq: number; userId: string; agentId: string; terms: string; context: string };
 
 /**
- * L0 messages and their keyword index rows (`message_terms`, `message_vocabulary`, `message_totals`,
- * kept as SQLite keeps them: DESIGN.md, "Keyword engine"). Every write that hands out `seq` or changes the
- * database-wide statistics holds the messages ordering lock to commit, so positions become visible in
- * order and statistics never deadlock.
+ * L0 messages and their keyword index rows (`message_terms`, kept as SQLite keeps them: DESIGN.md,
+ * "Keyword engine"). Every write holds the ordering lock of each scope it writes to commit, so a scope's
+ * positions become visible in order and writers of other scopes never wait for it.
  */
 export class MessageTables {
   constructor(private readonly db: PostgresDatabase) {}
@@ -30,7 +29,7 @@ export class MessageTables {
     for (let first = 0; first < messages.length; first += commitEvery) {
       const last = Math.min(first + commitEvery, messages.length);
       inserted += await this.db.transaction(async (client) => {
-        await lockPositions(client, 'messages');
+        await lockPositions(client, 'messages', messages.slice(first, last).map((m) => m.scope), this.db.orderLocking);
         let count = 0;
         for (let start = first; start < last; start += INSERT_CHUNK) {
           const end = Math.min(start + INSERT_CHUNK, last);
@@ -97,7 +96,7 @@ export class MessageTables {
   /** Deletes one message and re-indexes the next one of its session, whose context held the deleted text. */
   async delete(scope: Scope, id: string): Promise<boolean> {
     return this.db.transaction(async (client) => {
-      await lockPositions(client, 'messages');
+      await lockPositions(client, 'messages', [scope], this.db.orderLocking);
       const [gone] = await rows<{ seq: number; session_key: string }>(
         client,
         'DELETE FROM messages WHERE user_id = $1 AND agent_id = $2 AND id = $3 RETURNING seq, session_key',
@@ -118,7 +117,8 @@ export class MessageTables {
 
   async deleteSession(scope: Scope, sessionKey: string): Promise<number> {
     return this.db.transaction(async (client) => {
-      await lockPositions(client, 'messages');
+      await lockPositions(client, 'messages', [scope], this.db.orderLocking);
+      await client.query('DELETE FROM proxy_turns WHERE user_id = $1 AND agent_id = $2 AND session_key = $3', [scope.userId, scope.agentId, sessionKey]);
       const result = await client.query('DELETE FROM messages WHERE user_id = $1 AND agent_id = $2 AND session_key = $3', [scope.userId, scope.agentId, sessionKey]);
       return result.rowCount ?? 0;
     });
@@ -144,7 +144,7 @@ export class MessageTables {
 }
 
 /**
- * Inserts one chunk under the messages ordering lock (held by the caller's transaction): positions are
+ * Inserts one chunk under the ordering locks of its scopes (held by the caller's transaction): positions are
  * taken from the sequence, rows whose `(scope, id)` exists are skipped by the unique index, and each
  * inserted message is indexed with its session's previous message as context.
  */
@@ -199,29 +199,13 @@ async function insertChunk(client: pg.PoolClient, part: readonly NewMessage[], i
   return terms.length;
 }
 
-/** Writes the keyword rows and adds their statistics (one upsert per distinct term, in term order). */
+/** Writes the keyword rows (each scope's statistics are its postings: nothing else to update). */
 export async function addTerms(client: pg.PoolClient, terms: readonly TermsRow[]): Promise<void> {
   await client.query(
     `INSERT INTO message_terms (seq, user_id, agent_id, terms, context)
      SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[])`,
     [terms.map((t) => t.seq), terms.map((t) => t.userId), terms.map((t) => t.agentId), terms.map((t) => t.terms), terms.map((t) => t.context)],
   );
-  const documents = new Map<string, number>();
-  let tokens = 0;
-  for (const row of terms) {
-    const own = split(row.terms);
-    const context = split(row.context);
-    tokens += own.length + context.length;
-    for (const term of new Set([...own, ...context])) documents.set(term, (documents.get(term) ?? 0) + 1);
-  }
-  const vocabulary = [...documents.keys()].sort();
-  await client.query(
-    `INSERT INTO message_vocabulary (term, documents)
-     SELECT * FROM unnest($1::text[], $2::bigint[])
-     ON CONFLICT (term) DO UPDATE SET documents = message_vocabulary.documents + excluded.documents`,
-    [vocabulary, vocabulary.map((term) => documents.get(term)!)],
-  );
-  await client.query('UPDATE message_totals SET documents = documents + $1, tokens = tokens + $2 WHERE id = 1', [terms.length, tokens]);
 }
 
 /** The terms of a space-separated column. */

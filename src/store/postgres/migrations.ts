@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { COORDINATION_MIGRATION } from './coordination.js';
 import { HISTORY_MIGRATION } from './history-tables.js';
 import { KNOWLEDGE_MIGRATION } from './knowledge-tables.js';
+import { PROXY_TURNS_MIGRATION } from './proxy-turn-tables.js';
 import { LOCK_NAMESPACE, MIGRATION_LOCK } from './postgres-db.js';
 
 /**
@@ -13,8 +14,8 @@ export type PostgresMigration = { name: string; up: string | ((client: pg.Client
 /**
  * Key columns compare byte-wise (`COLLATE "C"`), as SQLite's do: the same order on every server whatever
  * its locale, and cheaper comparisons. Times are ISO-8601 text as the contract hands them over, so they
- * come back exactly as written. Positions (`seq`) are identity columns handed out under the table's
- * ordering lock (postgres-db.ts, POSITION_LOCKS).
+ * come back exactly as written. Positions (`seq`) are identity columns handed out under the ordering
+ * locks of their table and scope (postgres-db.ts, lockPositions).
  */
 const CORE = `
   CREATE EXTENSION IF NOT EXISTS vector;
@@ -221,6 +222,20 @@ export const MIGRATIONS: readonly PostgresMigration[] = [
   { name: 'coordination', up: COORDINATION_MIGRATION },
   HISTORY_MIGRATION,
   KNOWLEDGE_MIGRATION,
+  // Message search ranks with its scope's own statistics (DESIGN.md, "Keyword engine"): the database-wide
+  // ones, which every write of every tenant updated (one hot row), and their triggers go.
+  {
+    name: 'scope-statistics',
+    up: `
+      DROP TRIGGER message_terms_after_delete ON message_terms;
+      DROP TRIGGER message_terms_after_update ON message_terms;
+      DROP FUNCTION message_terms_forget();
+      DROP FUNCTION message_terms_recontext();
+      DROP TABLE message_vocabulary;
+      DROP TABLE message_totals;
+    `,
+  },
+  PROXY_TURNS_MIGRATION,
 ];
 
 /** The schema version this build writes. */

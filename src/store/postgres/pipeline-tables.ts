@@ -85,7 +85,7 @@ export class PipelineTables {
       if (at !== commit.fromCursor) {
         throw new CairnError('conflict', `extraction cursor of session ${sessionKey} is at ${at}, not ${commit.fromCursor}: the batch was already committed`);
       }
-      if (commit.memories.length > 0) await lockPositions(client, 'memories');
+      if (commit.memories.length > 0) await lockPositions(client, 'memories', [scope], this.db.orderLocking);
       const now = new Date().toISOString();
       for (const memory of commit.memories) {
         const targets = await rows<{ id: string; version: number; content: string }>(

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { fromSql } from 'pgvector';
+import type { Scope } from '../../types.js';
 import { toPostgresError } from './postgres-errors.js';
 
 /** What a query runs on: {@link PostgresDatabase.autocommit} or one client inside a transaction. */
@@ -16,6 +17,8 @@ export type PostgresDatabaseOptions = {
   vectorOid: number;
   /** Milliseconds a statement waits for a lock (a row, or an ordering lock another server holds) before failing `busy`. Default 5000. */
   lockTimeoutMs?: number | undefined;
+  /** How writers order positions ({@link OrderLocking}). Default `scope`. */
+  orderLocking?: OrderLocking | undefined;
   warn: (message: string) => void;
 };
 
@@ -47,18 +50,42 @@ function typeParsers(vectorOid: number): pg.CustomTypesConfig {
 }
 
 /**
- * Fixed advisory lock ids (the second key under {@link LOCK_NAMESPACE}) per table whose storage positions
- * a reader follows as a cursor. A transaction that inserts into such a table takes its lock before the
- * sequence hands out a value and holds it to commit, so positions become visible in increasing order
- * (the ordering guarantee, DESIGN.md "PostgreSQL backend"). Other branches add their tables here.
+ * Tables whose storage positions a reader follows as a cursor, with the id their ordering locks carry
+ * and the sequence that hands out their positions (DESIGN.md, "PostgreSQL backend", ordering).
  */
 export const POSITION_LOCKS = {
-  messages: 1,
-  memories: 2,
-  errorRecords: 3,
-  runToolCalls: 4,
+  messages: { id: 1, sequence: 'messages_seq' },
+  memories: { id: 2, sequence: 'memories_seq' },
+  errorRecords: { id: 3, sequence: 'error_records_seq_seq' },
+  runToolCalls: { id: 4, sequence: 'run_tool_calls_seq_seq' },
 } as const;
 export type PositionLock = keyof typeof POSITION_LOCKS;
+
+/**
+ * How writers order positions: `scope` (one lock per table and scope; the default) or `table` (one lock
+ * per table, every writer in turn: the behaviour before 2026-12, kept so the scale-out bench can measure it).
+ */
+export type OrderLocking = 'scope' | 'table';
+
+/** First bigint key of the in-flight registrations: 'Cai' in the top bits, the table id in bits 36–39, a position below. */
+const IN_FLIGHT_BASE = 0x436169n << 40n;
+const IN_FLIGHT_TABLE_SHIFT = 36n;
+
+/** The lowest in-flight key of `table` and the one past its last. */
+function inFlightRange(table: PositionLock): { first: bigint; end: bigint } {
+  const first = IN_FLIGHT_BASE + (BigInt(POSITION_LOCKS[table].id) << IN_FLIGHT_TABLE_SHIFT);
+  return { first, end: first + (1n << IN_FLIGHT_TABLE_SHIFT) };
+}
+
+/** A 32-bit FNV-1a hash of a scope (as a signed int, the type of an advisory lock's second key). */
+export function scopeKey(scope: Scope): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(JSON.stringify([scope.userId, scope.agentId]))) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash | 0;
+}
 
 /** The advisory lock id under which one server at a time applies schema migrations (migrations.ts). */
 export const MIGRATION_LOCK = 1000;
@@ -75,11 +102,14 @@ export class PostgresDatabase {
   readonly location: string;
   /** Single statements on the pool, each its own transaction, failures as CairnErrors. */
   readonly autocommit: Queryable;
+  /** How this store's writers order positions (see {@link lockPositions}). */
+  readonly orderLocking: OrderLocking;
   private closed = false;
 
-  private constructor(pool: pg.Pool, location: string) {
+  private constructor(pool: pg.Pool, location: string, orderLocking: OrderLocking) {
     this.pool = pool;
     this.location = location;
+    this.orderLocking = orderLocking;
     this.autocommit = {
       query: async (text, values) => {
         try {
@@ -104,7 +134,7 @@ export class PostgresDatabase {
     });
     // An idle connection the server closed must not crash the process; the next query opens another.
     pool.on('error', (err) => options.warn(`PostgreSQL connection lost: ${toPostgresError(err, options.location).message}`));
-    return new PostgresDatabase(pool, options.location);
+    return new PostgresDatabase(pool, options.location, options.orderLocking ?? 'scope');
   }
 
   /** Rows of one statement, autocommitted. */
@@ -186,9 +216,44 @@ export class PostgresDatabase {
   }
 }
 
-/** Takes the ordering lock of `table` until the end of the transaction `client` is in (see {@link POSITION_LOCKS}). */
-export async function lockPositions(client: Queryable, table: PositionLock): Promise<void> {
-  await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE, POSITION_LOCKS[table]]);
+/**
+ * Orders the positions the transaction `client` is in will draw from `table`, for the scopes it writes:
+ * takes each scope's lock (in key order, so two writers of the same scopes never deadlock) and then
+ * registers the sequence's last value as an in-flight key, both held to commit. So one scope's positions
+ * become visible in increasing order, writers of different scopes never wait for each other, and
+ * {@link settledPosition} sees every position a transaction still to commit may hold (they are all above
+ * its key). With `locking` `table` every writer of the table waits for the one before.
+ */
+export async function lockPositions(client: Queryable, table: PositionLock, scopes: readonly Scope[], locking: OrderLocking = 'scope'): Promise<void> {
+  const { id, sequence } = POSITION_LOCKS[table];
+  const keys = locking === 'table' ? [id] : [...new Set(scopes.map(scopeKey))].sort((a, b) => a - b);
+  const lockKey1 = locking === 'table' ? LOCK_NAMESPACE : LOCK_NAMESPACE + id;
+  // One statement, its locks taken left to right: the registration reads the sequence after the scope locks.
+  const locks = keys.map((_, i) => `pg_advisory_xact_lock($3::int, $${i + 4}::int)`);
+  locks.push('pg_advisory_xact_lock_shared($1::bigint + coalesce(pg_sequence_last_value($2::regclass), 0))');
+  const values: unknown[] = [inFlightRange(table).first.toString(), sequence];
+  if (keys.length > 0) values.push(lockKey1, ...keys);
+  await client.query(`SELECT ${locks.join(', ')}`, values);
+}
+
+/**
+ * The settled position of `table`: every row at or below it that will ever be visible is visible now (a
+ * transaction still to commit holds only positions above it). The sequence's last value is read first,
+ * then the lowest in-flight registration, so a writer that drew a position before the first read had
+ * registered before the second.
+ */
+export async function settledPosition(on: Queryable, table: PositionLock): Promise<number> {
+  const { first, end } = inFlightRange(table);
+  const [row] = await rows<{ settled: number }>(
+    on,
+    `SELECT least(s.last, (SELECT min((l.classid::bigint << 32 | l.objid::bigint) - $2::bigint) FROM pg_locks AS l
+              WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                AND (l.classid::bigint << 32 | l.objid::bigint) >= $2::bigint AND (l.classid::bigint << 32 | l.objid::bigint) < $3::bigint
+                AND s.last IS NOT NULL)) AS settled
+     FROM (SELECT coalesce(pg_sequence_last_value($1::regclass), 0) AS last OFFSET 0) AS s`,
+    [POSITION_LOCKS[table].sequence, first.toString(), end.toString()],
+  );
+  return row?.settled ?? 0;
 }
 
 /** Rows of one statement on `client`. */

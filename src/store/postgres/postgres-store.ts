@@ -38,6 +38,8 @@ import type {
 import { PostgresTransfer } from './data-transfer.js';
 import { HistoryEmbeddings } from './history-embeddings.js';
 import { PostgresHistoryTables } from './history-tables.js';
+import { PostgresProxyTurnTables } from './proxy-turn-tables.js';
+import type { ProxyTurnStore } from '../proxy-turns.js';
 import { PostgresKnowledgeTables } from './knowledge-tables.js';
 import { MemoryTables } from './memory-tables.js';
 import { MessageKeywords } from './message-keywords.js';
@@ -46,7 +48,7 @@ import type { ClaimOptions, TurnCharge, TurnCount, WorkClaim } from '../coordina
 import { PostgresCoordination } from './coordination.js';
 import { migrate } from './migrations.js';
 import { PipelineTables } from './pipeline-tables.js';
-import { PostgresDatabase } from './postgres-db.js';
+import { type OrderLocking, PostgresDatabase, settledPosition } from './postgres-db.js';
 import { redactUrl, toPostgresError } from './postgres-errors.js';
 import { TableStatistics } from './table-statistics.js';
 import { type CoreVectorTarget, VECTOR_TARGETS, VectorTables } from './vector-tables.js';
@@ -69,6 +71,11 @@ export type PostgresStoreOptions = {
   poolSize?: number;
   /** Milliseconds a write waits for a lock another server holds before failing `busy`. Default 5000. */
   busyTimeoutMs?: number;
+  /**
+   * How writers order positions. Default `scope`; `table` is the former one lock per table, which the
+   * scale-out bench measures against (environment `CAIRN_POSTGRES_ORDER_LOCKING=table`; not a setting).
+   */
+  orderLocking?: OrderLocking;
 };
 
 /** The networked backend: PostgreSQL with pgvector, for many servers on one database (DESIGN.md, "PostgreSQL backend"). */
@@ -79,6 +86,7 @@ export class PostgresStore implements Store {
    * `this.history = new PostgresHistoryTables(db)`, its tables as migration steps appended in migrations.ts.
    */
   readonly history: HistoryStore;
+  readonly proxyTurns: ProxyTurnStore;
   /**
    * Vectors of error records and run texts: `pgrest`'s history tables implement the EmbeddingStore for
    * those two targets (`this.historyEmbeddings = historyTables`); messages and memories are in vector-tables.ts.
@@ -105,6 +113,7 @@ export class PostgresStore implements Store {
     this.pipeline = new PipelineTables(db);
     this.coordination = new PostgresCoordination(db.pool, db.location);
     this.history = new PostgresHistoryTables(db);
+    this.proxyTurns = new PostgresProxyTurnTables(db);
     this.historyEmbeddings = new HistoryEmbeddings(db);
     this.knowledge = new PostgresKnowledgeTables(db);
     this.transfer = new PostgresTransfer(db, { indexVectors: (target, embedderId, dimensions) => this.vectors.indexVectors(target, embedderId, dimensions) });
@@ -138,7 +147,10 @@ export class PostgresStore implements Store {
     } finally {
       await client.end().catch(() => undefined);
     }
-    const db = PostgresDatabase.connect({ url: options.url, location, vectorOid, poolSize: options.poolSize, lockTimeoutMs: options.busyTimeoutMs, warn });
+    const db = PostgresDatabase.connect({ url: options.url, location, vectorOid, poolSize: options.poolSize, lockTimeoutMs: options.busyTimeoutMs,
+      orderLocking: options.orderLocking ?? (process.env.CAIRN_POSTGRES_ORDER_LOCKING === 'table' ? 'table' : 'scope'),
+      warn,
+    });
     return new PostgresStore(db, warn);
   }
 
@@ -226,8 +238,7 @@ export class PostgresStore implements Store {
 
   async lastEmbeddingPosition(target: QueuedEmbeddingTarget): Promise<number> {
     if (!isCoreTarget(target)) return this.historyEmbeddings.lastEmbeddingPosition(target);
-    const [row] = await this.db.query<{ n: string }>(`SELECT coalesce(max(seq), 0)::text AS n FROM ${VECTOR_TARGETS[target].base}`);
-    return Number(row?.n ?? 0);
+    return settledPosition(this.db.autocommit, target === 'message' ? 'messages' : 'memories');
   }
 
   countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, after = 0): Promise<number> {

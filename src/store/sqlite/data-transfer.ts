@@ -31,6 +31,7 @@ const KINDS = [
   { type: 'error_record_vector', table: 'error_record_vectors', blob: 'embedding' },
   { type: 'knowledge_resource', table: 'knowledge_resources' },
   { type: 'knowledge_file', table: 'knowledge_files' },
+  { type: 'proxy_turn', table: 'proxy_turns' },
   { type: 'sequence', table: 'sqlite_sequence' },
   { type: 'fts_totals', table: 'fts_totals' },
 ] as const;

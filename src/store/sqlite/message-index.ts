@@ -22,10 +22,9 @@ function tokenCount(column: string): string {
  * (`context`). Questions often echo the turn that prompted the answer, so matching the previous turn
  * at a low weight finds answers whose own words differ (DESIGN.md, "Text analysis"). The rows are
  * indexed by scope, so one scope's index is one range of `message_terms_by_scope`; `message-keywords.ts` builds the
- * in-memory postings from them. The database-wide statistics BM25 needs (documents per term in
- * `message_vocabulary`, message and token counts in `message_totals`) are added by {@link MessageIndex}
- * once per batch and taken away by triggers on deletion and re-indexing, which also bump a scope's
- * `message_terms_state.generation` when one of its messages is deleted. `message_postings` holds a
+ * in-memory postings from them, and each scope is ranked with its own statistics. The database-wide
+ * `message_vocabulary` and `message_totals` this step creates, with their triggers, are dropped by a later
+ * step. A deletion bumps the scope's `message_terms_state.generation` (trigger). `message_postings` holds a
  * snapshot of a scope's postings (with the `seq` and generation it covers), so a process starts
  * without re-reading every row.
  */
@@ -103,22 +102,12 @@ export type IndexedTerms = { seq: number; terms: string[]; context: string[] };
  */
 export class MessageIndex {
   private readonly insertRow: Database.Statement;
-  private readonly addVocabulary: Database.Statement;
-  private readonly addTotals: Database.Statement;
-  /** Statistics of the rows added since the last {@link flush}. */
-  private readonly pendingTerms = new Map<string, number>();
-  private pendingDocuments = 0;
-  private pendingTokens = 0;
   private readonly updateContext: Database.Statement;
   private readonly previous: Database.Statement;
   private readonly next: Database.Statement;
 
   constructor(db: Database.Database) {
     this.insertRow = db.prepare('INSERT INTO message_terms (user_id, agent_id, seq, terms, context) VALUES (?, ?, ?, ?, ?)');
-    this.addVocabulary = db.prepare(
-      'INSERT INTO message_vocabulary (term, documents) VALUES (?, ?) ON CONFLICT (term) DO UPDATE SET documents = documents + excluded.documents',
-    );
-    this.addTotals = db.prepare('UPDATE message_totals SET documents = documents + ?, tokens = tokens + ? WHERE id = 1');
     this.updateContext = db.prepare('UPDATE message_terms SET context = ? WHERE seq = ? AND user_id = ? AND agent_id = ?');
     // The previous message's terms as indexed (no second analysis); its content if it has no row yet.
     this.previous = db.prepare(
@@ -130,26 +119,14 @@ export class MessageIndex {
 
   /**
    * Indexes a stored message; `previousTerms` saves a look-up when the caller just indexed that message.
-   * Call {@link flush} before the transaction ends. Returns the row as indexed: own and context terms.
+   * Returns the row as indexed: own and context terms.
    */
   add(seq: number | bigint, session: SessionRef, terms: string, previousTerms?: string): IndexedTerms {
     const context = previousTerms ?? this.termsBefore(session, Number(seq));
     this.insertRow.run(session.userId, session.agentId, seq, terms, context);
     const own = terms === '' ? [] : terms.split(' ');
     const before = context === '' ? [] : context.split(' ');
-    for (const term of new Set([...own, ...before])) this.pendingTerms.set(term, (this.pendingTerms.get(term) ?? 0) + 1);
-    this.pendingDocuments++;
-    this.pendingTokens += own.length + before.length;
     return { seq: Number(seq), terms: own, context: before };
-  }
-
-  /** Writes the statistics of the rows added since the last flush (one upsert per distinct term). */
-  flush(): void {
-    for (const [term, documents] of this.pendingTerms) this.addVocabulary.run(term, documents);
-    if (this.pendingDocuments > 0) this.addTotals.run(this.pendingDocuments, this.pendingTokens);
-    this.pendingTerms.clear();
-    this.pendingDocuments = 0;
-    this.pendingTokens = 0;
   }
 
   /**
@@ -198,7 +175,7 @@ export function buildMessageTerms(db: Database.Database): void {
 }
 
 /**
- * Adds every stored message to `message_terms` and the database-wide statistics, each with its session's
+ * Adds every stored message to `message_terms`, each with its session's
  * previous message as context, as the writes that stored them would have (a migration, a restore).
  */
 export function indexStoredMessages(db: Database.Database): void {
@@ -214,5 +191,4 @@ export function indexStoredMessages(db: Database.Database): void {
     previousSession = session;
     previousTerms = terms;
   }
-  index.flush();
 }

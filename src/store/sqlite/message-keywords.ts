@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { type CollectionStats, rankedHits, TopKIndex } from '../../search/top-k-index.js';
+import { rankedHits, TopKIndex } from '../../search/top-k-index.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { MessageFilter } from '../store.js';
 import type { IndexedTerms } from './message-index.js';
@@ -37,15 +37,7 @@ export class MessageKeywords {
   private readonly loadSnapshot: Database.Statement;
   private readonly saveSnapshot: Database.Statement;
   private readonly writable: boolean;
-  private readonly totals: Database.Statement;
-  private readonly vocabulary: Database.Statement;
   private readonly version: Database.Statement;
-  /**
-   * Database-wide statistics as last read, valid while {@link changeMark} is unchanged: message and
-   * token totals, and the document frequency of every term looked up since (0 for unknown terms).
-   */
-  private cachedStats: { mark: string; documents: number; tokens: number; frequencies: Map<string, number> } | undefined;
-
   /** `saveSnapshots` false: this connection never writes its postings (a command that only reads). */
   constructor(db: Database.Database, saveSnapshots = true) {
     this.writable = !db.readonly && saveSnapshots;
@@ -66,8 +58,6 @@ export class MessageKeywords {
     this.sessionSeqs = db.prepare('SELECT seq FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY seq').pluck();
     // Changes when another connection commits (data_version) or this one writes (total_changes).
     this.version = db.prepare('SELECT data_version AS version, total_changes() AS changes FROM pragma_data_version');
-    this.totals = db.prepare('SELECT documents, tokens FROM message_totals WHERE id = 1');
-    this.vocabulary = db.prepare('SELECT v.term, v.documents FROM json_each(?) AS j CROSS JOIN message_vocabulary AS v ON v.term = j.value').raw();
     // CROSS JOIN keeps json_each outermost: each hit is one rowid look-up, never a scan of the scope's index.
     this.idsOf = db.prepare(
       'SELECT m.seq, m.id FROM json_each(@seqs) AS j CROSS JOIN messages AS m ON m.seq = j.value WHERE m.user_id = @user AND m.agent_id = @agent',
@@ -80,7 +70,7 @@ export class MessageKeywords {
     const mark = this.changeMark();
     const index = this.current(scope, mark);
     const within = filter.sessionKey === undefined ? undefined : (this.sessionSeqs.all(scope.userId, scope.agentId, filter.sessionKey) as number[]);
-    const hits = index.search(terms, limit, { stats: this.stats(terms, mark) ?? index.ownStats(), within });
+    const hits = index.search(terms, limit, { within });
     if (hits.length === 0) return [];
     const ids = new Map((this.idsOf.all({ seqs: JSON.stringify(hits.map((h) => h.seq)), user: scope.userId, agent: scope.agentId }) as [number, string][]).map(([seq, id]) => [seq, id]));
     return rankedHits(hits, ids);
@@ -90,26 +80,6 @@ export class MessageKeywords {
   private changeMark(): string {
     const { version, changes } = this.version.get() as { version: number; changes: number };
     return `${version}:${changes}`;
-  }
-
-  /**
-   * Database-wide BM25 statistics for the query `terms`, as FTS5 kept them for its global index. Read
-   * once per change of the database and cached on this connection: a query looks up only the terms
-   * not seen since the last change, so its cost does not grow with the database.
-   */
-  private stats(terms: readonly string[], mark: string): CollectionStats | undefined {
-    if (this.cachedStats?.mark !== mark) {
-      const { documents, tokens } = this.totals.get() as { documents: number; tokens: number };
-      this.cachedStats = { mark, documents, tokens, frequencies: new Map() };
-    }
-    const { documents, tokens, frequencies } = this.cachedStats;
-    if (documents <= 0 || tokens <= 0) return undefined;
-    const unseen = [...new Set(terms)].filter((term) => !frequencies.has(term));
-    if (unseen.length > 0) {
-      for (const term of unseen) frequencies.set(term, 0);
-      for (const [term, n] of this.vocabulary.all(JSON.stringify(unseen)) as [string, number][]) frequencies.set(term, n);
-    }
-    return { documents, avgLength: tokens / documents, documentFrequency: (term) => frequencies.get(term) ?? 0 };
   }
 
   /**

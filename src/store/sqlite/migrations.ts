@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { indexAnalysedTerms } from './analysed-terms.js';
 import { buildMessageTerms, rebuildMessageIndex } from './message-index.js';
+import { PROXY_TURNS_DDL } from './proxy-turn-tables.js';
 
 /**
  * Schema versions, applied in order inside one transaction each; `PRAGMA user_version` records the last.
@@ -294,6 +295,16 @@ const MIGRATIONS: readonly Migration[] = [
     DELETE FROM message_vector_snapshots WHERE user_id = new.user_id AND agent_id = new.agent_id;
   END;
   `,
+  // Message search ranks with its scope's own statistics (DESIGN.md, "Keyword engine"): the database-wide
+  // ones and the triggers that kept them go.
+  `
+  DROP TRIGGER IF EXISTS message_terms_after_delete;
+  DROP TRIGGER IF EXISTS message_terms_after_update;
+  DROP TABLE IF EXISTS message_vocabulary;
+  DROP TABLE IF EXISTS message_totals;
+  `,
+  // The memory proxy's turns (proxy-turn-tables.ts): request fingerprints and what each request was given.
+  PROXY_TURNS_DDL,
 ];
 
 /**

@@ -51,6 +51,8 @@ import { storedTerms } from './analysed-terms.js';
 import { backupDatabase, openSnapshot, restoreRecords } from './data-transfer.js';
 import { EmbeddingTables } from './embedding-tables.js';
 import { HistoryTables } from './history-tables.js';
+import { ProxyTurnTables } from './proxy-turn-tables.js';
+import type { ProxyTurnStore } from '../proxy-turns.js';
 import { KnowledgeTables } from './knowledge-tables.js';
 import { type IndexedTerms, MessageIndex } from './message-index.js';
 import { MessageKeywords } from './message-keywords.js';
@@ -132,6 +134,7 @@ export class SqliteStore implements Store {
   private readonly coordination: CoordinationTables;
   private readonly embeddings: EmbeddingTables;
   readonly history: HistoryStore;
+  readonly proxyTurns: ProxyTurnStore;
 
   private readonly messageIndex: MessageIndex;
   private readonly messageKeywords: MessageKeywords;
@@ -168,6 +171,7 @@ export class SqliteStore implements Store {
     this.knowledge = new KnowledgeTables(db, this.writes);
     this.coordination = new CoordinationTables(db, this.statements, this.writes, path, busyTimeoutMs);
     this.history = new HistoryTables(db, vectorSearch, this.writes);
+    this.proxyTurns = new ProxyTurnTables(db, this.writes);
     this.embeddings = new EmbeddingTables(db, this.writes, this.messageKnn);
     this.capabilities = {
       backend: 'sqlite',
@@ -284,7 +288,6 @@ export class SqliteStore implements Store {
           }
           options.onProgress?.(first + Math.min(start + INSERT_CHUNK, part.length), messages.length);
         }
-        this.messageIndex.flush();
         return count;
       });
       inserted += added;
@@ -335,9 +338,10 @@ export class SqliteStore implements Store {
   }
 
   async deleteSession(scope: Scope, sessionKey: string): Promise<number> {
-    return this.writes.run(
-      () => this.stmt('DELETE FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ?').run(scope.userId, scope.agentId, sessionKey).changes,
-    );
+    return this.writes.run(() => {
+      this.stmt('DELETE FROM proxy_turns WHERE user_id = ? AND agent_id = ? AND session_key = ?').run(scope.userId, scope.agentId, sessionKey);
+      return this.stmt('DELETE FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ?').run(scope.userId, scope.agentId, sessionKey).changes;
+    });
   }
 
   async listSessions(scope: Scope, page: { limit: number; offset: number }): Promise<SessionSummary[]> {

@@ -1,0 +1,71 @@
+import type Database from 'better-sqlite3';
+import { PROXY_TURN_COLUMNS, toProxyTurn, type NewProxyTurn, type ProxyTurn, type ProxyTurnRow, type ProxyTurnStore } from '../proxy-turns.js';
+import type { Scope } from '../../types.js';
+import type { WriteLock } from './write-lock.js';
+
+/** The `proxy_turns` table step of migrations.ts. */
+export const PROXY_TURNS_DDL = `
+  CREATE TABLE IF NOT EXISTS proxy_turns (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    session_key TEXT NOT NULL,
+    provider TEXT NOT NULL CHECK (provider IN ('openai', 'anthropic')),
+    model TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('complete', 'aborted', 'failed')),
+    injected TEXT NOT NULL,
+    recorded INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (user_id, agent_id, fingerprint)
+  );
+  CREATE INDEX IF NOT EXISTS proxy_turns_by_session ON proxy_turns (user_id, agent_id, session_key, seq);
+`;
+
+/** The memory proxy's turns on SQLite; every query is filtered by its scope. */
+export class ProxyTurnTables implements ProxyTurnStore {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly writes: WriteLock,
+  ) {}
+
+  async find(scope: Scope, fingerprint: string): Promise<ProxyTurn | null> {
+    const row = this.db
+      .prepare(`SELECT ${PROXY_TURN_COLUMNS} FROM proxy_turns WHERE user_id = ? AND agent_id = ? AND fingerprint = ?`)
+      .get(scope.userId, scope.agentId, fingerprint) as ProxyTurnRow | undefined;
+    return row ? toProxyTurn(row) : null;
+  }
+
+  async save(scope: Scope, turn: NewProxyTurn): Promise<void> {
+    const now = new Date().toISOString();
+    await this.writes.run(() =>
+      this.db
+        .prepare(
+          `INSERT INTO proxy_turns (user_id, agent_id, fingerprint, session_key, provider, model, status, injected, recorded, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (user_id, agent_id, fingerprint) DO UPDATE SET
+             status = excluded.status, injected = excluded.injected, recorded = proxy_turns.recorded + excluded.recorded, updated_at = excluded.updated_at`,
+        )
+        .run(scope.userId, scope.agentId, turn.fingerprint, turn.sessionKey, turn.provider, turn.model, turn.status, turn.injected, turn.recorded, now, now),
+    );
+  }
+
+  async listBySession(scope: Scope, sessionKey: string, limit: number): Promise<ProxyTurn[]> {
+    const rows = this.db
+      .prepare(`SELECT ${PROXY_TURN_COLUMNS} FROM proxy_turns WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY seq LIMIT ?`)
+      .all(scope.userId, scope.agentId, sessionKey, limit) as ProxyTurnRow[];
+    return rows.map(toProxyTurn);
+  }
+
+  async proxiedSessions(scope: Scope, sessionKeys: readonly string[]): Promise<Set<string>> {
+    if (sessionKeys.length === 0) return new Set();
+    const rows = this.db
+      .prepare(
+        `SELECT DISTINCT session_key FROM proxy_turns WHERE user_id = ? AND agent_id = ? AND session_key IN (SELECT value FROM json_each(?))`,
+      )
+      .pluck()
+      .all(scope.userId, scope.agentId, JSON.stringify(sessionKeys)) as string[];
+    return new Set(rows);
+  }
+}
