@@ -60,6 +60,8 @@ export type CairnOptions = {
    * `server.read_workers`). Default 0: searches run on the calling thread, which suits short-lived processes.
    */
   readWorkers?: number;
+  /** The caller only reads (a CLI listing or search): nothing is embedded in the background, and no search cache is saved. */
+  readOnly?: boolean;
 };
 
 /** Embedding provider state, as `/health` and `cairn doctor` report it. */
@@ -734,7 +736,7 @@ export async function createCairn(config: CairnConfigInput = loadConfig(), optio
   const valid = parseConfig(config);
   const logger = options.logger ?? createLogger(valid.log);
   const warn = options.warn ?? ((message: string) => logger.warn(message));
-  const store = await openStore(valid, { readWorkers: options.readWorkers, warn });
+  const store = await openStore(valid, { readWorkers: options.readWorkers, warn, saveCaches: options.readOnly !== true });
   try {
     return new Cairn(valid, store, { ...options, logger, warn });
   } catch (err) {

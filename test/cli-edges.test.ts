@@ -1,8 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { CLI, cleanEnv, runCli } from './e2e-process.js';
 
@@ -232,5 +233,37 @@ describe('fatal errors and an unreachable PostgreSQL', () => {
     const json = runCli(['doctor', '--json', '--data', dir], { CAIRN_STORE_URL: unreachable });
     expect(json.code).toBe(1);
     expect(JSON.parse(json.stdout)).toMatchObject({ store: { backend: 'postgres', ok: false, reason: expect.stringContaining('ECONNREFUSED') }, wordVectors: expect.any(Object) });
+  });
+});
+
+describe('commands that only read', () => {
+  it('leave the data directory as they found it: the same files, sizes and modification times, no cache saved', () => {
+    const data = tempDir();
+    const env = { CAIRN_EMBEDDING_PROVIDER: 'hash' };
+    const file = join(data, '..', `${data.split('/').at(-1)}-import.jsonl`);
+    writeFileSync(file, Array.from({ length: 120 }, (_, i) => JSON.stringify({ id: `m${i}`, session_key: `s${i % 3}`, role: 'user', content: `the lighthouse keeper logs ship ${i}` })).join('\n') + '\n');
+    expect(runCli(['import', file, '--data', data], env).code).toBe(0);
+    expect(runCli(['remember', 'Keeps the lighthouse log', '--type', 'persona', '--data', data], env).code).toBe(0);
+    // Without its saved postings, the next keyword search builds them, and would save them on close.
+    const db = new Database(join(data, 'cairn.db'));
+    db.exec('DELETE FROM message_postings');
+    db.close();
+    const listing = () =>
+      readdirSync(data)
+        .sort()
+        .map((name) => {
+          const s = statSync(join(data, name), { bigint: true });
+          return `${name} ${s.size} ${s.mtimeNs}`;
+        });
+    const before = listing();
+    const out = join(data, '..', `${data.split('/').at(-1)}-export.jsonl.gz`);
+    for (const args of [['doctor'], ['search', 'conversations', 'lighthouse ship'], ['search', 'memories', 'lighthouse'], ['memories', 'list'], ['keys', 'list'], ['knowledge', 'list'], ['config'], ['export', '--out', out]]) {
+      const run = runCli([...args, '--data', data], env);
+      expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(0);
+      expect(listing(), args.join(' ')).toEqual(before);
+    }
+    const check = new Database(join(data, 'cairn.db'), { readonly: true });
+    expect((check.prepare('SELECT count(*) AS n FROM message_postings').get() as { n: number }).n).toBe(0);
+    check.close();
   });
 });

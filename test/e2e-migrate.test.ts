@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
@@ -326,6 +327,32 @@ describe('cairn migrate cannot merge', () => {
     const refused = await runCliAsync(['migrate', '--to', second.url, '--from', data], ENV);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/migrated into from another source \(.+\)\): message 2, memory 2.*nothing was written/);
+  }, 60_000);
+
+  it('a run stopped by a row the target refuses (a real constraint) keeps what it committed; the next run finishes and verifies every row', async () => {
+    const data = await smallSource('refused-row');
+    const db = await database();
+    // The schema, as a server would have made it.
+    await (await PostgresStore.open({ url: db.url })).close();
+    const admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+    try {
+      await admin.query(`ALTER TABLE memories ADD CONSTRAINT no_islands CHECK (content NOT LIKE '%island%')`);
+      const stopped = await runCliAsync(['migrate', '--to', db.url, '--from', data], ENV);
+      expect(stopped.code).not.toBe(0);
+      expect(stopped.stderr).toContain('memory rows could not be written');
+      const partial = await postgresRecords(db.url);
+      expect(partial.get('message')).toHaveLength(2);
+      expect(partial.get('memory') ?? []).toHaveLength(0);
+      await admin.query('ALTER TABLE memories DROP CONSTRAINT no_islands');
+    } finally {
+      await admin.end();
+    }
+    const resumed = await runCliAsync(['migrate', '--to', db.url, '--from', data], ENV);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toMatch(/^copied \d+ row\(s\) from .*\(memory 2.*\); all \d+ row\(s\) verified by key and content/);
+    expect(resumed.stdout).not.toMatch(/message \d/);
+    expect(await postgresRecords(db.url)).toEqual(await sqliteRecords(data));
   }, 60_000);
 
   it('carries an edit made in the source between runs; a deletion there is refused, naming the row, with nothing written', async () => {

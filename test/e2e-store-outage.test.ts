@@ -108,7 +108,7 @@ describe('a store lost under cairn serve', () => {
     expect(server.stderr()).not.toMatch(/ 500 /);
   }, 120_000);
 
-  it('SQLite file moved away or replaced: /ready 503 naming it; moved back: ready again without a restart', async () => {
+  it('SQLite file moved away or replaced: /ready 503 naming it, writes 503 unavailable; moved back: ready and writing again without a restart', async () => {
     const data = join(root, 'sqlite-data');
     const server = await startServe(['--data', data, '--port', '0']);
     running.push(server);
@@ -121,8 +121,12 @@ describe('a store lost under cairn serve', () => {
     const gone = await call(server.url, 'GET', '/ready');
     expect(gone.status).toBe(503);
     expect(gone.body).toMatchObject({ checks: { store: { ok: false, reason: expect.stringContaining(`${file} (data_dir) cannot be used: the file is gone`) } } });
+    // A write would reach a file no later process opens: refused, nothing written.
+    const refused = await call(server.url, 'POST', '/v1/memories', { content: 'Keeps wasps', type: 'persona' });
+    expect({ status: refused.status, code: (refused.body.error as { code?: string }).code, retry: Number(refused.retryAfter) > 0 }).toEqual({ status: 503, code: 'unavailable', retry: true });
     renameSync(`${file}.moved`, file);
     expect((await call(server.url, 'GET', '/ready')).status).toBe(200);
+    expect((await call(server.url, 'POST', '/v1/memories', { content: 'Keeps hornets', type: 'persona' })).status).toBe(201);
 
     // A different file at the path is not the database this server writes to.
     copyFileSync(file, `${file}.copy`);
@@ -131,8 +135,12 @@ describe('a store lost under cairn serve', () => {
     const replaced = await call(server.url, 'GET', '/ready');
     expect(replaced.status).toBe(503);
     expect(replaced.body).toMatchObject({ checks: { store: { ok: false, reason: expect.stringContaining('the file was replaced while the server runs') } } });
+    expect((await call(server.url, 'POST', '/v1/memories', { content: 'Keeps wasps', type: 'persona' })).status).toBe(503);
     renameSync(`${file}.old`, file);
     expect((await call(server.url, 'GET', '/ready')).status).toBe(200);
-    expect(String((await call(server.url, 'POST', '/search/memories', { query: 'bees' })).body.results)).toContain('Keeps bees');
+    const kept = String((await call(server.url, 'POST', '/search/memories', { query: 'keeps' })).body.results);
+    expect(kept).toContain('Keeps bees');
+    expect(kept).toContain('Keeps hornets');
+    expect(kept).not.toContain('wasps');
   }, 60_000);
 });

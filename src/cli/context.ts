@@ -53,7 +53,9 @@ export async function openExplained({ config, sources }: ExplainedConfig, option
     throw new CairnError('config_invalid', `data directory ${config.data_dir} (${setting}) does not exist; nothing was created (check the path)`);
   }
   try {
-    return await createCairn(config, { ...cairnOptions, logger: cairnOptions.logger ?? createLogger(config.log) });
+    // A command that only reads runs no background work either: embedding and extraction write (and claim their work in the database).
+    const quiet = readOnly ? { backgroundEmbedding: false, backgroundPipeline: false } : {};
+    return await createCairn(config, { ...cairnOptions, readOnly, ...quiet, logger: cairnOptions.logger ?? createLogger(config.log) });
   } catch (err) {
     throw pathError(err, config.data_dir, setting) ?? err;
   }

@@ -10,6 +10,8 @@ export type OpenStoreOptions = {
   readWorkers?: number | undefined;
   /** Where the store reports what it could not start (a read pool, an index). */
   warn: (message: string) => void;
+  /** False for a command that only reads: the SQLite store saves none of the caches its searches build. Default true. */
+  saveCaches?: boolean;
 };
 
 /** What the PostgreSQL backend's module exports (loaded only when `store.url` names a PostgreSQL server). */
@@ -30,7 +32,7 @@ export async function openStore(config: CairnConfig, options: OpenStoreOptions):
   if (path === null) return openPostgres(config.store.url!, config.store.busy_timeout_ms, options);
   let store: SqliteStore;
   try {
-    store = SqliteStore.open({ path, readWorkers: options.readWorkers, warn: options.warn, busyTimeoutMs: config.store.busy_timeout_ms });
+    store = SqliteStore.open({ path, readWorkers: options.readWorkers, warn: options.warn, busyTimeoutMs: config.store.busy_timeout_ms, saveCaches: options.saveCaches });
   } catch (err) {
     throw toStoreError(err, path);
   }

@@ -14,25 +14,6 @@ import type { DataSnapshot, DumpRecord } from './store.js';
 const ENGINE_ONLY = new Set(['meta', 'fts_totals']);
 const UNCOMPARED = new Set([...ENGINE_ONLY, 'sequence']);
 
-/** The key of each compared record type, by the export's column names (the primary key on both engines). */
-const RECORD_KEYS: Readonly<Record<string, readonly string[]>> = {
-  api_key: ['id'],
-  message: ['seq'],
-  message_vector: ['message_seq'],
-  memory: ['seq'],
-  memory_vector: ['memory_seq'],
-  memory_audit: ['seq'],
-  pipeline_cursor: ['user_id', 'agent_id', 'session_key'],
-  run: ['seq'],
-  run_tool_call: ['seq'],
-  run_withheld: ['user_id', 'agent_id', 'session_key', 'task_id'],
-  run_text_vector: ['text_key'],
-  error_record: ['seq'],
-  error_record_vector: ['error_seq'],
-  knowledge_resource: ['id'],
-  knowledge_file: ['resource_id', 'path'],
-};
-
 /** Keys named per record type in a refusal or a failed check. */
 const SHOWN_KEYS = 5;
 
@@ -64,6 +45,9 @@ export type MigrationReport = {
   differing: RecordDifference[];
 };
 
+/** Per record type, the columns of its key (the primary key on both engines, by the export's column names). */
+type RecordKeys = Readonly<Record<string, readonly string[]>>;
+
 /** Per record type, each key's row fingerprint. */
 type Fingerprints = Map<string, Map<string, string>>;
 
@@ -89,9 +73,11 @@ export async function migrateToPostgres(options: MigrateOptions): Promise<Migrat
     try {
       const snapshot = await source.exportSnapshot();
       try {
-        const wanted = await fingerprints(snapshot.records());
+        // The target's record types and their keys: every type it can hold, each by its primary key.
+        const keys = target.recordKeys();
+        const wanted = await fingerprints(snapshot.records(), keys);
         const marked = await target.migratedFrom();
-        const held = await fingerprintsOf(() => target.exportSnapshot());
+        const held = await fingerprintsOf(() => target.exportSnapshot(), keys);
         if (marked !== sourceId && rowsIn(held) > 0) {
           const found = [...held].filter(([, rows]) => rows.size > 0).map(([type, rows]) => `${type} ${rows.size}`);
           const whose = marked === null ? 'it was never migrated into from this data directory' : `it was migrated into from another source (${marked})`;
@@ -114,8 +100,8 @@ export async function migrateToPostgres(options: MigrateOptions): Promise<Migrat
         const total = plan.reduce((n, d) => n + d.write.size, 0);
         const report = options.onProgress ?? (() => {});
         report(0, total);
-        const merged = await target.mergeRecords(selected(snapshot.records(), toWrite), (done) => report(done, total));
-        const after = await fingerprintsOf(() => target.exportSnapshot());
+        const merged = await target.mergeRecords(selected(snapshot.records(), toWrite, keys), (done) => report(done, total));
+        const after = await fingerprintsOf(() => target.exportSnapshot(), keys);
         return {
           target: where,
           source: countsOf(wanted),
@@ -135,39 +121,39 @@ export async function migrateToPostgres(options: MigrateOptions): Promise<Migrat
 }
 
 /** The rows to send: sequences, and every compared record whose key is to be written. */
-async function* selected(records: AsyncIterable<DumpRecord>, toWrite: Map<string, Set<string>>): AsyncIterable<DumpRecord> {
+async function* selected(records: AsyncIterable<DumpRecord>, toWrite: Map<string, Set<string>>, keys: RecordKeys): AsyncIterable<DumpRecord> {
   for await (const record of records) {
     if (ENGINE_ONLY.has(record.type)) continue;
-    if (record.type === 'sequence' || toWrite.get(record.type)?.has(keyOf(record))) yield record;
+    if (record.type === 'sequence' || toWrite.get(record.type)?.has(keyOf(record, keys))) yield record;
   }
 }
 
-async function fingerprintsOf(open: () => Promise<DataSnapshot>): Promise<Fingerprints> {
+async function fingerprintsOf(open: () => Promise<DataSnapshot>, keys: RecordKeys): Promise<Fingerprints> {
   const snapshot = await open();
   try {
-    return await fingerprints(snapshot.records());
+    return await fingerprints(snapshot.records(), keys);
   } finally {
     snapshot.close();
   }
 }
 
 /** Each compared record's key and a hash of its whole row (every column, in the export's engine-neutral form). */
-async function fingerprints(records: AsyncIterable<DumpRecord>): Promise<Fingerprints> {
-  const prints: Fingerprints = new Map(Object.keys(RECORD_KEYS).map((type) => [type, new Map<string, string>()]));
+async function fingerprints(records: AsyncIterable<DumpRecord>, keys: RecordKeys): Promise<Fingerprints> {
+  const prints: Fingerprints = new Map(Object.keys(keys).filter((type) => !UNCOMPARED.has(type)).map((type) => [type, new Map<string, string>()]));
   for await (const record of records) {
     if (UNCOMPARED.has(record.type)) continue;
     const rows = prints.get(record.type);
-    if (rows === undefined) throw new CairnError('internal', `unknown record type ${JSON.stringify(record.type)} in an export`);
+    if (rows === undefined) throw new CairnError('invalid_input', `the source holds ${JSON.stringify(record.type)} records, which the target does not know (nothing was written)`);
     // SQLite's vector-save counter is its own bookkeeping, not copied.
     const { saved: _saved, ...row } = record.row;
     const text = JSON.stringify(row, Object.keys(row).sort());
-    rows.set(keyOf(record), createHash('sha256').update(text).digest('base64'));
+    rows.set(keyOf(record, keys), createHash('sha256').update(text).digest('base64'));
   }
   return prints;
 }
 
-function keyOf(record: DumpRecord): string {
-  const columns = RECORD_KEYS[record.type] ?? [];
+function keyOf(record: DumpRecord, keys: RecordKeys): string {
+  const columns = keys[record.type] ?? [];
   const values = columns.map((c) => record.row[c]);
   return values.length === 1 ? String(values[0]) : JSON.stringify(values);
 }

@@ -273,6 +273,11 @@ export class PostgresTransfer {
     return { read: result.counts, inserted: result.inserted, updated: result.updated };
   }
 
+  /** Each record type's key columns (its primary key, in the export's column names), for `cairn migrate`'s comparison. */
+  recordKeys(): Record<string, string[]> {
+    return Object.fromEntries(this.kinds.map((k) => [k.type, k.order.split(',').map((c) => c.trim())]));
+  }
+
   /** The source id `cairn migrate` recorded in this database (`meta.migrated_from`), or null. */
   async migratedFrom(): Promise<string | null> {
     const rows = await this.db.query<{ value: string }>(`SELECT value FROM meta WHERE key = 'migrated_from'`);

@@ -375,6 +375,11 @@ export class PostgresStore implements Store {
     return this.transfer.mergeRecords(records, onProgress);
   }
 
+  /** For `cairn migrate`: each record type's key columns. */
+  recordKeys(): Record<string, string[]> {
+    return this.transfer.recordKeys();
+  }
+
   /** For `cairn migrate`: the source id recorded in this database, or null. */
   migratedFrom(): Promise<string | null> {
     return this.transfer.migratedFrom();

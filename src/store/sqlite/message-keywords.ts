@@ -38,8 +38,9 @@ export class MessageKeywords {
   private readonly saveSnapshot: Database.Statement;
   private readonly writable: boolean;
   private readonly version: Database.Statement;
-  constructor(db: Database.Database) {
-    this.writable = !db.readonly;
+  /** `saveSnapshots` false: this connection never writes its postings (a command that only reads). */
+  constructor(db: Database.Database, saveSnapshots = true) {
+    this.writable = !db.readonly && saveSnapshots;
     this.loadSnapshot = db.prepare('SELECT generation, last_seq AS lastSeq, data FROM message_postings WHERE user_id = ? AND agent_id = ?');
     this.saveSnapshot = db.prepare(
       `INSERT INTO message_postings (user_id, agent_id, generation, last_seq, data) VALUES (?, ?, ?, ?, ?)

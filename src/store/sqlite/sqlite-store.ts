@@ -96,11 +96,18 @@ export type SqliteStoreOptions = {
    * writer, which saves them). A writable connection saves its own. Default: a read-only one drops them.
    */
   vectorSnapshots?: ((snapshot: VectorSnapshot) => void) | undefined;
+  /**
+   * Save the caches a search builds (keyword postings, vector snapshots) for the next process. False for a
+   * command that only reads, so it leaves the file as it found it. Default true.
+   */
+  saveCaches?: boolean;
 };
 
 
 
 const INSERT_CHUNK = 2_000;
+/** How long a write relies on the last check of the database file (see `fileProblem`), in ms. */
+const FILE_CHECK_MS = 1_000;
 /** Bytes of a vector snapshot written per transaction (saveVectorSnapshot). */
 const SNAPSHOT_PART_BYTES = 8 * 2 ** 20;
 const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
@@ -145,15 +152,20 @@ export class SqliteStore implements Store {
   private readonly readers: ReadPool | null;
   /** The device and inode of the file opened, for {@link ping}; null in memory. */
   private readonly opened: { dev: number; ino: number } | null;
+  /** The last answer of {@link fileProblem} and when it was found (performance.now()). */
+  private fileChecked: { at: number; problem: CairnError | null } = { at: -Infinity, problem: null };
 
   private constructor(db: Database.Database, path: string, vectorSearch: boolean, vectorOptions: VectorOptions, readers: ReadPool | null, busyTimeoutMs: number) {
     this.db = db;
     this.opened = path === ':memory:' ? null : (({ dev, ino }) => ({ dev, ino }))(statSync(path));
-    this.writes = new WriteLock(db, busyTimeoutMs);
+    this.writes = new WriteLock(db, busyTimeoutMs, () => {
+      const problem = this.fileProblem(false);
+      if (problem !== null) throw problem;
+    });
     this.readers = readers;
     this.statements = new Statements(db);
     this.messageIndex = new MessageIndex(db);
-    this.messageKeywords = new MessageKeywords(db);
+    this.messageKeywords = new MessageKeywords(db, vectorOptions.saveCaches);
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
     this.vectorOptions = { ...vectorOptions, memory: vectorSearch && vectorOptions.memory };
     this.knowledge = new KnowledgeTables(db, this.writes);
@@ -216,7 +228,7 @@ export class SqliteStore implements Store {
             vectorIndex: options.vectorIndex,
             onSnapshot: (snapshot) => void writer.store?.saveVectorSnapshot(snapshot),
           });
-      const vectorOptions = { memory: options.memoryVectors ?? true, tuning: options.vectorIndex, send: options.vectorSnapshots };
+      const vectorOptions = { memory: options.memoryVectors ?? true, tuning: options.vectorIndex, send: options.vectorSnapshots, saveCaches: options.saveCaches ?? true };
       const store = new SqliteStore(db, options.path, vectorSearch, vectorOptions, readers, busyTimeoutMs);
       writer.store = store;
       // From here on the writer never sleeps inside SQLite, which would stall the event loop: a write that
@@ -901,20 +913,33 @@ export class SqliteStore implements Store {
 
   async ping(): Promise<void> {
     this.stmt('SELECT 1').get();
+    const problem = this.fileProblem(true);
+    if (problem !== null) throw problem;
+  }
+
+  /**
+   * Why the file at this store's path is not the database this connection writes to (gone, replaced, not
+   * readable and writable), or null. A write to it would reach no later process, so every write checks it
+   * first (`WriteLock`); the answer is kept for {@link FILE_CHECK_MS} unless `now` (a ping) asks again.
+   */
+  private fileProblem(now: boolean): CairnError | null {
+    if (this.opened === null) return null;
+    const at = performance.now();
+    if (!now && at - this.fileChecked.at < FILE_CHECK_MS) return this.fileChecked.problem;
     const path = this.capabilities.location;
-    if (this.opened === null) return;
-    let now;
+    const unusable = (reason: string, cause?: unknown) => new CairnError('unavailable', `the store at ${path} (data_dir) cannot be used: ${reason}`, { cause });
+    let problem: CairnError | null = null;
     try {
-      now = statSync(path);
+      const stat = statSync(path);
       accessSync(path, constants.R_OK | constants.W_OK);
+      // A file put in its place is not the database this process writes to.
+      if (stat.ino !== this.opened.ino || stat.dev !== this.opened.dev) problem = unusable('the file was replaced while the server runs (restart to open the new one)');
     } catch (err) {
-      const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'the file is gone (removed or moved while the server runs)' : `it cannot be read and written (${(err as NodeJS.ErrnoException).code})`;
-      throw new CairnError('unavailable', `the store at ${path} (data_dir) cannot be used: ${reason}`, { cause: err });
+      const code = (err as NodeJS.ErrnoException).code;
+      problem = unusable(code === 'ENOENT' ? 'the file is gone (removed or moved while the server runs)' : `it cannot be read and written (${code})`, err);
     }
-    // A file put in its place is not the database this process writes to: its writes would be lost to readers.
-    if (now.ino !== this.opened.ino || now.dev !== this.opened.dev) {
-      throw new CairnError('unavailable', `the store at ${path} (data_dir) cannot be used: the file was replaced while the server runs (restart to open the new one)`);
-    }
+    this.fileChecked = { at, problem };
+    return problem;
   }
 
   async sizeBytes(): Promise<number | null> {
@@ -977,7 +1002,7 @@ export class SqliteStore implements Store {
    * parts of one snapshot, and a file busy past the write timeout leaves the rest unwritten.
    */
   saveVectorSnapshot(snapshot: VectorSnapshot): Promise<void> {
-    if (this.db.readonly || !this.db.open) return Promise.resolve();
+    if (this.db.readonly || !this.db.open || !this.vectorOptions.saveCaches) return Promise.resolve();
     this.snapshotWrites = this.snapshotWrites.then(() => this.writeVectorSnapshot(snapshot)).catch(() => {
       // Busy past the timeout, or closed meanwhile: the next process reads the vectors instead.
     });
@@ -1014,7 +1039,7 @@ export class SqliteStore implements Store {
 }
 
 /** How this connection searches message vectors (see SqliteStoreOptions). */
-type VectorOptions = { memory: boolean; tuning: VectorIndexTuning | undefined; send: ((snapshot: VectorSnapshot) => void) | undefined };
+type VectorOptions = { memory: boolean; tuning: VectorIndexTuning | undefined; send: ((snapshot: VectorSnapshot) => void) | undefined; saveCaches: boolean };
 
 /** SQL for the optional memory filters, pushed into the candidate query so they never starve results. */
 

@@ -22,10 +22,13 @@ export class WriteLock {
     private readonly db: Database.Database,
     /** How long one write may wait for the lock before it fails with `busy`, in ms. */
     readonly timeoutMs: number,
+    /** Runs before every write; what it throws fails the write, nothing written. */
+    private readonly before: () => void = () => {},
   ) {}
 
   /** Runs `fn` as one immediate transaction; `fn` may run again after a failed attempt, so it must not keep state across runs. */
   async run<T>(fn: () => T): Promise<T> {
+    this.before();
     const started = performance.now();
     const transaction = this.db.transaction(fn);
     for (let attempt = 0; ; attempt++) {
