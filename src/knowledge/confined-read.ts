@@ -56,7 +56,7 @@ export function isRefusedRead(err: unknown): err is CairnError {
 }
 
 /** The path the kernel holds for an open descriptor, or null where `/proc/self/fd` does not exist (not Linux). */
-async function descriptorPath(handle: FileHandle): Promise<string | null> {
+export async function descriptorPath(handle: FileHandle): Promise<string | null> {
   try {
     return await readlink(`/proc/self/fd/${handle.fd}`);
   } catch (err) {
@@ -92,7 +92,8 @@ async function readAtMost(handle: FileHandle, path: string, max: number): Promis
   return Buffer.concat(chunks, total);
 }
 
-function isUnder(path: string, root: string): boolean {
+/** True when `path` lies strictly below `root`. */
+export function isUnder(path: string, root: string): boolean {
   return path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
 }
 
