@@ -960,13 +960,16 @@ export async function knowledgeRace({ reads = 2_000, concurrency = 8, bin = CLI,
     let reportLeaks = 0;
     const syncing = (async () => {
       while (racing) {
-        await request(`${server.url}/v1/knowledge/${id}/sync`, { method: 'POST' });
+        const started = await request(`${server.url}/v1/knowledge/${id}/sync`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+        if (started.status !== 202) throw new Error(`sync answered ${started.status} ${started.text}`);
         syncs++;
         while (racing && (await request(`${server.url}/v1/knowledge/${id}`)).json?.syncing) await sleep(20);
         const status = await request(`${server.url}/v3/tools/call`, { method: 'POST', body: { knowledge_id: id, tool_name: 'status', params: {} } });
         if (status.text.includes('outside-only')) reportLeaks++;
       }
     })();
+    syncing.catch(() => {}); // Awaited (and thrown) once the reads are done.
+
     await pool(
       Array.from({ length: reads }, () => async () => {
         const r = await call();
