@@ -938,7 +938,10 @@ export async function knowledgeRace({ reads = 2_000, concurrency = 8, bin = CLI,
     swapper.stdout.on('data', (d) => (out += d));
     swapper.stderr.on('data', (d) => (err += d));
     const swapperExit = new Promise((resolve) => swapper.once('exit', (code, signal) => resolve({ code, signal })));
+    let spawnError = null;
+    swapper.once('error', (e) => (spawnError = e));
     while (!out.includes('ready')) {
+      if (spawnError) throw new Error(`cannot start python3 for the swapper (the race needs it, with ctypes, on Linux x86_64 or aarch64): ${spawnError.message}`);
       if (swapper.exitCode !== null) throw new Error(`the swapper failed: ${err}`);
       await sleep(10);
     }
