@@ -31,6 +31,8 @@ describe('config', () => {
     });
     expect(loadConfig({ env: { CAIRN_KNOWLEDGE_ROOTS: '/srv/a, /srv/b' } }).knowledge.roots).toEqual({ '*': ['/srv/a', '/srv/b'] });
     expect(loadConfig({ env: { CAIRN_KNOWLEDGE_ROOTS: '{"alice": ["/srv/a"]}' } }).knowledge.roots).toEqual({ alice: ['/srv/a'] });
+    // `cairn config` names the variable as the source of each tenant's entry.
+    expect(explainConfig({ env: { CAIRN_KNOWLEDGE_ROOTS: '{"alice": ["/srv/a"]}' } }).sources.get('knowledge.roots.alice')).toEqual({ env: 'CAIRN_KNOWLEDGE_ROOTS' });
     expect(() => parseConfig({ data_dir: dir, knowledge: { roots: { 'a/b/c': ['/srv/a'] } } })).toThrow(/knowledge\.roots/);
     expect(() => parseConfig({ data_dir: dir, knowledge: { roots: { alice: ['relative'] } } })).toThrow(/knowledge\.roots/);
   });

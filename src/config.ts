@@ -593,10 +593,10 @@ export function explainConfig(options: LoadConfigOptions = {}): ExplainedConfig 
   const sources = new Map<string, ConfigSource>();
   for (const path of leafPaths(config)) {
     const set = (layer: Record<string, unknown>) => hasPath(layer, path);
-    sources.set(
-      path,
-      set(overrides) ? 'flag' : fromEnv.names.has(path) ? { env: fromEnv.names.get(path)! } : file && set(base) ? { file: file.path } : 'default',
-    );
+    // A variable sets a whole value, which may be a mapping (knowledge.roots): its leaves come from it too.
+    const parts = path.split('.');
+    const envName = parts.map((_, i) => fromEnv.names.get(parts.slice(0, i + 1).join('.'))).find((name) => name !== undefined);
+    sources.set(path, set(overrides) ? 'flag' : envName !== undefined ? { env: envName } : file && set(base) ? { file: file.path } : 'default');
   }
   return { config, file, sources };
 }

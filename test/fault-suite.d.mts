@@ -58,6 +58,7 @@ export function knowledgeRace(options?: Log & { reads?: number; concurrency?: nu
   errors: number;
   syncs: number;
   indexLeaks: number;
+  reportLeaks: number;
   directory: RaceCounts;
   file: RaceCounts;
   samples: string[];

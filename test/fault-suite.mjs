@@ -6,7 +6,7 @@
  * import it without a build; fault-suite.d.mts declares it for the tests.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { URLSearchParams } from 'node:url';
@@ -890,8 +890,9 @@ print(swaps, flush=True)
  * Issue 33: `read_raw` over REST while another process swaps, in a loop, a folder of the wiki with a
  * symlink to a folder outside it, and a file of the wiki with a symlink to a file outside, both holding a
  * marker. Each call reads both files; an answer holding the marker is an outside read. Meanwhile syncs
- * run one after another (the watcher's are kept out by a long debounce); afterwards the stored index is
- * searched for the marker (`indexLeaks`: file records holding it). `bin` measures another build (the code
+ * run one after another (the watcher's are kept out by a long debounce), each followed by the `status`
+ * tool, whose report must never name the outside folder's own big file (`reportLeaks`); afterwards the
+ * stored index is searched for the marker (`indexLeaks`: file records holding it). `bin` measures another build (the code
  * before the fix).
  */
 export async function knowledgeRace({ reads = 2_000, concurrency = 8, bin = CLI, log = () => {} } = {}) {
@@ -906,6 +907,9 @@ export async function knowledgeRace({ reads = 2_000, concurrency = 8, bin = CLI,
   writeFileSync(join(root, 'top.md'), '# Top\n\nThe inside top.\n');
   writeFileSync(join(outside, 'page.md'), `${marker} page, outside the wiki\n`);
   writeFileSync(join(outside, 'top.md'), `${marker} top, outside the wiki\n`);
+  // Over knowledge.max_file_bytes (sparse): a scan that listed the outside folder would report it as skipped.
+  writeFileSync(join(outside, 'outside-only.md'), '');
+  truncateSync(join(outside, 'outside-only.md'), 3 * 1024 * 1024);
   // Symlinks are never indexed; they are what the swapper exchanges with the real entries.
   symlinkSync(outside, join(root, 'guides-swap'));
   symlinkSync(join(outside, 'top.md'), join(root, 'top-swap'));
@@ -934,7 +938,10 @@ export async function knowledgeRace({ reads = 2_000, concurrency = 8, bin = CLI,
     swapper.stdout.on('data', (d) => (out += d));
     swapper.stderr.on('data', (d) => (err += d));
     const swapperExit = new Promise((resolve) => swapper.once('exit', (code, signal) => resolve({ code, signal })));
+    let spawnError = null;
+    swapper.once('error', (e) => (spawnError = e));
     while (!out.includes('ready')) {
+      if (spawnError) throw new Error(`cannot start python3 for the swapper (the race needs it, with ctypes, on Linux x86_64 or aarch64): ${spawnError.message}`);
       if (swapper.exitCode !== null) throw new Error(`the swapper failed: ${err}`);
       await sleep(10);
     }
@@ -953,13 +960,19 @@ export async function knowledgeRace({ reads = 2_000, concurrency = 8, bin = CLI,
     };
     let racing = true;
     let syncs = 0;
+    let reportLeaks = 0;
     const syncing = (async () => {
       while (racing) {
-        await request(`${server.url}/v1/knowledge/${id}/sync`, { method: 'POST' });
+        const started = await request(`${server.url}/v1/knowledge/${id}/sync`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+        if (started.status !== 202) throw new Error(`sync answered ${started.status} ${started.text}`);
         syncs++;
         while (racing && (await request(`${server.url}/v1/knowledge/${id}`)).json?.syncing) await sleep(20);
+        const status = await request(`${server.url}/v3/tools/call`, { method: 'POST', body: { knowledge_id: id, tool_name: 'status', params: {} } });
+        if (status.text.includes('outside-only')) reportLeaks++;
       }
     })();
+    syncing.catch(() => {}); // Awaited (and thrown) once the reads are done.
+
     await pool(
       Array.from({ length: reads }, () => async () => {
         const r = await call();
@@ -986,9 +999,9 @@ export async function knowledgeRace({ reads = 2_000, concurrency = 8, bin = CLI,
     db.close();
     log(
       `knowledge race: ${reads} read_raw calls, ${swaps} swaps: folder swap ${byRace.directory.leaked} outside reads (${byRace.directory.outsideBytes} bytes), ` +
-        `${byRace.directory.refused} refused; file swap ${byRace.file.leaked} outside reads, ${byRace.file.refused} refused; ${syncs} syncs, ${indexLeaks} index records with outside bytes`,
+        `${byRace.directory.refused} refused; file swap ${byRace.file.leaked} outside reads, ${byRace.file.refused} refused; ${syncs} syncs, ${indexLeaks} index records with outside bytes, ${reportLeaks} sync reports naming an outside file`,
     );
-    return { reads, concurrency, swaps, errors, syncs, indexLeaks, directory: byRace.directory, file: byRace.file, samples };
+    return { reads, concurrency, swaps, errors, syncs, indexLeaks, reportLeaks, directory: byRace.directory, file: byRace.file, samples };
   } finally {
     if (swapper && swapper.exitCode === null) swapper.kill('SIGKILL');
     await server.stop();

@@ -215,6 +215,23 @@ describe('knowledge.roots per tenant (keys mode)', () => {
     const answers = await Promise.all([alice, bob].map((t) => t.request('POST', '/v1/knowledge', { type: 'wiki', path: wiki })));
     expect(answers.map((a) => a.status).sort()).toEqual([201, 403]);
   });
+
+  it('two processes on one store registering one folder for two tenants at once: exactly one gets it', async () => {
+    const allowed = harness.tempDir('cairn-roots-');
+    const data = harness.tempDir('cairn-data-');
+    const config = { auth: { mode: 'keys' as const }, knowledge: { roots: [allowed] } };
+    const [first, second] = [await harness.cairn(config, {}, data), await harness.cairn(config, {}, data)];
+    for (let round = 0; round < 5; round++) {
+      const wiki = wikiUnder(allowed, `wiki-${round}`, 'zanzibar');
+      const answers = await Promise.allSettled([
+        first.knowledge.add({ userId: 'alice', agentId: 'agent' }, { type: 'wiki', path: wiki }, 'tenant'),
+        second.knowledge.add({ userId: 'bob', agentId: 'agent' }, { type: 'wiki', path: wiki }, 'tenant'),
+      ]);
+      expect(answers.map((a) => a.status).sort(), `round ${round}`).toEqual(['fulfilled', 'rejected']);
+      const refused = answers.find((a) => a.status === 'rejected');
+      expect(refused?.reason).toMatchObject({ code: 'forbidden', message: expect.stringContaining('another tenant registered') });
+    }
+  });
 });
 
 describe('knowledge in local mode', () => {

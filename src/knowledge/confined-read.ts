@@ -5,7 +5,7 @@ import { CairnError, isCairnError } from '../errors.js';
 
 // O_NOFOLLOW refuses a symlink as the last component; O_NONBLOCK keeps a FIFO swapped in from blocking the open.
 const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
-/** Bytes read per step: a read holds at most the limit in memory, never the whole of an over-limit file. */
+/** Bytes read per step after the first: a read holds at most the limit in memory, never the whole of an over-limit file. */
 const CHUNK_BYTES = 64 * 1024;
 
 /** A resource's folder as reads see it: its real path, and the largest file read from it. */
@@ -44,7 +44,7 @@ export async function readConfinedFile(folder: ConfinedFolder, path: string): Pr
     const info = await handle.stat();
     if (!info.isFile()) refuse(path, 'it is not a regular file');
     if (info.size > maxFileBytes) throw tooLarge(path, info.size, maxFileBytes);
-    return await readAtMost(handle, path, maxFileBytes);
+    return await readAtMost(handle, path, info.size, maxFileBytes);
   } finally {
     await handle.close();
   }
@@ -56,7 +56,7 @@ export function isRefusedRead(err: unknown): err is CairnError {
 }
 
 /** The path the kernel holds for an open descriptor, or null where `/proc/self/fd` does not exist (not Linux). */
-async function descriptorPath(handle: FileHandle): Promise<string | null> {
+export async function descriptorPath(handle: FileHandle): Promise<string | null> {
   try {
     return await readlink(`/proc/self/fd/${handle.fd}`);
   } catch (err) {
@@ -77,12 +77,15 @@ async function checkByPath(root: string, full: string, path: string, handle: Fil
   if (opened.dev !== there.dev || opened.ino !== there.ino) refuse(path, 'it changed while being opened');
 }
 
-/** Reads the descriptor to its end in chunks, refusing once more than `max` bytes came (a file that grew after fstat). */
-async function readAtMost(handle: FileHandle, path: string, max: number): Promise<Buffer> {
+/**
+ * Reads the descriptor to its end, refusing once more than `max` bytes came (a file that grew after fstat):
+ * the `size` fstat saw plus one byte first (one read for a file that did not change), then in chunks.
+ */
+async function readAtMost(handle: FileHandle, path: string, size: number, max: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
   for (;;) {
-    const chunk = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, max + 1 - total));
+    const chunk = Buffer.allocUnsafe(Math.min(total === 0 ? size + 1 : CHUNK_BYTES, max + 1 - total));
     const { bytesRead } = await handle.read(chunk, 0, chunk.length, total);
     if (bytesRead === 0) break;
     chunks.push(bytesRead === chunk.length ? chunk : chunk.subarray(0, bytesRead));
@@ -92,7 +95,8 @@ async function readAtMost(handle: FileHandle, path: string, max: number): Promis
   return Buffer.concat(chunks, total);
 }
 
-function isUnder(path: string, root: string): boolean {
+/** True when `path` lies strictly below `root`. */
+export function isUnder(path: string, root: string): boolean {
   return path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
 }
 

@@ -112,7 +112,7 @@ export class KnowledgeRegistry {
   private closed = false;
   /** Aborted by close: a sync waiting for another process's claim on its resource stops waiting. */
   private readonly closing = new AbortController();
-  /** Registrations run one at a time, so two scopes cannot both pass the overlap check for one folder. */
+  /** Registrations run one at a time (across processes too, by a work claim), so two scopes cannot both pass the overlap check for one folder. */
   private adding: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -152,11 +152,18 @@ export class KnowledgeRegistry {
       throw new CairnError('invalid_input', `cannot read ${requested}: ${describeError(err)}`);
     }
     if (roots && !roots.some((r) => isUnder(root, r.real))) throw outsideRoots(root, roots);
-    if (grants) await this.requireUnshared(scope, root, grants);
-    const existing = (await this.store.listKnowledgeResources(scope)).find((r) => r.type === valid.type && r.root === root);
-    if (existing) throw new CairnError('conflict', `${root} is already registered as ${existing.id}`);
-    const id = `${valid.type === 'wiki' ? 'wiki' : 'cg'}-${randomBytes(4).toString('hex')}`;
-    const record = await this.store.createKnowledgeResource(scope, { id, type: valid.type, name: valid.name ?? basename(root), root });
+    // Another process (a second server on the store) registering at once holds the claim until its insert.
+    const claim = grants ? await claimWhenFree(this.store, workNames.knowledgeRegistration(), { signal: this.closing.signal }) : null;
+    let record: KnowledgeResourceRecord;
+    try {
+      if (grants) await this.requireUnshared(scope, root, grants);
+      const existing = (await this.store.listKnowledgeResources(scope)).find((r) => r.type === valid.type && r.root === root);
+      if (existing) throw new CairnError('conflict', `${root} is already registered as ${existing.id}`);
+      const id = `${valid.type === 'wiki' ? 'wiki' : 'cg'}-${randomBytes(4).toString('hex')}`;
+      record = await this.store.createKnowledgeResource(scope, { id, type: valid.type, name: valid.name ?? basename(root), root });
+    } finally {
+      await claim?.release().catch((err: unknown) => this.options.warn(`knowledge: cannot release the registration claim: ${describeError(err)}`));
+    }
     void this.schedule(record);
     if (this.watching) this.watchResource(record);
     await this.refreshCatalog();

@@ -1,8 +1,9 @@
-import { readdir, stat } from 'node:fs/promises';
+import { constants, type Dirent } from 'node:fs';
+import { lstat, open, readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
 import { CairnError, describeError } from '../errors.js';
-import { readConfinedFile } from './confined-read.js';
+import { descriptorPath, isUnder, readConfinedFile } from './confined-read.js';
 
 /** One file found under a resource's root; `path` is relative, with `/` separators. */
 export type FolderEntry = { path: string; size: number; mtimeMs: number };
@@ -55,7 +56,8 @@ type Rules = { base: string; matcher: Ignore; source: string };
 /**
  * Every matching regular file under `root`, sorted by path, minus what the ignore rules leave out (the
  * defaults, then each `.gitignore` from the root down, a deeper one overriding). Symlinks are not
- * followed (no cycles, no escaping the root).
+ * followed (no cycles, no escaping the root); each directory is listed through its own descriptor, once
+ * that lies inside the root, so a folder swapped for a symlink mid-walk shows no outside name.
  */
 export async function scanFolder(root: string, options: ScanOptions): Promise<ScanResult> {
   const files: FolderEntry[] = [];
@@ -63,12 +65,20 @@ export async function scanFolder(root: string, options: ScanOptions): Promise<Sc
   let otherFiles = 0;
   const defaults: Rules = { base: '', matcher: ignore().add(defaultIgnoreRules(options.type)), source: 'default' };
   const walk = async (dir: string, inherited: Rules[]): Promise<void> => {
-    let entries;
-    try {
-      entries = await readdir(dir, { withFileTypes: true });
-    } catch (err) {
+    const listing = await listInside(root, dir).catch((err: unknown) => {
       throw new CairnError('invalid_input', `cannot read folder ${dir}: ${describeError(err)}`, { cause: err });
+    });
+    if (listing === null) {
+      if (dir === root) throw new CairnError('invalid_input', `cannot read folder ${root}: it is no longer a folder at that path`);
+      return; // Swapped for a symlink (or removed) since its parent was listed: like a symlink, not followed.
     }
+    try {
+      await walkListed(dir, listing, inherited);
+    } finally {
+      await listing.close();
+    }
+  };
+  const walkListed = async (dir: string, { entries, at }: Listing, inherited: Rules[]): Promise<void> => {
     const base = relative(root, dir).split(sep).join('/');
     const rules = entries.some((e) => e.name === '.gitignore' && e.isFile()) ? [...inherited, await gitignoreRules(dir, base, root)] : inherited;
     for (const entry of entries) {
@@ -89,7 +99,8 @@ export async function scanFolder(root: string, options: ScanOptions): Promise<Sc
         otherFiles++;
         continue;
       }
-      const info = await stat(full);
+      const info = await lstat(at(entry.name)).catch(() => null);
+      if (!info?.isFile()) continue; // Gone, or no longer a plain file, since the listing.
       files.push({ path, size: info.size, mtimeMs: info.mtimeMs });
       if (files.length > options.maxFiles) {
         throw new CairnError('invalid_input', `${root} holds more than ${options.maxFiles} indexable files; index a smaller folder`);
@@ -99,6 +110,38 @@ export async function scanFolder(root: string, options: ScanOptions): Promise<Sc
   await walk(root, [defaults]);
   files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { files, ignored, otherFiles };
+}
+
+/** A directory's entries, read through its descriptor; `at(name)` is a path to an entry through it too. */
+type Listing = { entries: Dirent[]; at: (name: string) => string; close: () => Promise<void> };
+
+/**
+ * Opens `dir` without following a final symlink and lists it through that descriptor (`/proc/self/fd/N`),
+ * once the descriptor's own path is the root or lies under it; null when it is not (a symlink swapped in,
+ * or gone). Without `/proc` (not Linux) it lists by path.
+ */
+async function listInside(root: string, dir: string): Promise<Listing | null> {
+  let handle;
+  try {
+    handle = await open(dir, constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | (constants.O_NOFOLLOW ?? 0));
+  } catch (err) {
+    if (['ELOOP', 'ENOTDIR', 'ENOENT'].includes((err as NodeJS.ErrnoException).code ?? '')) return null;
+    throw err;
+  }
+  try {
+    const where = await descriptorPath(handle);
+    if (where !== null && where !== root && !isUnder(where, root)) {
+      await handle.close();
+      return null;
+    }
+    const through = where === null ? dir : `/proc/self/fd/${handle.fd}`;
+    const entries = await readdir(through, { withFileTypes: true });
+    const opened = handle;
+    return { entries, at: (name) => join(through, name), close: () => opened.close() };
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
 }
 
 async function gitignoreRules(dir: string, base: string, root: string): Promise<Rules> {

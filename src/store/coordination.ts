@@ -79,6 +79,8 @@ export const workNames = {
   extraction: (scope: Scope, sessionKey: string) => `extract:${scope.userId}/${scope.agentId}/${sessionKey}`,
   embedding: (target: string, embedderId: string) => `embed:${target}:${embedderId}`,
   knowledgeSync: (resourceId: string) => `knowledge:${resourceId}`,
+  /** Held by a confined registration from its overlap check to its insert, so two processes cannot both pass it. */
+  knowledgeRegistration: () => 'knowledge:register',
   runPruning: () => 'prune:runs',
 } as const;
 
