@@ -54,4 +54,13 @@ describe('memory proxy capture', () => {
     expect(res.status).toBe(400);
     expect({ counts: await cairn.scopeCounts(scope), requests: upstream.requests.length }).toEqual(before);
   });
+
+  it('answers 404 naming the setting for a provider with no upstream configured (not an outage: no 5xx), and records nothing', async () => {
+    const app = createApp(cairn, { log: () => {} });
+    const before = await cairn.scopeCounts(scope);
+    const res = await app.request('http://127.0.0.1:8420/proxy/anthropic/v1/messages', json('POST', { model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }));
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'not_found', message: expect.stringMatching(/proxy\.anthropic\.base_url/) });
+    expect(await cairn.scopeCounts(scope)).toEqual(before);
+  });
 });

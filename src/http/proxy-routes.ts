@@ -48,7 +48,7 @@ const passedThrough = z
 export function addProxyRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
   const upstreamErrors = { 401: upstreamError, 429: upstreamError, 500: upstreamError };
   const doc = (operationId: string, summary: string, body: z.ZodType) =>
-    describe({ operationId, summary, body, turn: true, responses: { 200: passedThrough, ...upstreamErrors }, errors: [502, 504] });
+    describe({ operationId, summary, body, turn: true, responses: { 200: passedThrough, ...upstreamErrors }, errors: [404, 502, 504] });
   app.post(
     '/proxy/openai/v1/chat/completions',
     doc('proxyOpenAiChat', 'OpenAI chat completions through the memory proxy (recall injected, the exchange captured)', openAiBody),
@@ -61,7 +61,7 @@ export function addProxyRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode):
   );
   app.get(
     '/proxy/openai/v1/models',
-    describe({ operationId: 'proxyOpenAiModels', summary: "The upstream's model list, passed through", responses: { 200: passedThrough, ...upstreamErrors }, errors: [502, 504] }),
+    describe({ operationId: 'proxyOpenAiModels', summary: "The upstream's model list, passed through", responses: { 200: passedThrough, ...upstreamErrors }, errors: [404, 502, 504] }),
     async (c) => {
       requestScope(c, mode);
       const upstream = await forward(c, cairn, 'openai', '/models', 'GET', undefined);
@@ -181,7 +181,8 @@ type Upstream = {
 async function forward(c: Context<AppEnv>, cairn: Cairn, provider: ProxyProvider, path: string, method: 'GET' | 'POST', body: string | undefined): Promise<Upstream> {
   const config = cairn.config.proxy;
   const base = config[provider].base_url;
-  if (!base) throw new CairnError('unavailable', `the memory proxy has no upstream for ${provider}: set proxy.${provider}.base_url`);
+  // Not configured is not an outage: 404, as for a route this server does not have.
+  if (!base) throw new CairnError('not_found', `the memory proxy has no upstream for ${provider}: set proxy.${provider}.base_url`);
   const url = `${base.replace(/\/+$/, '')}${path}`;
   const controller = new AbortController();
   let timedOut = false;
