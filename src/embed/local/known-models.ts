@@ -79,7 +79,7 @@ export const KNOWN_MODELS: readonly KnownModel[] = [
     revision: 'main',
     files: TRANSFORMER_FILES,
     pooling: 'mean',
-    note: 'transformer (6 layers); needs onnxruntime-node; hundreds of texts per second',
+    note: 'transformer (6 layers); needs onnxruntime-node; tens of texts per second per core',
   },
   {
     id: 'Xenova/bge-small-en-v1.5',
