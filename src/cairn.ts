@@ -10,6 +10,7 @@ import { embeddingCacheDir, wordVectorAvailability, type WordVectorAvailability 
 import { ToolHub } from './catalog/tool-hub.js';
 import type { ToolCallRecorder } from './catalog/recorder.js';
 import { CairnError, describeError, isCairnError } from './errors.js';
+import { parseInput } from './parse-input.js';
 import { History } from './history/history.js';
 import { createLogger, type Logger } from './logger.js';
 import { CairnMetrics } from './metrics.js';
@@ -331,7 +332,7 @@ export class Cairn {
     messages: readonly NewMessage[],
     options: { onProgress?: (done: number, total: number) => void; connection?: string | undefined; commitEvery?: number } = {},
   ): Promise<AddMessagesResult> {
-    const valid = messages.map((m, i) => validate(newMessageSchema, m, `message ${i}`));
+    const valid = messages.map((m, i) => parseInput(newMessageSchema, m, `message ${i}`));
     const result = await this.store.addMessages(valid, { onProgress: options.onProgress, commitEvery: options.commitEvery });
     if (result.inserted > 0) this.queue?.kick();
     // A captured user message ends the session's implicit turn (seed hosts send no turn ids).
@@ -351,7 +352,7 @@ export class Cairn {
 
   /** Messages of `scope`, oldest first. */
   async listMessages(scope: Scope, query: ListMessagesInput = {}): Promise<Message[]> {
-    return this.store.listMessages(checkScope(scope), validate(listMessagesSchema, query, 'message listing'));
+    return this.store.listMessages(checkScope(scope), parseInput(listMessagesSchema, query, 'message listing'));
   }
 
   async deleteMessage(scope: Scope, id: string): Promise<boolean> {
@@ -364,7 +365,7 @@ export class Cairn {
 
   /** A page of `scope`'s sessions with their counts and time span, the most recently written first (limit 1-1000, default 50). */
   async listSessions(scope: Scope, page: { limit?: number; offset?: number } = {}): Promise<SessionSummary[]> {
-    const valid = validate(sessionPageSchema, page, 'session listing');
+    const valid = parseInput(sessionPageSchema, page, 'session listing');
     return this.store.listSessions(checkScope(scope), valid);
   }
 
@@ -389,8 +390,8 @@ export class Cairn {
     const trace: HybridTrace = { keyword: [], vector: [], vectorFloor: null, vectorWeight: 1 };
     const result =
       target === 'memories'
-        ? await memorySearch(this.searchContext, valid, validate(memorySearchParams, params, 'memory_search'), trace)
-        : await conversationSearch(this.searchContext, valid, validate(conversationSearchParams, params, 'conversation_search'), trace);
+        ? await memorySearch(this.searchContext, valid, parseInput(memorySearchParams, params, 'memory_search'), trace)
+        : await conversationSearch(this.searchContext, valid, parseInput(conversationSearchParams, params, 'conversation_search'), trace);
     const ranked = (hits: readonly { id: string; score: number }[]) => new Map(hits.map((h, i) => [h.id, { rank: i + 1, score: h.score }]));
     const keyword = ranked(trace.keyword);
     const vector = ranked(trace.vector);
@@ -410,19 +411,19 @@ export class Cairn {
 
   /** conversation_search over L0 messages in `scope`. */
   async searchConversations(scope: Scope, params: ConversationSearchInput): Promise<ConversationSearchResult> {
-    return this.countedConversationSearch(checkScope(scope), validate(conversationSearchParams, params, 'conversation_search'));
+    return this.countedConversationSearch(checkScope(scope), parseInput(conversationSearchParams, params, 'conversation_search'));
   }
 
   // ---- L1 memories -------------------------------------------------------------------------
 
   /** memory_search over L1 memories in `scope`. */
   async searchMemories(scope: Scope, params: MemorySearchInput): Promise<MemorySearchResult> {
-    return this.countedMemorySearch(checkScope(scope), validate(memorySearchParams, params, 'memory_search'));
+    return this.countedMemorySearch(checkScope(scope), parseInput(memorySearchParams, params, 'memory_search'));
   }
 
   /** Stores one L1 memory written explicitly. */
   async remember(scope: Scope, input: NewMemory): Promise<Memory> {
-    const memory = await this.store.createMemory(checkScope(scope), validate(newMemorySchema, input, 'memory'));
+    const memory = await this.store.createMemory(checkScope(scope), parseInput(newMemorySchema, input, 'memory'));
     this.queue?.kick();
     return memory;
   }
@@ -436,11 +437,11 @@ export class Cairn {
 
   /** Memories of `scope`, newest first. */
   async listMemories(scope: Scope, query: ListMemoriesInput = {}): Promise<Memory[]> {
-    return this.store.listMemories(checkScope(scope), validate(listMemoriesSchema, query, 'memory listing'));
+    return this.store.listMemories(checkScope(scope), parseInput(listMemoriesSchema, query, 'memory listing'));
   }
 
   async updateMemory(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory> {
-    const memory = await this.store.updateMemory(checkScope(scope), id, validate(memoryPatchSchema, patch, 'memory patch'));
+    const memory = await this.store.updateMemory(checkScope(scope), id, parseInput(memoryPatchSchema, patch, 'memory patch'));
     this.queue?.kick();
     return memory;
   }
@@ -453,7 +454,7 @@ export class Cairn {
 
   /** memory_search as a tool call: charged to the turn; past the budget it returns a refusal text instead. */
   async searchMemoriesInTurn(turn: TurnRef, params: MemorySearchInput): Promise<TurnSearchResult<MemorySearchResult>> {
-    const valid = validate(memorySearchParams, params, 'memory_search');
+    const valid = parseInput(memorySearchParams, params, 'memory_search');
     const scope = checkScope(turn.scope);
     checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
     if (valid.query.trim() === '') return { ...(await this.countedMemorySearch(scope, valid)), budget: uncharged(this.budget.limit) };
@@ -464,7 +465,7 @@ export class Cairn {
 
   /** conversation_search as a tool call: charged to the turn; past the budget it returns a refusal text instead. */
   async searchConversationsInTurn(turn: TurnRef, params: ConversationSearchInput): Promise<TurnSearchResult<ConversationSearchResult>> {
-    const valid = validate(conversationSearchParams, params, 'conversation_search');
+    const valid = parseInput(conversationSearchParams, params, 'conversation_search');
     const scope = checkScope(turn.scope);
     checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
     if (valid.query.trim() === '') return { ...(await this.countedConversationSearch(scope, valid)), budget: uncharged(this.budget.limit) };
@@ -494,8 +495,8 @@ export class Cairn {
 
   /** Creates a key bound to a user (and optionally one agent); the returned token is the only copy. */
   async createApiKey(input: { userId: string; agentId?: string | undefined; label?: string | undefined }): Promise<CreatedApiKey> {
-    const userId = validate(scopeSchema.shape.userId, input.userId, 'key user');
-    const agentId = input.agentId === undefined ? null : validate(scopeSchema.shape.agentId, input.agentId, 'key agent');
+    const userId = parseInput(scopeSchema.shape.userId, input.userId, 'key user');
+    const agentId = input.agentId === undefined ? null : parseInput(scopeSchema.shape.agentId, input.agentId, 'key agent');
     const id = randomBytes(8).toString('hex');
     const secret = randomBytes(32).toString('base64url');
     const key = await this.store.createApiKey({ id, userId, agentId, label: input.label ?? '', secretHash: sha256Hex(secret) });
@@ -531,7 +532,7 @@ export class Cairn {
    */
   async recall(scope: Scope, params: RecallInput, limits: { maxTotalChars?: number } = {}): Promise<RecallResult> {
     const r = this.config.recall;
-    return recallContext(this.searchContext, checkScope(scope), validate(recallParams, params, 'recall'), {
+    return recallContext(this.searchContext, checkScope(scope), parseInput(recallParams, params, 'recall'), {
       maxMemories: r.max_memories,
       maxStableMemories: r.max_stable_memories,
       maxCharsPerMemory: r.max_chars_per_memory,
@@ -581,7 +582,7 @@ export class Cairn {
   /** Extracts memories from a session's pending messages now (after any run already queued for it). */
   async flush(scope: Scope, sessionKey: string): Promise<ExtractionRun> {
     const valid = checkScope(scope);
-    return this.scheduler.flush(valid, validate(newMessageSchema.shape.sessionKey, sessionKey, 'session key'));
+    return this.scheduler.flush(valid, parseInput(newMessageSchema.shape.sessionKey, sessionKey, 'session key'));
   }
 
   /** Extracts memories from every session, in every scope, that has pending messages. */
@@ -782,13 +783,7 @@ function uncharged(limit: number): BudgetCharge {
 }
 
 function checkScope(scope: Scope): Scope {
-  return validate(scopeSchema, scope, 'scope');
+  return parseInput(scopeSchema, scope, 'scope');
 }
 
-function validate<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const at = issue.path.length > 0 ? `.${issue.path.join('.')}` : '';
-  throw new CairnError('invalid_input', `invalid ${what}${at}: ${issue.message}`);
-}
+

@@ -5,6 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { LOG_LEVELS } from './logger.js';
 import { CairnError, describeError } from './errors.js';
+import { issueText } from './parse-input.js';
 
 /** A list, also given as one comma-separated string (an environment variable). */
 function commaList<T extends z.ZodType>(item: T) {
@@ -525,12 +526,8 @@ export type CairnConfigInput = z.input<typeof configSchema>;
 /** Validates a config object; a bad value fails with its exact key and the reason (every bad value, one per line). */
 export function parseConfig(input: unknown): CairnConfig {
   const result = configSchema.safeParse(input);
-  if (!result.success) throw new CairnError('config_invalid', result.error.issues.map(issueLine).join('\n'));
+  if (!result.success) throw new CairnError('config_invalid', result.error.issues.map((issue) => issueText(issue, 'config')).join('\n'));
   return resolvePaths(result.data);
-}
-
-function issueLine(issue: z.core.$ZodIssue): string {
-  return `invalid config at ${issue.path.join('.') || '(root)'}: ${issue.message}`;
 }
 
 function resolvePaths(config: CairnConfig): CairnConfig {
@@ -587,7 +584,7 @@ export function explainConfig(options: LoadConfigOptions = {}): ExplainedConfig 
   }
   const merged = deepMerge(deepMerge(base, fromEnv.values), overrides);
   const result = configSchema.safeParse(merged);
-  if (!result.success) errors.push(...result.error.issues.map(issueLine));
+  if (!result.success) errors.push(...result.error.issues.map((issue) => issueText(issue, 'config')));
   if (errors.length > 0 || !result.success) throw new CairnError('config_invalid', errors.join('\n'));
   const config = resolvePaths(result.data);
   const sources = new Map<string, ConfigSource>();

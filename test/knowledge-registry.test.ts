@@ -159,7 +159,7 @@ describe('knowledge registry', () => {
       message: expect.stringMatching(/is not a directory/),
     });
     expect(await failure(cairn.knowledge.add(LOCAL, { type: 'wiki', path: '/no/such/folder' }))).toMatchObject({ code: 'invalid_input' });
-    expect(await failure(cairn.knowledge.add(LOCAL, { type: 'pdf', path: FIXTURES.wiki } as never))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^invalid knowledge resource\.type/) });
+    expect(await failure(cairn.knowledge.add(LOCAL, { type: 'pdf', path: FIXTURES.wiki } as never))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^invalid knowledge resource at type: /) });
     expect(await cairn.knowledge.list(LOCAL)).toEqual([]);
 
     const id = await harness.ready(cairn, 'wiki', FIXTURES.wiki);
@@ -169,9 +169,9 @@ describe('knowledge registry', () => {
     expect(await failure(cairn.knowledge.callTool(LOCAL, 'cg-00000000', 'search', {}))).toEqual({ code: 'not_found', message: 'knowledge resource cg-00000000 not found' });
     expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'impact', { symbol: 'x' }))).toMatchObject({ code: 'not_found', message: expect.stringContaining('/v3/tools/list') });
     expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', [] as never))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^params must be an object/) });
-    expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', {}))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^invalid params\.query/) });
-    expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', { query: 'x', limit: 0 }))).toMatchObject({ message: expect.stringMatching(/^invalid params\.limit/) });
-    expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', { query: 'x', top: 3 }))).toMatchObject({ message: "invalid params: unknown parameter 'top'" });
+    expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', {}))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^invalid params at query: /) });
+    expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', { query: 'x', limit: 0 }))).toMatchObject({ message: expect.stringMatching(/^invalid params at limit: /) });
+    expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', { query: 'x', top: 3 }))).toMatchObject({ message: expect.stringMatching(/^invalid params: unknown field 'top'/) });
   });
 
   it('lists its tools with JSON Schema parameters, and removes a resource without touching the folder', async () => {

@@ -46,7 +46,7 @@ describe('the README Library example', () => {
     expect(stdout.split('\n')).toEqual([
       'memory_search: Prefers window seats on flights (fts)',
       'conversation_search: 1 message(s) (fts)',
-      'refused: invalid_input: invalid memory listing.limit: Too small: expected number to be >=1',
+      'refused: invalid_input: invalid memory listing at limit: Too small: expected number to be >=1',
       'GET /v1/memories: 200, 1 memory',
       'MCP conversation_search: Found 1 matching message(s):',
       '',

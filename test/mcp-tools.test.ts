@@ -87,7 +87,7 @@ describe('MCP tools', () => {
       ['memory_search', {}, /query/],
       ['conversation_search', { query: 'x', limit: { n: 1 } }, /limit/],
       ['memory_write', { content: 'x', type: 'opinion' }, /type/],
-      ['memory_write', { content: '   ', type: 'persona' }, /memory_write failed: invalid memory.content: must not be empty/],
+      ['memory_write', { content: '   ', type: 'persona' }, /memory_write failed: invalid memory at content: must not be empty/],
       ['memory_forget', { id: 'mem_missing' }, /^memory_forget failed: memory mem_missing not found$/],
     ];
     for (const [name, args, message] of cases) {
@@ -119,10 +119,10 @@ describe('MCP tools', () => {
     await Promise.all([client.connect(clientTransport), server.connect(serverTransport)]);
     const memory = await client.callTool({ name: 'memory_search', arguments: { query: 'anything' } });
     expect(memory.isError).toBe(true);
-    expect(textOf(memory)).toMatch(/^Memory search failed: invalid scope\.userId/);
+    expect(textOf(memory)).toMatch(/^Memory search failed: invalid scope at userId: /);
     const conversation = await client.callTool({ name: 'conversation_search', arguments: { query: 'anything' } });
     expect(conversation.isError).toBe(true);
-    expect(textOf(conversation)).toMatch(/^Conversation search failed: invalid scope\.userId/);
+    expect(textOf(conversation)).toMatch(/^Conversation search failed: invalid scope at userId: /);
   });
 
   it('hides internal failures behind a plain message', async () => {

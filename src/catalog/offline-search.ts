@@ -1,6 +1,7 @@
 import type { ToolsConfig } from '../config.js';
 import type { Embedder } from '../embed/embedder.js';
 import { CairnError } from '../errors.js';
+import { parseInput } from '../parse-input.js';
 import { catalogEntrySchema, staticCatalog, type Catalog } from './catalog.js';
 import { HybridToolSearch, type ToolMatch } from './hybrid-search.js';
 import type { Admission } from './tool-index.js';
@@ -28,12 +29,7 @@ export type OfflineSearch = { catalog: Catalog; semantic: boolean; search(query:
 export function offlineToolSearch(entries: unknown, options: OfflineSearchOptions): OfflineSearch {
   if (!Array.isArray(entries)) throw new CairnError('invalid_input', 'a tool catalog must be a JSON array of {name, description, inputSchema, server?}');
   const valid = entries.map((e, i) => {
-    const parsed = catalogEntrySchema.safeParse(e);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new CairnError('invalid_input', `catalog entry ${i}${issue.path.length ? `.${issue.path.join('.')}` : ''}: ${issue.message}`);
-    }
-    return parsed.data;
+    return parseInput(catalogEntrySchema, e, `catalog entry ${i}`);
   });
   const c = options.config;
   const catalog = staticCatalog(valid, { paramDescriptions: c.index_param_descriptions, camelCase: c.split_camel_case, cjk: c.cjk });

@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import type { z } from 'zod';
 import { CairnError, describeError, isCairnError } from '../errors.js';
+import { issueText } from '../parse-input.js';
 
 /**
  * The longest line an import or export file may hold, in bytes (64 MiB): far above any stored row (a message is
@@ -85,9 +86,7 @@ export async function readJsonl<S extends z.ZodType>(file: string, schema: S): P
     if (result.success) {
       values.push({ line, value: result.data });
     } else {
-      const issue = result.error.issues[0]!;
-      const at = issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
-      errors.push({ line, message: `${at}${issue.message}` });
+      errors.push({ line, message: issueText(result.error.issues[0]!, 'record', schema) });
     }
   }
   return { values, errors };

@@ -1,10 +1,11 @@
 import type { CoordinationStore } from '../store/coordination.js';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { ToolCaller, ToolCallNote, ToolCallRecord, ToolCallRecorder } from '../catalog/recorder.js';
 import type { CairnConfig } from '../config.js';
 import { vectorFusionWeight, type Embedder } from '../embed/embedder.js';
 import type { FloorSamples } from '../search/vector-floor.js';
 import { CairnError, describeError } from '../errors.js';
+import { parseInput } from '../parse-input.js';
 import { createChatModel } from '../llm/chat-client.js';
 import { scopeSchema } from '../memory/schemas.js';
 import type { EmbeddingStore, HistoryStore, Run, RunSummary } from '../store/store.js';
@@ -214,14 +215,3 @@ function checkScope(scope: Scope): Scope {
   return parseInput(scopeSchema, scope, 'scope');
 }
 
-function parseInput<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const at = issue.path.length > 0 ? `.${issue.path.join('.')}` : '';
-  if (issue.code === 'unrecognized_keys') {
-    const known = schema instanceof z.ZodObject ? ` (it takes ${Object.keys(schema.shape).join(', ')})` : '';
-    throw new CairnError('invalid_input', `invalid ${what}${at}: unknown field ${issue.keys.map((k) => `'${k}'`).join(', ')}${known}`);
-  }
-  throw new CairnError('invalid_input', `invalid ${what}${at}: ${issue.message}`);
-}

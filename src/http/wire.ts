@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
 import { CairnError, describeError, type CairnErrorCode } from '../errors.js';
+import { parseInput } from '../parse-input.js';
 import { conversationSearchParams, memorySearchParams } from '../memory/search-params.js';
 import { MEMORY_TYPES, MESSAGE_ROLES, type Memory, type Message } from '../types.js';
 import { STATUS_BY_CODE, type ErrorBody } from './error-response.js';
@@ -201,18 +202,11 @@ export async function readBody<S extends z.ZodType>(c: Context, schema: S): Prom
   } catch (err) {
     throw new CairnError('invalid_input', `malformed JSON body: ${describeError(err)}`);
   }
-  return parseWire(schema, value, 'body');
+  return parseInput(schema, value, 'body');
 }
 
 /** The query string, validated. */
 export function readQuery<S extends z.ZodType>(c: Context, schema: S): z.infer<S> {
-  return parseWire(schema, c.req.query(), 'query string');
+  return parseInput(schema, c.req.query(), 'query string');
 }
 
-function parseWire<S extends z.ZodType>(schema: S, value: unknown, where: string): z.infer<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const at = issue.path.length > 0 ? ` at ${issue.path.join('.')}` : '';
-  throw new CairnError('invalid_input', `invalid ${where}${at}: ${issue.message}`);
-}

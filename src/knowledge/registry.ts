@@ -3,6 +3,7 @@ import { realpath, stat } from 'node:fs/promises';
 import { basename, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { CairnError, describeError, isCairnError } from '../errors.js';
+import { parseInput } from '../parse-input.js';
 import { claimWhenFree, workNames, type CoordinationStore } from '../store/coordination.js';
 import type { KnowledgeResourceRecord, KnowledgeStore, KnowledgeType } from '../store/store.js';
 import type { Scope } from '../types.js';
@@ -137,7 +138,7 @@ export class KnowledgeRegistry {
   }
 
   private async addNow(scope: Scope, input: NewKnowledge, registrar: Registrar): Promise<KnowledgeResource> {
-    const valid = parse(newKnowledgeSchema, input, 'knowledge resource');
+    const valid = parseInput(newKnowledgeSchema, input, 'knowledge resource');
     const requested = resolve(valid.path);
     const grants = registrar === 'operator' ? null : await this.grants(registrar);
     const roots = grants && grants.of(scope);
@@ -233,7 +234,7 @@ export class KnowledgeRegistry {
     if (params !== undefined && (typeof params !== 'object' || params === null || Array.isArray(params))) {
       throw new CairnError('invalid_input', 'params must be an object ({} when the tool takes none)');
     }
-    const valid = parse(tool.params, params ?? {}, 'params') as Record<string, unknown>;
+    const valid = parseInput(tool.params, params ?? {}, 'params') as Record<string, unknown>;
     const resource = this.view(record);
     const ready = record.status === 'ready';
     if (!ready && !tool.anyStatus) return notReadyAnswer(resource);
@@ -557,15 +558,6 @@ export class KnowledgeRegistry {
     const { version: _version, ...rest } = record;
     return { ...rest, syncing: this.jobs.has(record.id), progress: this.progress.get(record.id) ?? null };
   }
-}
-
-function parse<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  if (issue.code === 'unrecognized_keys') throw new CairnError('invalid_input', `invalid ${what}: unknown parameter ${issue.keys.map((k) => `'${k}'`).join(', ')}`);
-  const at = issue.path.length > 0 ? `.${issue.path.join('.')}` : '';
-  throw new CairnError('invalid_input', `invalid ${what}${at}: ${issue.message}`);
 }
 
 type AllowedRoot = { given: string; real: string };
