@@ -1,7 +1,20 @@
-import type { KeywordCandidates } from '../store/store.js';
 import { boundTerms } from '../text/query-bounds.js';
 import type { RankedHit } from '../types.js';
 import { COORDINATED_TERMS, termScore } from './top-k-index.js';
+
+/**
+ * What a keyword search of memories or error records hands up for ranking (search/bm25.ts): the
+ * candidates, and the size of the collection they were drawn from (the scope's rows the filter selects).
+ */
+export type KeywordCandidates = {
+  /** Rows holding at least one query term, in storage order, each with its analysed terms in text order. */
+  candidates: KeywordCandidate[];
+  /** Rows in the collection. */
+  documents: number;
+  /** Analysed terms over every row of the collection (the average document length times `documents`). */
+  totalTerms: number;
+};
+export type KeywordCandidate = { id: string; terms: string[] };
 
 /**
  * Ranks a store's keyword candidates (memories, error records) by BM25 over the collection they came

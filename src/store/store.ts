@@ -1,3 +1,4 @@
+import type { KeywordCandidate, KeywordCandidates } from '../search/bm25.js';
 import type { CoordinationStore } from './coordination.js';
 import type { ProxyTurnStore } from './proxy-turns.js';
 import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, RankedHit, Scope } from '../types.js';
@@ -213,19 +214,8 @@ export type PendingEmbedding = { key: string; position: number; text: string };
 /** `text` must be the text that was embedded: a vector for a row whose text changed since is dropped. */
 export type SavedEmbedding = { key: string; text: string; vector: Float32Array | null };
 
-/**
- * What a keyword search of memories or error records hands up for ranking (search/bm25.ts): the
- * candidates, and the size of the collection they were drawn from (the scope's rows the filter selects).
- */
-export type KeywordCandidates = {
-  /** Rows holding at least one query term, in storage order, each with its analysed terms in text order. */
-  candidates: KeywordCandidate[];
-  /** Rows in the collection. */
-  documents: number;
-  /** Analysed terms over every row of the collection (the average document length times `documents`). */
-  totalTerms: number;
-};
-export type KeywordCandidate = { id: string; terms: string[] };
+/** The keyword candidates' shape belongs to the ranking that reads it (search/bm25.ts); the store hands them up. */
+export type { KeywordCandidate, KeywordCandidates };
 
 /** API keys: only a hash of each secret is stored. Keys are global, not scoped: each binds one user. */
 export interface KeyStore {
