@@ -55,12 +55,15 @@ describe('sqlite work claims are leases', () => {
     const b = SqliteStore.open({ path });
     try {
       const claim = await a.claimWork('embed:message:hash', { ttlMs: 150 });
-      // Several lease periods later the heartbeat has kept it.
-      await sleep(500);
+      const raw = new Database(path);
+      const expiresAt = () => (raw.prepare(`SELECT expires_at FROM work_claims WHERE name = 'embed:message:hash'`).get() as { expires_at: number }).expires_at;
+      // Wait for the heartbeat to have carried the lease three periods past its first expiry (not for a time).
+      const first = expiresAt();
+      for (const deadline = Date.now() + 20_000; expiresAt() < first + 3 * 150 && Date.now() < deadline; ) await sleep(10);
+      expect(expiresAt()).toBeGreaterThanOrEqual(first + 3 * 150);
       expect(claim?.held).toBe(true);
       expect(await b.claimWork('embed:message:hash', { ttlMs: 150 })).toBeNull();
       // A holder killed with kill -9 leaves its row behind, never renewed: here, one that expired.
-      const raw = new Database(path);
       raw.prepare(`INSERT INTO work_claims (name, holder, expires_at) VALUES ('extract:u/a/s', 'dead-holder', ?)`).run(Date.now() - 1);
       raw.close();
       const taken = await b.claimWork('extract:u/a/s');

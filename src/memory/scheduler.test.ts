@@ -104,12 +104,29 @@ describe('ExtractionScheduler', () => {
     expect((await store.pipelineState(scope, 's1')).cursor).toBeGreaterThan(0);
   });
   it('leaves a session whose claim another holder has, asks again later, and takes it over once released', async () => {
-    const { scheduler, say, store, runs } = setup({ warmup: false, claimRetryMs: 20 });
-    const elsewhere = await store.claimWork('extract:u/a/s1');
+    const real = SqliteStore.open({ path: ':memory:' });
+    const elsewhere = await real.claimWork('extract:u/a/s1');
+    // The real store, passed through, counting the claims it refused the scheduler.
+    let refused = 0;
+    const counting = new Proxy(real, {
+      get(target, key) {
+        if (key === 'claimWork')
+          return async (...args: Parameters<SqliteStore['claimWork']>) => {
+            const claim = await target.claimWork(...args);
+            if (!claim) refused++;
+            return claim;
+          };
+        const value: unknown = Reflect.get(target, key, target);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const { scheduler, say, store, runs } = setup({ warmup: false, claimRetryMs: 20 }, counting);
     scheduler.start();
     for (let i = 0; i < 5; i++) await say(`I love thing ${i}.`);
     const flushed = scheduler.flush(scope, 's1');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const before = refused;
+    // Wait until the scheduler has asked for the claim, and been refused, three more times since the flush.
+    await vi.waitFor(() => expect(refused).toBeGreaterThanOrEqual(before + 3), { timeout: 20_000 });
     // Neither the background run (retrying) nor the flush (waiting) extracted anything meanwhile.
     expect(runs).toEqual([]);
     expect(await store.listMemories(scope, { limit: 10 })).toHaveLength(0);
