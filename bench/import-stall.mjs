@@ -8,7 +8,8 @@
  *
  * Rows: this build, and when BENCH_STALL_BASELINE names the root of another built checkout (e.g. the
  * commit before issue 33's fix, extracted with `git archive` and built), that build on the same file.
- * Knobs: BENCH_STALL_MB (default 60), BENCH_STALL_WAIT_S (longest wait for the backlog, default 180).
+ * Knobs: BENCH_STALL_MB (default 60), BENCH_STALL_WAIT_S (longest wait for the backlog, default 180),
+ * BENCH_STALL_NODE_FLAGS (Node flags for the server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to find the pauses).
  * Keyword search only (`embedding.provider none`) and every user turn due for extraction (`pipeline.every_n_turns: 1`, no warm-up), so the rows measure the import and the pipeline. Needs
  * `npm run build` first.
  */
@@ -87,7 +88,8 @@ async function measure({ label, cli, file, log, waitSeconds }) {
   const data = join(dir, 'data');
   // Every user turn is due for extraction, so the whole import is extracted (not left to the idle timeout).
   const env = { PATH: process.env.PATH, HOME: dir, CAIRN_EMBEDDING_PROVIDER: 'none', CAIRN_PIPELINE_EVERY_N_TURNS: '1', CAIRN_PIPELINE_WARMUP: 'false' };
-  const server = await startServe({ args: ['--data', data], env, cli });
+  const nodeFlags = (process.env.BENCH_STALL_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const server = await startServe({ args: ['--data', data], env, cli, nodeFlags });
   try {
     const other = { 'content-type': 'application/json', 'x-cairn-user-id': 'other' };
     await fetch(`${server.url}/v1/conversations`, { method: 'POST', headers: other, body: JSON.stringify({ session_key: 'o', messages: [{ role: 'user', content: 'the lighthouse keeper waves at dawn' }] }) });

@@ -8,6 +8,7 @@ import type * as PoolModule from '../src/store/sqlite/read-pool.js';
 import type * as StoreModule from '../src/store/sqlite/sqlite-store.js';
 import type * as TextModule from '../src/text/analyze.js';
 import type * as HashModule from '../src/embed/hash-embedder.js';
+import type * as OpenStoreModule from '../src/store/open-store.js';
 import Database from 'better-sqlite3';
 
 // The read workers run the built worker script (dist/store/sqlite/read-worker.js; `npm test` builds
@@ -20,6 +21,7 @@ const storeLib = (await import(pathToFileURL(join(DIST, 'store', 'sqlite', 'sqli
 const poolLib = (await import(pathToFileURL(join(DIST, 'store', 'sqlite', 'read-pool.js')).href)) as typeof PoolModule;
 const hashLib = (await import(pathToFileURL(join(DIST, 'embed', 'hash-embedder.js')).href)) as typeof HashModule;
 const textLib = (await import(pathToFileURL(join(DIST, 'text', 'analyze.js')).href)) as typeof TextModule;
+const openStoreLib = (await import(pathToFileURL(join(DIST, 'store', 'open-store.js')).href)) as typeof OpenStoreModule;
 
 const TOPICS = ['hiking trip', 'pottery class', 'jazz concert', 'sourdough bread', 'chess club', 'garden tomatoes', 'marathon training', 'camping gear'];
 const PEOPLE = ['Caroline', 'Melanie', 'Joanna', 'Nate', 'Evan', 'Sam'];
@@ -198,6 +200,28 @@ describe('read pool', () => {
   });
 
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('settles `started` once every worker has opened the database', async () => {
+    const pool = poolLib.ReadPool.start(join(dir, 'cairn.db'), 2, () => {})!;
+    try {
+      // A worker loads its modules and opens its connection on its own thread: none can be ready yet.
+      expect(pool.readyWorkers).toBe(0);
+      await pool.started();
+      expect(pool.readyWorkers).toBe(2);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('is ready when the store opens, so a server does not listen before its workers can answer', async () => {
+    const store = (await openStoreLib.openStore(cairnLib.parseConfig({ data_dir: dir }), { readWorkers: 2, warn: () => {} })) as StoreModule.SqliteStore;
+    try {
+      expect(store.capabilities.readWorkers).toBe(2);
+      expect(store.readyWorkers).toBe(2);
+    } finally {
+      await store.close();
+    }
+  });
 
   it('sends a query to its home worker when that worker is free, else to a free one', async () => {
     const pool = poolLib.ReadPool.start(join(dir, 'cairn.db'), 2, () => {})!;

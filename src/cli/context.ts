@@ -4,6 +4,7 @@ import { createCairn, type Cairn, type CairnOptions } from '../cairn.js';
 import { explainConfig, sqliteFile, type ConfigSource, type ExplainedConfig } from '../config.js';
 import { CairnError, describeError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
+import { prepareAnalyzer } from '../text/analyze.js';
 import type { Scope } from '../types.js';
 import type { JsonlError } from './jsonl.js';
 import { pathError, reportFailuresAs } from './exit.js';
@@ -114,11 +115,13 @@ export function progressLines(log: Logger): (task: string, done: number, total: 
 }
 
 /**
- * Prepares the embedder of a server: at once when that only loads files already on disk (a local model
+ * Prepares what a server's first requests would otherwise wait for: the keyword analyser's dictionary, and
+ * the embedder: at once when that only loads files already on disk (a local model
  * present: a file the runtime rejects fails the start), else in the background (a model download, a
  * word-vector cache build), `/health` saying `warming` until it is ready.
  */
 export async function warmUp(cairn: Cairn): Promise<void> {
+  prepareAnalyzer();
   if (cairn.embeddingReady || cairn.embedderPreparesFromDisk) {
     // Nothing to download or build: load now rather than on the first search.
     await cairn.prepareEmbedder();

@@ -36,6 +36,8 @@ export async function openStore(config: CairnConfig, options: OpenStoreOptions):
   } catch (err) {
     throw toStoreError(err, path);
   }
+  // A server's first searches should not wait for its read workers to load.
+  await store.readersStarted();
   return withStoreErrors<Store>(store, path);
 }
 

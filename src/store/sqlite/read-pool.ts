@@ -60,6 +60,9 @@ type Reader = {
   worker: Worker;
   pending: Map<number, Pending>;
   ready: boolean;
+  /** Settles once the worker is ready or has stopped (see {@link ReadPool.started}). */
+  started: Promise<void>;
+  settleStarted: () => void;
   /** Queries this worker has answered. */
   answered: number;
 };
@@ -102,6 +105,19 @@ export class ReadPool {
     const pool = new ReadPool(path, warn, options);
     for (let i = 0; i < size; i++) pool.readers.push(pool.spawn());
     return pool;
+  }
+
+  /**
+   * Resolves once every worker has opened the database (or stopped trying): a server awaits it before it
+   * listens, so its first searches do not wait ~200 ms for the workers to load (issue 33's stall bench).
+   */
+  async started(): Promise<void> {
+    await Promise.all(this.readers.map((r) => r.started));
+  }
+
+  /** Workers that have opened the database and answer queries. */
+  get readyWorkers(): number {
+    return this.readers.filter((r) => r.ready).length;
   }
 
   /** False once the pool is closing or could not start; the store then reads on its own connection. */
@@ -189,11 +205,14 @@ export class ReadPool {
 
   private spawn(): Reader {
     const worker = new Worker(WORKER_SCRIPT, { workerData: { path: this.path, vectorIndex: this.options.vectorIndex } satisfies ReadWorkerData });
-    const reader: Reader = { worker, pending: new Map(), ready: false, answered: 0 };
+    let settleStarted = () => {};
+    const started = new Promise<void>((resolve) => (settleStarted = resolve));
+    const reader: Reader = { worker, pending: new Map(), ready: false, started, settleStarted, answered: 0 };
     worker.unref();
     worker.on('message', (reply: ReadReply) => {
       if (reply.type === 'ready') {
         reader.ready = true;
+        reader.settleStarted();
         return;
       }
       if (reply.type === 'snapshot') {
@@ -215,6 +234,7 @@ export class ReadPool {
   }
 
   private lost(reader: Reader, reason: string): void {
+    reader.settleStarted();
     const index = this.readers.indexOf(reader);
     if (index < 0) return;
     this.readers.splice(index, 1);

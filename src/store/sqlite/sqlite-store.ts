@@ -966,6 +966,16 @@ export class SqliteStore implements Store {
     this.db.close();
   }
 
+  /** Resolves once the read workers, if any, have opened the database (ReadPool.started). */
+  async readersStarted(): Promise<void> {
+    await this.readers?.started();
+  }
+
+  /** Read workers that have opened the database and answer queries. */
+  get readyWorkers(): number {
+    return this.readers?.readyWorkers ?? 0;
+  }
+
   /**
    * Bytes this connection holds in memory for `scope` on the path `method` searches (keyword postings,
    * vector rows; 0 for the memory searches, which hold nothing per scope). A read worker reports it with
