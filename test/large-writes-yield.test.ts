@@ -59,6 +59,16 @@ describe('large writes yield to the event loop', () => {
     expect(turns).toBeGreaterThanOrEqual(messages.length - 1);
   });
 
+  it('the rule extractor also takes turns inside one long sentence with no punctuation', async () => {
+    let text = 'I love sailing boats, but';
+    for (let i = 0; text.length < 100_000; i++) text += ` the harbour charts show the tide ${i}`;
+    const batch = { scope, sessionKey: 's', messages: [{ id: 'm0', role: 'user' as const, content: text }], context: [], existing: [] };
+    const { value, turns } = await turnsDuring(() => new RuleExtractor().extract(batch as never));
+    expect(value.map((c) => c.content)).toEqual(extractByRules(text).map((h) => h.content));
+    expect(value.length).toBeGreaterThan(0);
+    expect(turns).toBeGreaterThanOrEqual(Math.floor(text.length / RULES_YIELD_CHARS) - 1);
+  });
+
   it('recording and extracting a big import: /health answers while each is still running', async () => {
     const cairn = await fx.cairn({ pipeline: { enabled: false, extractor: 'rules' } });
     const app = createApp(cairn, { log: () => {} });
