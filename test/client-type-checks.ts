@@ -1,5 +1,5 @@
 // Type-level tests of `cairn-memory/client`, checked by `npm run typecheck` (never run): every
-// `@ts-expect-error` line must be a compile error. The types come from the generated openapi-types.ts.
+// `@ts-expect-error` line must be a compile error. The types come from the generated openapi-types.gen.ts.
 import { CairnHttpError, type CairnClient, type Memory } from '../src/client/index.js';
 
 export async function clientTypeChecks(client: CairnClient): Promise<void> {

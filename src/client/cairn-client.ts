@@ -1,10 +1,10 @@
 import createClient, { type Client } from 'openapi-fetch';
 import { CALLER_HEADERS } from '../http/caller.js';
 import { toClientError } from './client-error.js';
-import type { components, operations, paths } from './openapi-types.js';
+import type { components, operations, paths } from './openapi-types.gen.js';
 import { retryingFetch } from './retry.js';
 
-// Every type below is read from the generated openapi-types.ts (`npm run client:types`), never restated.
+// Every type below is read from the types generated from openapi.json (openapi-types.gen.ts), never restated.
 type Operation = keyof operations;
 type JsonOf<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 /** The JSON request body of an operation. */

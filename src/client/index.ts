@@ -22,4 +22,4 @@ export {
 } from './cairn-client.js';
 export { CairnHttpError } from './client-error.js';
 export { CairnError, isCairnError, type CairnErrorCode } from '../errors.js';
-export type { components, operations, paths } from './openapi-types.js';
+export type { components, operations, paths } from './openapi-types.gen.js';
