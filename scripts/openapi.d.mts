@@ -1,6 +1,6 @@
 import type * as Cairn from '../src/index.js';
 
-/** The package's entry module, as `dist/index.js` or `src/index.ts` exports it. */
+/** The package's entry module, as `src/index.ts` exports it. */
 type CairnModule = typeof Cairn;
 /** Where the OpenAPI document lives, relative to the repository. */
 export const DOCUMENT_FILE: string;

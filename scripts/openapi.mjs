@@ -1,6 +1,6 @@
-// Writes openapi.json, the REST API's OpenAPI 3.1 document, from the routes (`npm run openapi`, which builds
-// first and then regenerates the client's types from it). test/client-types.test.ts makes the document again
-// from the routes in src/ and fails when the committed file differs, so a route cannot change unnoticed.
+// Writes openapi.json, the REST API's OpenAPI 3.1 document, from the routes in src/ (`npm run openapi`, which
+// then regenerates the client's types from it). test/client-types.test.ts makes the document again from the
+// routes and fails when the committed file differs, so a route cannot change unnoticed.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,8 +11,8 @@ export const DOCUMENT_FILE = 'openapi.json';
 
 /**
  * The OpenAPI document a Cairn serves at GET /openapi.json with its default routes, without `servers` (the URL
- * a request reached it at), from `cairn` — the package's entry module (`dist/index.js` here, `src/index.ts` in
- * the test), so both read the same routes.
+ * a request reached it at), from `cairn` — the package's entry module, `src/index.ts` (loaded by Vite here,
+ * by Vitest in the test), so both read the same routes.
  */
 export async function servedDocument(cairn) {
   const dataDir = mkdtempSync(join(tmpdir(), 'cairn-openapi-'));
@@ -36,7 +36,10 @@ export function documentText(document) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const root = fileURLToPath(new URL('..', import.meta.url));
-  const cairn = await import(new URL('../dist/index.js', import.meta.url).href);
+  // src/ through Vite's module runner (transpiled, not type-checked), not dist/: the build's client types come
+  // from this file, so client code for a new route only compiles once the document has it.
+  const { runnerImport } = await import('vite');
+  const { module: cairn } = await runnerImport(join(root, 'src/index.ts'), { configFile: false, logLevel: 'error' });
   writeFileSync(join(root, DOCUMENT_FILE), documentText(await servedDocument(cairn)));
   console.log(`wrote ${DOCUMENT_FILE}`);
 }
