@@ -1,6 +1,7 @@
 /**
  * `npm run bench` entry: runs the named benches (all when none is named), writes each one's results to
- * bench/results/<name>.json and regenerates BENCHMARKS.md from every results file present.
+ * bench/results/<name>.json, regenerates BENCHMARKS.md from every results file present and refreshes the values the
+ * decision records (docs/decisions/) quote from them.
  *
  *   node bench/run.mjs            # every bench
  *   node bench/run.mjs locomo     # only LoCoMo
@@ -10,12 +11,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { refreshDecisions } from './decisions.mjs';
 import { round } from './metrics.mjs';
 import { writeReport } from './report.mjs';
 
 const BENCH = dirname(fileURLToPath(import.meta.url));
 const RESULTS = join(BENCH, 'results');
 const REPORT = resolve(BENCH, '..', 'BENCHMARKS.md');
+const DECISIONS = resolve(BENCH, '..', 'docs', 'decisions');
 
 /**
  * Every bench by name, in run order. Each module exports `run({ log })`, which returns a results document
@@ -69,6 +72,11 @@ async function main(args) {
   }
   writeReport(RESULTS, REPORT);
   log('wrote BENCHMARKS.md');
+  // The decision records quote these results; a value that moved is rewritten and named, to re-read its record.
+  for (const { record, stale } of refreshDecisions(DECISIONS, RESULTS)) {
+    log(`docs/decisions/${record}: refreshed ${stale.length} quoted value(s); re-read its conclusions:`);
+    for (const line of stale) log(`  ${line}`);
+  }
 }
 
 function machine() {
