@@ -97,7 +97,7 @@ export async function run({ log = (line) => process.stderr.write(`${line}\n`) } 
   }
 }
 
-/** usearch's HNSW graph: links per node, and candidates kept while adding (what DESIGN.md's trial used). */
+/** usearch's HNSW graph: links per node, and candidates kept while adding (usearch's usual settings; docs/decisions/0008-no-ann-graph.md). */
 const GRAPH = { connectivity: 16, expansion_add: 128 };
 
 /**

@@ -29,7 +29,7 @@ type TokenizerJson = {
  * tokenizers library (`@huggingface/tokenizers`), which reads every tokenizer the Hub's models ship
  * (WordPiece, BPE, Unigram). Texts a BERT WordPiece tokenizer would see as plain ASCII take Cairn's own
  * path instead ({@link AsciiWordPiece}): the same ids, several times faster, which is what lets a static
- * model embed tens of thousands of texts a second (DESIGN.md, "Embeddings"). A file that is missing, not
+ * model embed tens of thousands of texts a second (DESIGN.md, "Local models"). A file that is missing, not
  * JSON, or that the library cannot load is a `config_invalid` error naming it.
  */
 export function loadModelTokenizer(dir: string): ModelTokenizer {
