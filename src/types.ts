@@ -7,6 +7,9 @@ export type Scope = {
 /** The scope used when a caller gives none (local, single-user mode). */
 export const DEFAULT_SCOPE: Scope = Object.freeze({ userId: 'default', agentId: 'default' });
 
+/** `local`: one default scope for a loopback server. `keys`: every data request carries a key and a full scope. */
+export type AuthMode = 'local' | 'keys';
+
 /** Roles of captured messages; `tool` messages carry the tool's name. */
 export const MESSAGE_ROLES = ['user', 'assistant', 'system', 'tool'] as const;
 export type MessageRole = (typeof MESSAGE_ROLES)[number];

@@ -5,7 +5,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { CAIRN_VERSION, type Cairn } from '../cairn.js';
 import { CairnError } from '../errors.js';
-import { authenticate, CALLER_HEADERS, type AppEnv, type AuthMode } from './caller.js';
+import { authenticate, CALLER_HEADERS, requestScope, type AppEnv, type AuthMode } from './caller.js';
 import { toErrorResponse } from './error-response.js';
 import { addHistoryRoutes } from './history-routes.js';
 import { addMcpRoute, mcpToolNames } from './mcp-route.js';
@@ -16,7 +16,7 @@ import { addProxyRoutes, CAIRN_KEY_HEADER, isProxyPath, proxyCairnAuthorization 
 import { addSeedRoutes } from './seed-routes.js';
 import { addToolRoutes } from './tools-routes.js';
 import { addV1Routes } from './v1-routes.js';
-import { createUiApp, isKeylessUiRequest } from '../ui/ui-app.js';
+import { createUiApp, isKeylessUiRequest, type UiHost } from '../ui/ui-app.js';
 import { healthWire, readyWire } from './wire.js';
 
 /** Options of {@link createApp}; defaults come from the façade's config. */
@@ -179,7 +179,15 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   addHistoryRoutes(app, cairn, mode);
   addProxyRoutes(app, cairn, mode);
   addMcpRoute(app, cairn, mode, log, limit);
-  app.route('/ui', createUiApp(cairn, mode, log));
+  const uiHost: UiHost = {
+    mode,
+    scopeOf: (c) => requestScope(c, mode),
+    errorOf: (err) => {
+      const { status, body } = toErrorResponse(err, log);
+      return { status, message: body.error.message };
+    },
+  };
+  app.route('/ui', createUiApp(cairn, uiHost));
   return app;
 }
 

@@ -1,10 +1,9 @@
 import type { Context } from 'hono';
 import type { ApiKey, Cairn, TurnRef } from '../cairn.js';
 import { CairnError } from '../errors.js';
-import type { Scope } from '../types.js';
+import type { AuthMode, Scope } from '../types.js';
 
-/** `local`: one default scope for a loopback server. `keys`: every data request carries a key and a full scope. */
-export type AuthMode = 'local' | 'keys';
+export type { AuthMode } from '../types.js';
 
 /** Request headers that name the caller. */
 export const CALLER_HEADERS = {

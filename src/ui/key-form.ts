@@ -1,5 +1,5 @@
 import { html } from 'hono/html';
-import type { AuthMode } from '../http/caller.js';
+import type { AuthMode } from '../types.js';
 import type { Html } from './layout.js';
 
 /**

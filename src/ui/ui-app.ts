@@ -2,9 +2,7 @@ import { Hono, type Context } from 'hono';
 import { html } from 'hono/html';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { ApiKey, Cairn } from '../cairn.js';
-import { requestScope, type AppEnv, type AuthMode } from '../http/caller.js';
-import { toErrorResponse } from '../http/error-response.js';
-import type { Scope } from '../types.js';
+import type { AuthMode, Scope } from '../types.js';
 import { APP_CSS, APP_JS } from './assets.js';
 import { page, type Html } from './layout.js';
 import { addConversationViews } from './conversation-views.js';
@@ -33,6 +31,19 @@ export type Rendered = { title: string; body: Html };
 export type View = (v: ViewContext) => Promise<Rendered>;
 /** Registers a view at a path under `/ui` (`/memories/:id`). */
 export type AddView = (path: string, view: View) => void;
+
+/** Hono environment of the dashboard: the request's authenticated key (or null), set by the app that mounts it. */
+export type UiEnv = { Variables: { key: ApiKey | null } };
+
+/**
+ * What the HTTP app lends the dashboard it mounts, so that `ui/` does not import `http/`: the auth mode,
+ * the scope of a request (its key and `x-cairn-*` headers), and the status and message an error gets.
+ */
+export type UiHost = {
+  mode: AuthMode;
+  scopeOf: (c: Context<UiEnv>) => Scope;
+  errorOf: (err: unknown) => { status: ContentfulStatusCode; message: string };
+};
 
 /** The request header the dashboard's script sets: `fragment` asks for the content of `<main>` only. */
 export const UI_HEADER = 'x-cairn-ui';
@@ -63,8 +74,9 @@ const SECURITY_HEADERS = {
  * forms load the next view's content with the tab's key (sessionStorage) as the Authorization header,
  * and changes go to the REST routes as JSON requests (never a simple, cross-site-sendable form post).
  */
-export function createUiApp(cairn: Cairn, mode: AuthMode, log: (message: string) => void): Hono<AppEnv> {
-  const ui = new Hono<AppEnv>();
+export function createUiApp(cairn: Cairn, host: UiHost): Hono<UiEnv> {
+  const { mode } = host;
+  const ui = new Hono<UiEnv>();
   ui.use('*', async (c, next) => {
     // `/ui/` and `/ui/memories/` are the views without the slash.
     const path = c.req.path;
@@ -79,8 +91,8 @@ export function createUiApp(cairn: Cairn, mode: AuthMode, log: (message: string)
   ui.get('/assets/app.css', (c) => c.body(APP_CSS, 200, { 'content-type': 'text/css; charset=utf-8' }));
   ui.get('/assets/app.js', (c) => c.body(APP_JS, 200, { 'content-type': 'text/javascript; charset=utf-8' }));
   ui.onError((err, c) => {
-    const { status, body } = toErrorResponse(err, log);
-    return respond(c, status, { title: 'Error · Cairn', body: html`<h1>Something went wrong</h1><p class="notice error" role="alert">${body.error.message}</p>` });
+    const { status, message } = host.errorOf(err);
+    return respond(c, status, { title: 'Error · Cairn', body: html`<h1>Something went wrong</h1><p class="notice error" role="alert">${message}</p>` });
   });
 
   const add: AddView = (path, view) => {
@@ -91,7 +103,7 @@ export function createUiApp(cairn: Cairn, mode: AuthMode, log: (message: string)
         cairn,
         mode,
         key,
-        scope: requestScope(c, mode),
+        scope: host.scopeOf(c),
         path: c.req.path,
         query: (name) => c.req.query(name),
         param: (name) => c.req.param(name) ?? '',
@@ -110,7 +122,7 @@ export function createUiApp(cairn: Cairn, mode: AuthMode, log: (message: string)
 }
 
 /** The whole page, or (for the dashboard's script) the content of `<main>` with the title in a header. */
-async function respond(c: Context<AppEnv>, status: ContentfulStatusCode, rendered: Rendered): Promise<Response> {
+async function respond(c: Context<UiEnv>, status: ContentfulStatusCode, rendered: Rendered): Promise<Response> {
   if (c.req.header(UI_HEADER) === 'fragment') {
     return c.html(await rendered.body, status, { 'x-cairn-title': encodeURIComponent(rendered.title) });
   }
