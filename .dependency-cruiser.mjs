@@ -48,6 +48,13 @@ export default {
       from: { path: '^src/', pathNot: '\\.test\\.ts$' },
       to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
     },
+    {
+      name: 'resolvable',
+      comment: 'every relative import resolves, so no import escapes the rules above by a wrong path',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { couldNotResolve: true, path: '^\\.' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
