@@ -1,6 +1,6 @@
 import { dirname, posix } from 'node:path';
 import ts from 'typescript';
-import type { CodeEdgeData, CodeEdgeKind, CodeExternalCall, CodeFileData, CodeSymbolData, CodeSymbolKind } from './code-graph.js';
+import type { CodeEdgeData, CodeEdgeKind, CodeExternalCall, CodeFileData, CodeSymbolData, CodeSymbolKind } from './code-symbols.js';
 
 /**
  * Code graph extraction with the TypeScript compiler API (DESIGN.md, "Knowledge resources"): one Program
