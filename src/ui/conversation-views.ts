@@ -2,7 +2,7 @@ import { html } from 'hono/html';
 import type { ProxyTurn } from '../cairn.js';
 import { MESSAGE_ROLES } from '../types.js';
 import { badge, clip, num, pageOf, pager, table, time, type Html } from './layout.js';
-import type { AddView } from './ui-app.js';
+import type { AddView } from './view.js';
 
 /** `/ui/conversations` (sessions, newest first) and `/ui/conversations/:session` (its messages, extraction, delete). */
 export function addConversationViews(add: AddView): void {

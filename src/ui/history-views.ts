@@ -1,7 +1,7 @@
 import { html } from 'hono/html';
 import { badge, clip, pageOf, pager, table, time } from './layout.js';
 import { callTable } from './tool-views.js';
-import type { AddView } from './ui-app.js';
+import type { AddView } from './view.js';
 
 type RunRead = { task_id: string; objective?: string; model?: string | null; started_at?: string; ended_at?: string | null; reply?: string | null; tool_calls?: { name: string; arguments: string; is_error: boolean; at: string; result?: string }[] };
 

@@ -3,7 +3,7 @@ import type { FileEntry, SymbolBrief } from '../knowledge/code-graph.js';
 import type { WikiGraph as Graph, WikiPageRead as PageRead, WikiPageSummary as PageRow } from '../knowledge/wiki.js';
 import { clip, num, pageOf, pager, table, time, type Html } from './layout.js';
 import { knowledgeBadge } from './overview-view.js';
-import type { AddView } from './ui-app.js';
+import type { AddView } from './view.js';
 
 
 /** `/ui/knowledge` (resources, status, sync) and `/ui/knowledge/:id` (a wiki's pages and links, a code graph's files and symbols). */

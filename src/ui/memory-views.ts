@@ -1,7 +1,7 @@
 import { html } from 'hono/html';
 import { MEMORY_TYPES, type Memory } from '../types.js';
 import { badge, clip, num, pageOf, pager, table, time, type Html } from './layout.js';
-import type { AddView } from './ui-app.js';
+import type { AddView } from './view.js';
 
 /** `/ui/memories` (filtered list, add) and `/ui/memories/:id` (edit, forget, undo, why remembered). */
 export function addMemoryViews(add: AddView): void {

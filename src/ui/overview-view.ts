@@ -1,7 +1,7 @@
 import { html } from 'hono/html';
 import { badge, bytes, clip, table, time, type Html } from './layout.js';
 import { keyForm } from './key-form.js';
-import type { AddView } from './ui-app.js';
+import type { AddView } from './view.js';
 
 /** `/ui`: what the scope holds, the store, the embedder and its queue, the pipeline, tool servers and knowledge. */
 export function addOverviewView(add: AddView): void {

@@ -3,7 +3,7 @@ import type { ExplainedSearch, PathRank } from '../cairn.js';
 import { estimateTextTokens } from '../catalog/listing.js';
 import { MEMORY_TYPES } from '../types.js';
 import { badge, clip, table, type Html } from './layout.js';
-import type { AddView } from './ui-app.js';
+import type { AddView } from './view.js';
 
 type Hit = { id: string; content: string; score: number; session_key?: string; role?: string; type?: string };
 

@@ -4,7 +4,7 @@ import { estimateTextTokens } from '../catalog/listing.js';
 import type { Scope } from '../types.js';
 import { badge, clip, table, time, type Html } from './layout.js';
 import { stateBadge } from './overview-view.js';
-import type { AddView } from './ui-app.js';
+import type { AddView } from './view.js';
 
 /** A tool call as chat_history's read mode returns it. */
 type CallRow = { name: string; arguments: string; is_error: boolean; at: string; result?: string };

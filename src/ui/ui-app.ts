@@ -4,7 +4,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { ApiKey, Cairn } from '../cairn.js';
 import type { AuthMode, Scope } from '../types.js';
 import { APP_CSS, APP_JS } from './assets.js';
-import { page, type Html } from './layout.js';
+import { page } from './layout.js';
 import { addConversationViews } from './conversation-views.js';
 import { addHistoryViews } from './history-views.js';
 import { addKnowledgeViews } from './knowledge-views.js';
@@ -13,24 +13,7 @@ import { keyForm } from './key-form.js';
 import { addOverviewView } from './overview-view.js';
 import { addSearchViews } from './search-views.js';
 import { addToolViews } from './tool-views.js';
-
-/** What a view renders from: the façade, the request's scope and its query string. */
-export type ViewContext = {
-  cairn: Cairn;
-  mode: AuthMode;
-  scope: Scope;
-  key: ApiKey | null;
-  /** The request path, e.g. `/ui/memories`. */
-  path: string;
-  query: (name: string) => string | undefined;
-  param: (name: string) => string;
-};
-
-/** A view: its `<title>` and the content of `<main>`. */
-export type Rendered = { title: string; body: Html };
-export type View = (v: ViewContext) => Promise<Rendered>;
-/** Registers a view at a path under `/ui` (`/memories/:id`). */
-export type AddView = (path: string, view: View) => void;
+import type { AddView, Rendered } from './view.js';
 
 /** Hono environment of the dashboard: the request's authenticated key (or null), set by the app that mounts it. */
 export type UiEnv = { Variables: { key: ApiKey | null } };
