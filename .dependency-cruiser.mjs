@@ -5,8 +5,9 @@
 
 /** Bottom to top. Each entry: a tier's folders, each a name and the path pattern of its files. */
 const tiers = [
-  // Leaves: the root files (errors, types, logger, config, parse-input, json-http, private-files, metrics, …).
-  { leaves: '^src/(?!cairn\\.ts$|index\\.ts$)[^/]+\\.ts$' },
+  // Leaves: the root files (errors, types, logger, config, parse-input, json-http, tool-result, metrics, …),
+  // except the façade's own files and the package entry point, named in their tiers below.
+  { leaves: '^src/(?!(cairn|health|version|index)\\.ts$)[^/]+\\.ts$' },
   { text: '^src/text/' },
   // The ranking engines: bm25, rrf, vector floor, top-k index (not the pipeline that runs them, below).
   { search: '^src/search/(?!(pipeline|explain)[^/]*\\.ts$)' },
@@ -17,7 +18,8 @@ const tiers = [
   { memory: '^src/memory/', catalog: '^src/catalog/', knowledge: '^src/knowledge/', proxy: '^src/proxy/' },
   // Run and chat history read memory's scope schema and limits, and record the catalog's tool calls.
   { history: '^src/history/' },
-  { facade: '^src/cairn\\.ts$' },
+  // The façade and the parts it is built from: health checks and the build's versions.
+  { facade: '^src/(cairn|health|version)\\.ts$' },
   { mcp: '^src/mcp/', ui: '^src/ui/' },
   // The Hono app mounts /mcp and /ui.
   { http: '^src/http/' },
