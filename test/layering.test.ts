@@ -55,12 +55,16 @@ describe('npm run layering', () => {
     expect(run.output).toMatch(/no-cycle: src\/text\/cycle-[ab]\.ts →\s+src\/text\/cycle-[ab]\.ts/);
   }, 120_000);
 
-  it('fails on a sideways import between two folders of one tier', () => {
+  it('fails on a sideways import between two folders of one tier, and on store code in a surface', () => {
     const dir = scratchCopy(LAYERING_FILES);
     write(dir, 'src/memory/sideways.ts', "import { CodeGraph } from '../knowledge/code-graph.js';\n\nexport const graph = CodeGraph;\n");
+    write(dir, 'src/cli/store-code.ts', "import { openStore } from '../store/open-store.js';\n\nexport const open = openStore;\n");
+    write(dir, 'src/cli/store-type.ts', "import type { Store } from '../store/store.js';\n\nexport type Opened = Store;\n");
     const run = npmRun('layering', dir);
     expect(run.status).not.toBe(0);
     expect(run.output).toContain('layer-memory: src/memory/sideways.ts → src/knowledge/code-graph.ts');
+    expect(run.output).toContain('surfaces-no-store-code: src/cli/store-code.ts → src/store/open-store.ts');
+    expect(run.output).not.toContain('src/cli/store-type.ts');
   }, 120_000);
 });
 
@@ -68,8 +72,9 @@ describe('npm run format:check', () => {
   it('passes on formatted files, leaves generated files alone, and fails naming an unformatted file', () => {
     const dir = scratchCopy(['package.json', '.prettierrc.json', '.prettierignore', 'src/search/rrf.ts']);
     expect(npmRun('format', dir).status).toBe(0);
-    // Generated and ignored: its layout is openapi-typescript's.
-    write(dir, 'src/client/openapi-types.ts', 'export   type   Paths = { "/health" : {get:never} }\n');
+    // Generated and ignored: their layout is their generators' (npm run openapi, openapi-typescript).
+    write(dir, 'openapi.json', '{"openapi":   "3.1.0",\n"paths":{}}\n');
+    write(dir, 'src/client/openapi-types.gen.ts', 'export   type   Paths = { "/health" : {get:never} }\n');
     const formatted = npmRun('format:check', dir);
     expect(formatted.output).not.toContain('[warn]');
     expect(formatted.status).toBe(0);
@@ -78,7 +83,7 @@ describe('npm run format:check', () => {
     const run = npmRun('format:check', dir);
     expect(run.status).not.toBe(0);
     expect(run.output).toContain('[warn] src/search/unformatted.ts');
-    expect(run.output).not.toContain('openapi-types.ts');
+    expect(run.output).not.toContain('openapi');
     expect(run.output).not.toContain('rrf.ts');
   }, 120_000);
 });
