@@ -33,35 +33,34 @@ function write(dir: string, path: string, text: string): void {
 }
 
 describe('npm run layering', () => {
-  const LAYERING_FILES = ['src', 'package.json', 'tsconfig.json', '.dependency-cruiser.mjs'];
+  /** `npm run layering` over a scratch copy of src/ and its config, with `files` added (path → text). */
+  function layeringWith(files: Record<string, string>): { status: number | null; output: string } {
+    const dir = scratchCopy(['src', 'package.json', 'tsconfig.json', '.dependency-cruiser.mjs']);
+    for (const [path, text] of Object.entries(files)) write(dir, path, text);
+    return npmRun('layering', dir);
+  }
 
   it('passes on the tree as it is', () => {
-    const dir = scratchCopy(LAYERING_FILES);
-    const run = npmRun('layering', dir);
+    const run = layeringWith({});
     expect(run.output).not.toMatch(/error /);
     expect(run.status).toBe(0);
   }, 120_000);
 
-  it('fails on an upward import, an upward type-only import and a run-time cycle, naming each', () => {
-    const dir = scratchCopy(LAYERING_FILES);
-    write(dir, 'src/store/upward.ts', "import { CALLER_HEADERS } from '../http/caller.js';\n\nexport const userHeader = CALLER_HEADERS.user;\n");
-    write(dir, 'src/search/upward-type.ts', "import type { Cairn } from '../cairn.js';\n\nexport type Facade = Cairn;\n");
-    write(dir, 'src/text/cycle-a.ts', "import { b } from './cycle-b.js';\n\nexport const a = (): string => b();\n");
-    write(dir, 'src/text/cycle-b.ts', "import { a } from './cycle-a.js';\n\nexport const b = (): string => typeof a;\n");
-    const run = npmRun('layering', dir);
+  it('fails naming an upward import, an upward type-only import, a run-time cycle, a sideways import and store code in a surface', () => {
+    const run = layeringWith({
+      'src/store/upward.ts': "import { CALLER_HEADERS } from '../http/caller.js';\n\nexport const userHeader = CALLER_HEADERS.user;\n",
+      'src/search/upward-type.ts': "import type { Cairn } from '../cairn.js';\n\nexport type Facade = Cairn;\n",
+      'src/text/cycle-a.ts': "import { b } from './cycle-b.js';\n\nexport const a = (): string => b();\n",
+      'src/text/cycle-b.ts': "import { a } from './cycle-a.js';\n\nexport const b = (): string => typeof a;\n",
+      'src/memory/sideways.ts': "import { CodeGraph } from '../knowledge/code-graph.js';\n\nexport const graph = CodeGraph;\n",
+      'src/cli/store-code.ts': "import { openStore } from '../store/open-store.js';\n\nexport const open = openStore;\n",
+      // A surface may take a type from store/.
+      'src/cli/store-type.ts': "import type { Store } from '../store/store.js';\n\nexport type Opened = Store;\n",
+    });
     expect(run.status).not.toBe(0);
     expect(run.output).toContain('layer-store: src/store/upward.ts → src/http/caller.ts');
     expect(run.output).toContain('layer-search: src/search/upward-type.ts → src/cairn.ts');
     expect(run.output).toMatch(/no-cycle: src\/text\/cycle-[ab]\.ts →\s+src\/text\/cycle-[ab]\.ts/);
-  }, 120_000);
-
-  it('fails on a sideways import between two folders of one tier, and on store code in a surface', () => {
-    const dir = scratchCopy(LAYERING_FILES);
-    write(dir, 'src/memory/sideways.ts', "import { CodeGraph } from '../knowledge/code-graph.js';\n\nexport const graph = CodeGraph;\n");
-    write(dir, 'src/cli/store-code.ts', "import { openStore } from '../store/open-store.js';\n\nexport const open = openStore;\n");
-    write(dir, 'src/cli/store-type.ts', "import type { Store } from '../store/store.js';\n\nexport type Opened = Store;\n");
-    const run = npmRun('layering', dir);
-    expect(run.status).not.toBe(0);
     expect(run.output).toContain('layer-memory: src/memory/sideways.ts → src/knowledge/code-graph.ts');
     expect(run.output).toContain('surfaces-no-store-code: src/cli/store-code.ts → src/store/open-store.ts');
     expect(run.output).not.toContain('src/cli/store-type.ts');
