@@ -8,6 +8,9 @@ const tiers = [
   // Leaves: the root files (errors, types, logger, config, parse-input, json-http, tool-result, metrics, …),
   // except the façade's own files and the package entry point, named in their tiers below.
   { leaves: '^src/(?!(cairn|health|version|index)\\.ts$)[^/]+\\.ts$' },
+  // The Zod schemas of the data model (scope, message, memory) and their text limits: types.ts in Zod, read by
+  // the façade, history, proxy, auth and http. A leaf kept in memory/ for now (its home would be src/schemas.ts).
+  { schemas: '^src/memory/schemas\\.ts$' },
   { text: '^src/text/' },
   // The ranking engines: bm25, rrf, vector floor, top-k index (not the pipeline that runs them, below).
   { search: '^src/search/(?!(pipeline|explain)[^/]*\\.ts$)' },
@@ -15,8 +18,8 @@ const tiers = [
   { embed: '^src/embed/', llm: '^src/llm/', auth: '^src/auth/' },
   // The retrieval pipeline: runs the keyword and vector paths over store and embedder, fuses, explains.
   { pipeline: '^src/search/(pipeline|explain)[^/]*\\.ts$' },
-  { memory: '^src/memory/', catalog: '^src/catalog/', knowledge: '^src/knowledge/', proxy: '^src/proxy/' },
-  // Run and chat history read memory's scope schema and limits, and record the catalog's tool calls.
+  { memory: '^src/memory/(?!schemas\\.ts$)', catalog: '^src/catalog/', knowledge: '^src/knowledge/', proxy: '^src/proxy/' },
+  // Run and chat history take memory's search limits, and record the catalog's tool calls.
   { history: '^src/history/' },
   // The façade and the parts it is built from: health checks and the build's versions.
   { facade: '^src/(cairn|health|version)\\.ts$' },
