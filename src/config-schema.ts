@@ -70,7 +70,8 @@ const embeddingSchema = z
     fusion_weight: z.coerce.number().positive().max(10).optional(),
     /**
      * Cosine similarity a hit found only by the vector path must reach to be served (memories, messages,
-     * error records). Default: the embedder's calibrated floor (DESIGN.md, "Ranking"), 0 for model embedders.
+     * error records). Default: none fixed; per query, a robust z-score floor against the scope's own stored
+     * vectors (search/vector-floor.ts; DESIGN.md, "Ranking").
      */
     similarity_floor: z.coerce.number().min(-1).max(1).optional(),
     /**
@@ -363,7 +364,8 @@ const toolsSchema = z
     hybrid: flag.default(true),
     /**
      * Cosine similarity a tool must reach to be offered on meaning alone (a `semantic` match, after the
-     * keyword matches). Default: the value calibrated for the embedder's family (DESIGN.md, "Tool hub").
+     * keyword matches). Default: none fixed; per query, the robust floor of its similarities to the catalog's
+     * tools (search/vector-floor.ts; DESIGN.md, "Tool hub").
      */
     semantic_floor: z.coerce.number().min(0).max(1).optional(),
     /** Milliseconds a downstream server may take to connect and list its tools. */

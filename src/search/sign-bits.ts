@@ -24,8 +24,8 @@ const MAX_DIMENSIONS = 4096;
 /** Codes are at most this many bits (the room kept for the query's code, and the histogram's size). */
 const MAX_BITS = 2048;
 /**
- * Codes have at least this many bits: with 128 bits (one rotation of 100-dimensional word vectors) the
- * stage found 0.69 of the exact top 30 among 64 × 30 candidates at 100k messages, with 512 bits 0.97.
+ * Codes have at least this many bits: fewer (one rotation of 100-dimensional word vectors is 128) let the
+ * stage miss much of the exact top k among its 64 × k candidates (docs/decisions/0007-int8-scan-sign-bits.md).
  */
 const MIN_BITS = 512;
 /** Bytes kept at the start of the memory for the query's code. */
