@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'coverage/', '.tmp-*/', 'src/client/openapi-types.gen.ts'] },
+  { ignores: ['dist/', 'node_modules/', 'coverage/', '.tmp-*/', '.ci/cache/', 'src/client/openapi-types.gen.ts'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
