@@ -51,9 +51,14 @@ export class TableStatistics {
         const counted = new Map(tables.map((t) => [t, this.written.get(t) ?? 0]));
         for (const t of tables) this.written.set(t, 0);
         try {
-          await this.db.query(`ANALYZE ${tables.join(', ')}`);
+          // SKIP_LOCKED: a table another session holds (an index build, another analysis) is skipped, not
+          // waited for. An analysis that waited could close a cycle with CREATE INDEX CONCURRENTLY, which
+          // waits for this statement's transaction while holding the table (seen as `deadlock detected`
+          // failing the index build). A skipped table's rows are not counted again: its next bulk write
+          // makes it due.
+          await this.db.query(`ANALYZE (SKIP_LOCKED) ${tables.join(', ')}`);
         } catch (err) {
-          // Another analysis or an index build holds the table: the rows stay counted, the next write tries again.
+          // The analysis could not run (a lock timeout on the catalog): the rows stay counted, the next write tries again.
           for (const [t, n] of counted) this.written.set(t, (this.written.get(t) ?? 0) + n);
           if (isCairnError(err, 'busy')) return;
           throw err;
