@@ -253,6 +253,7 @@ export class Cairn {
       recorder: options.toolCallRecorder === undefined ? this.history : options.toolCallRecorder,
       embedder: this.embedder,
       vectorWeight: config.embedding.fusion_weight,
+      queryTimeoutMs: config.embedding.query_timeout_ms,
       warn,
     });
     this.knowledge = new KnowledgeRegistry(store, {

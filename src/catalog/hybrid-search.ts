@@ -24,7 +24,12 @@ export type ToolSearchOptions = {
    * its similarities to the catalog's tools (search/vector-floor.ts; DESIGN.md, "Tool hub").
    */
   semanticFloor?: number | undefined;
+  /** Milliseconds to wait for the query's vector before answering with keywords alone (`embedding.query_timeout_ms`). Default 5 000. */
+  queryTimeoutMs?: number | undefined;
 };
+
+/** The default of {@link ToolSearchOptions.queryTimeoutMs}, as `embedding.query_timeout_ms`'s. */
+const DEFAULT_QUERY_TIMEOUT_MS = 5_000;
 
 /** Per-query options of {@link HybridToolSearch.search}. */
 export type ToolQuery = {
@@ -44,6 +49,7 @@ export class HybridToolSearch {
   private readonly vectors = new WeakMap<Catalog, Promise<(Float32Array | null)[]>>();
   private readonly weight: number;
   private readonly floor: number | undefined;
+  private readonly queryTimeoutMs: number;
   private readonly reference: (() => Promise<readonly Float32Array[]>) | null;
 
   constructor(
@@ -53,6 +59,7 @@ export class HybridToolSearch {
   ) {
     this.weight = options.weight ?? vectorFusionWeight(embedder, undefined);
     this.floor = options.semanticFloor;
+    this.queryTimeoutMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
     this.reference = embedder ? referenceVectors(embedder) : null;
   }
 
@@ -106,7 +113,7 @@ export class HybridToolSearch {
    * Cosine of `query` to every tool with a vector, best first (the first {@link POOL}), and the floor a
    * semantic-only match must reach: the configured one, else the robust floor of the query's similarities
    * to the catalog's tools (padded with reference texts in a catalog of few tools). Empty, floor +∞,
-   * without an embedder or on failure.
+   * without an embedder, on failure or when the query's vector takes longer than `queryTimeoutMs`.
    */
   async similarities(
     catalog: Catalog,
@@ -117,7 +124,7 @@ export class HybridToolSearch {
     const none = { similar: [], floor: Number.POSITIVE_INFINITY, ran: false };
     if (!this.embedder) return none;
     try {
-      const [queryVector] = await this.embedder.embed([query], undefined, 'query');
+      const [queryVector] = await this.embedder.embed([query], AbortSignal.timeout(this.queryTimeoutMs), 'query');
       if (!queryVector) return none;
       const tools = await this.toolVectors(catalog, this.embedder);
       const scored: { index: number; sim: number }[] = [];
