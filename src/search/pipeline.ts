@@ -33,6 +33,8 @@ export type Retrieval = {
   query: string;
   /** Which paths can run at all (configuration and store capabilities). */
   paths: { keyword: boolean; vector: boolean };
+  /** The keyword path's terms of the query. Default: `analyze(query)`. */
+  analyse?: ((query: string) => string[]) | undefined;
   /** The analysed terms → the keyword path's hits, best first. Not run when the query has no terms. */
   keyword: (terms: string[]) => Promise<RankedHit[]>;
   /**
@@ -53,7 +55,7 @@ export type Retrieved = HybridOutput & {
 
 /** Runs one retrieval: both paths in parallel, a failing one reported and left out, the lists fused. */
 export async function retrieve(settings: RetrievalSettings, retrieval: Retrieval): Promise<Retrieved> {
-  const terms = analyze(retrieval.query);
+  const terms = (retrieval.analyse ?? analyze)(retrieval.query);
   // Asked even when the path cannot run: an embedder still preparing goes on preparing for later searches.
   const ready = readyEmbedder(settings.embedder, settings.warn);
   const embedder = retrieval.paths.vector ? ready : null;
