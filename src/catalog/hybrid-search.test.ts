@@ -74,7 +74,7 @@ describe('HybridToolSearch', () => {
     const unreachable = new OpenAIEmbedder({ baseUrl: 'http://127.0.0.1:1/v1', model: 'm', dimensions: 8, maxRetries: 0, timeoutMs: 2_000 });
     const search = new HybridToolSearch(unreachable, (m) => warnings.push(m));
     expect((await search.search(catalog, 'send email', 3)).map((m) => m.tool.name)).toEqual(names(catalog.search('send email', 3)));
-    expect(warnings.join('\n')).toMatch(/embedding path failed, answering with keywords only/);
+    expect(warnings.join('\n')).toMatch(/tool search: vector path failed, answering without it/);
   });
 
   it('answers with keywords alone when the embedding server never answers the query (queryTimeoutMs)', async () => {
@@ -91,7 +91,7 @@ describe('HybridToolSearch', () => {
       const search = new HybridToolSearch(stuck, (m) => warnings.push(m), { queryTimeoutMs: 100 });
       expect((await search.search(catalog, 'send email', 3)).map((m) => m.tool.name)).toEqual(names(catalog.search('send email', 3)));
       expect(held.length).toBeGreaterThan(0);
-      expect(warnings.join('\n')).toMatch(/embedding path failed, answering with keywords only/);
+      expect(warnings.join('\n')).toMatch(/tool search: vector path failed, answering without it/);
     } finally {
       server.closeAllConnections();
       server.close();

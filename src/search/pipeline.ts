@@ -2,7 +2,7 @@ import { readyEmbedder, type Embedder } from '../embed/embedder.js';
 import { describeError } from '../errors.js';
 import { analyze } from '../text/analyze.js';
 import type { RankedHit, SearchStrategy } from '../types.js';
-import { hybridSearch, type HybridOutput, type HybridTrace, type VectorPathResult } from './hybrid.js';
+import { hybridSearch, type HybridInput, type HybridOutput, type HybridTrace, type VectorPathResult } from './hybrid.js';
 
 /**
  * Cairn's one retrieval pipeline (DESIGN.md, "Search pipeline"): analyse the query → the keyword path ∥
@@ -44,6 +44,8 @@ export type Retrieval = {
   vector: (queryVector: Float32Array, embedder: Embedder, signal: AbortSignal) => Promise<RankedHit[] | VectorPathResult>;
   /** Filled with each path's own hits (see {@link HybridTrace}). */
   trace?: HybridTrace | undefined;
+  /** The caller's own fusion in place of RRF (see HybridInput.fuse). */
+  fuse?: HybridInput['fuse'];
 };
 
 /** The fused hits, the strategy, and the embedder whose vectors ranked (null: keywords alone). */
@@ -78,6 +80,7 @@ export async function retrieve(settings: RetrievalSettings, retrieval: Retrieval
     vectorFloor: settings.vectorFloor,
     onPathError: (path, err) => settings.warn(`${retrieval.label}: ${path} path failed, answering without it: ${describeError(err)}`),
     trace: retrieval.trace,
+    fuse: retrieval.fuse,
   });
   // The strategy report names the model whose vectors took part.
   const vectorsRanked = embedder !== null && (output.strategy === 'hybrid' || (output.strategy === 'embedding' && output.hits.length > 0));
