@@ -35,7 +35,6 @@ import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
 import { openStore } from './store/open-store.js';
 import type { AddMessagesResult, ApiKey, DataSnapshot, DumpRecord, ScopeCounts, SessionSummary, Store } from './store/store.js';
 import { explainSearch, type ExplainedSearch } from './search/explain.js';
-import { checkQueryLength } from './text/query-bounds.js';
 import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMemory, type NewMessage, type Scope } from './types.js';
 
 /** Options for {@link createCairn} beyond the config file. */
@@ -421,8 +420,8 @@ export class Cairn {
   async searchMemoriesInTurn(turn: TurnRef, params: MemorySearchInput): Promise<TurnSearchResult<MemorySearchResult>> {
     const valid = parseInput(memorySearchParams, params, 'memory_search');
     const scope = checkScope(turn.scope);
-    checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
-    if (valid.query.trim() === '') return { ...(await this.countedMemorySearch(scope, valid)), budget: uncharged(this.budget.limit) };
+    // parseInput trimmed the query and refused an over-long one before the budget is charged: a refused query costs nothing.
+    if (valid.query === '') return { ...(await this.countedMemorySearch(scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = await this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', embedder: null, text: budgetSpentText(budget), budget };
     return { ...(await this.countedMemorySearch(scope, valid)), budget };
@@ -432,8 +431,8 @@ export class Cairn {
   async searchConversationsInTurn(turn: TurnRef, params: ConversationSearchInput): Promise<TurnSearchResult<ConversationSearchResult>> {
     const valid = parseInput(conversationSearchParams, params, 'conversation_search');
     const scope = checkScope(turn.scope);
-    checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
-    if (valid.query.trim() === '') return { ...(await this.countedConversationSearch(scope, valid)), budget: uncharged(this.budget.limit) };
+    // parseInput trimmed the query and refused an over-long one before the budget is charged: a refused query costs nothing.
+    if (valid.query === '') return { ...(await this.countedConversationSearch(scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = await this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', embedder: null, text: budgetSpentText(budget), budget };
     return { ...(await this.countedConversationSearch(scope, valid)), budget };

@@ -8,7 +8,7 @@ import { retrieve } from '../search/pipeline.js';
 import { clampLimit } from '../memory/search-params.js';
 import type { EmbeddingStore, HistoryStore, Run, RunText, RunToolCall } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
-import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
+import { boundTerms, searchQueryField } from '../text/query-bounds.js';
 import type { RankedHit, Scope } from '../types.js';
 import type { RelevanceJudge } from './relevance.js';
 import { parseJson, type RunLog } from './runs.js';
@@ -58,7 +58,7 @@ export const chatHistoryParams = z.object({
     .union([z.string(), z.record(z.string(), z.unknown())])
     .optional()
     .describe('tool: the arguments (object or JSON text), needed only when the run called the tool more than once; compared as parsed JSON.'),
-  keyword: z.string().optional().describe('search: what to look for.'),
+  keyword: searchQueryField('keyword').optional().describe('search: what to look for.'),
   match: z
     .enum(['semantic', 'keyword'])
     .optional()
@@ -116,7 +116,7 @@ export function inferMode(params: Pick<ChatHistoryParams, 'mode' | 'task_id' | '
   const hasTask = taskIds(params.task_id).length > 0;
   if (hasTask && params.name !== undefined && params.name.trim() !== '') return 'tool';
   if (hasTask) return 'read';
-  if (params.keyword !== undefined && params.keyword.trim() !== '') return 'search';
+  if (params.keyword !== undefined && params.keyword !== '') return 'search';
   return 'list';
 }
 
@@ -139,9 +139,9 @@ export class ChatHistory {
         return this.tool(caller, requireTaskIds(params.task_id, 'tool')[0]!, name, params.args);
       }
       case 'search': {
-        const keyword = params.keyword?.trim();
+        // The schema trimmed the keyword and bounded its length.
+        const keyword = params.keyword;
         if (!keyword) throw new CairnError('invalid_input', 'keyword is required when mode=search');
-        checkQueryLength(keyword, 'keyword');
         const range = params.time_range ?? DEFAULT_TIME_RANGE;
         const limit = clampLimit(params.limit, CHAT_HISTORY_LIMITS.search);
         return (params.match ?? 'semantic') === 'keyword'

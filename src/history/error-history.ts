@@ -7,7 +7,7 @@ import type { HybridTrace, VectorPathResult } from '../search/hybrid.js';
 import { retrieve } from '../search/pipeline.js';
 import type { EmbeddingStore, ErrorRecord, ErrorRecordFilter, HistoryStore } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
-import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
+import { boundTerms, searchQueryField } from '../text/query-bounds.js';
 import type { RankedHit, Scope } from '../types.js';
 import { rankKeywordCandidates } from '../search/bm25.js';
 
@@ -51,7 +51,7 @@ export type WriteErrorParams = z.infer<typeof writeErrorParams>;
 /** Parameters of error_history. */
 export const errorHistoryParams = z.object({
   mode: z.enum(['search', 'read']).optional().describe('search | read. Omitted: hash → read, otherwise search. Records are written with write_error.'),
-  keyword: z.string().optional().describe('search: tool name, error symptom or parameter trait.'),
+  keyword: searchQueryField().optional().describe('search: tool name, error symptom or parameter trait.'),
   hash: z.string().optional().describe('read: the 8-character hash of a record (a shorter unique prefix works too).'),
   limit: z.union([z.number(), z.string()]).optional().describe('search: records returned (default 4, at most 16).'),
 });
@@ -120,7 +120,8 @@ export class ErrorHistory {
       const record = await this.read(scope, hash);
       return { mode, text: formatRecords([record]), records: [record] };
     }
-    const keyword = params.keyword?.trim();
+    // The schema trimmed the keyword and bounded its length.
+    const keyword = params.keyword;
     if (!keyword) throw new CairnError('invalid_input', 'keyword is required when mode=search');
     const records = await this.search(scope, keyword, {}, clampLimit(params.limit, ERROR_SEARCH_LIMIT));
     return { mode, text: records.length === 0 ? `no error records match "${keyword}"` : formatRecords(records), records };
@@ -143,7 +144,6 @@ export class ErrorHistory {
 
   /** Keyword (BM25) and semantic ranking fused with RRF (search/pipeline.ts); a plain substring scan when neither finds anything. */
   async search(scope: Scope, keyword: string, filter: ErrorRecordFilter, limit: number, options: { similarOnly?: boolean } = {}): Promise<ErrorRecord[]> {
-    checkQueryLength(keyword);
     const terms = boundTerms(analyze(keyword));
     const trace: HybridTrace = { keyword: [], vector: [], vectorFloor: null, vectorWeight: 1 };
     const fused = await retrieve(this.deps, {

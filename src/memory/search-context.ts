@@ -2,7 +2,6 @@ import type { Embedder } from '../embed/embedder.js';
 import type { FloorSamples } from '../search/vector-floor.js';
 import { retrieveAndLoad, type LoadedHits, type LoadedRetrieval } from '../search/pipeline.js';
 import type { QueuedEmbeddingTarget, Store } from '../store/store.js';
-import { checkQueryLength } from '../text/query-bounds.js';
 import type { RankedHit, Scope } from '../types.js';
 import { clampLimit } from './search-params.js';
 
@@ -58,15 +57,12 @@ export type SearchPlan<T extends { id: string }> = Omit<LoadedRetrieval<T>, 'lim
 };
 
 /**
- * memory_search's and conversation_search's run of the pipeline: a query over `MAX_QUERY_CHARS` is refused
- * (`invalid_input`); `limit` is clamped; each query's floor comes from {@link queryFloor}.
+ * memory_search's and conversation_search's run of the pipeline, on a query their input schema trimmed and
+ * bounded (search-params.ts): `limit` is clamped; each query's floor comes from {@link queryFloor}.
  */
 export async function runSearch<T extends { id: string }>(ctx: SearchContext, plan: SearchPlan<T>): Promise<LoadedHits<T>> {
-  const query = plan.query.trim();
-  checkQueryLength(query);
   return retrieveAndLoad(ctx, {
     ...plan,
-    query,
     limit: clampLimit(plan.limit),
     paths: pathsAvailable(ctx),
     vector: async (vector, embedder, k) => {
