@@ -61,7 +61,7 @@ export class HybridToolSearch {
   ) {
     this.weight = options.weight ?? vectorFusionWeight(embedder, undefined);
     this.floor = options.semanticFloor;
-    this.settings = { embedder, queryTimeoutMs: options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS, warn };
+    this.settings = { embedder, queryTimeoutMs: options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS, warn, waitForEmbedder: true };
     this.reference = embedder ? referenceVectors(embedder) : null;
   }
 

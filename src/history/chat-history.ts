@@ -245,7 +245,7 @@ export class ChatHistory {
       (t) => t.taskId !== caller.currentTaskId,
     );
     const index = new Bm25Index(recent.map((t) => analyze(searchableText(t))));
-    const { hits, vectorRan } = await retrieve(this.deps, {
+    const { hits, vectorRan } = await retrieve({ ...this.deps, waitForEmbedder: true }, {
       label: 'chat_history',
       query: keyword,
       paths: { keyword: true, vector: recent.length > 0 },

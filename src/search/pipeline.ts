@@ -24,6 +24,12 @@ export type RetrievalSettings = {
   vectorWeight?: number | undefined;
   /** Cosine similarity a vector hit must reach, unless the vector path sets its query's own. Default: none. */
   vectorFloor?: number | undefined;
+  /**
+   * True: an embedder still preparing (word vectors loading their cache) is waited for, within the query
+   * timeout, as tool search and chat history always did. Default false: the search answers without it
+   * meanwhile (see `readyEmbedder`).
+   */
+  waitForEmbedder?: boolean | undefined;
 };
 
 /** One retrieval: the query, which paths may run, and the caller's two ranked queries. */
@@ -59,7 +65,7 @@ export type Retrieved = HybridOutput & {
 export async function retrieve(settings: RetrievalSettings, retrieval: Retrieval): Promise<Retrieved> {
   const terms = (retrieval.analyse ?? analyze)(retrieval.query);
   // Asked even when the path cannot run: an embedder still preparing goes on preparing for later searches.
-  const ready = readyEmbedder(settings.embedder, settings.warn);
+  const ready = settings.waitForEmbedder === true ? settings.embedder : readyEmbedder(settings.embedder, settings.warn);
   const embedder = retrieval.paths.vector ? ready : null;
   let vectorRan = false;
   const output = await hybridSearch({
