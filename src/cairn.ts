@@ -34,8 +34,7 @@ import { messageIdOf, type ProxyMessage } from './proxy/conversation.js';
 import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
 import { openStore } from './store/open-store.js';
 import type { AddMessagesResult, ApiKey, DataSnapshot, DumpRecord, ScopeCounts, SessionSummary, Store } from './store/store.js';
-import type { HybridTrace } from './search/hybrid.js';
-import { checkQueryLength } from './text/query-bounds.js';
+import { explainSearch, type ExplainedSearch } from './search/explain.js';
 import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMemory, type NewMessage, type Scope } from './types.js';
 
 /** Options for {@link createCairn} beyond the config file. */
@@ -78,22 +77,7 @@ export type EmbeddingStatus = {
   detail: string;
 };
 
-/** A search as {@link Cairn.explainSearch} shows it: the agent's result and how each path ranked its hits. */
-export type ExplainedSearch<R> = {
-  result: R;
-  /** Which retrieval paths can run in this configuration. */
-  paths: { keyword: boolean; vector: boolean };
-  /** Cosine similarity a vector hit must reach to be served; null when the embedder has none. */
-  vectorFloor: number | null;
-  /** RRF weight of the vector list against the keyword list's 1. */
-  vectorWeight: number;
-  /** One row per served hit, in the served order: its fused score and its rank (1-based) and score in each path that found it. */
-  hits: { id: string; fused: number; keyword: PathRank | null; vector: PathRank | null }[];
-  /** Vector hits dropped for scoring under the floor. */
-  belowFloor: ({ id: string } & PathRank)[];
-};
-/** Where one path put a hit. */
-export type PathRank = { rank: number; score: number };
+export type { ExplainedSearch, PathRank } from './search/explain.js';
 
 /** What `cairn doctor` reports. */
 export type Diagnosis = {
@@ -268,6 +252,7 @@ export class Cairn {
       recorder: options.toolCallRecorder === undefined ? this.history : options.toolCallRecorder,
       embedder: this.embedder,
       vectorWeight: config.embedding.fusion_weight,
+      queryTimeoutMs: config.embedding.query_timeout_ms,
       warn,
     });
     this.knowledge = new KnowledgeRegistry(store, {
@@ -376,8 +361,7 @@ export class Cairn {
 
   /**
    * memory_search or conversation_search exactly as an agent's call runs it (not charged to any turn),
-   * plus each retrieval path's own rank and score for every hit and the vector floor (the dashboard's
-   * search playground; DESIGN.md, "Dashboard").
+   * with each path's own ranks and the vector floor (see search/explain.ts).
    */
   async explainSearch(scope: Scope, target: 'memories', params: MemorySearchInput): Promise<ExplainedSearch<MemorySearchResult>>;
   async explainSearch(scope: Scope, target: 'conversations', params: ConversationSearchInput): Promise<ExplainedSearch<ConversationSearchResult>>;
@@ -386,27 +370,7 @@ export class Cairn {
     target: 'memories' | 'conversations',
     params: MemorySearchInput | ConversationSearchInput,
   ): Promise<ExplainedSearch<MemorySearchResult | ConversationSearchResult>> {
-    const valid = checkScope(scope);
-    const trace: HybridTrace = { keyword: [], vector: [], vectorFloor: null, vectorWeight: 1 };
-    const result =
-      target === 'memories'
-        ? await memorySearch(this.searchContext, valid, parseInput(memorySearchParams, params, 'memory_search'), trace)
-        : await conversationSearch(this.searchContext, valid, parseInput(conversationSearchParams, params, 'conversation_search'), trace);
-    const ranked = (hits: readonly { id: string; score: number }[]) => new Map(hits.map((h, i) => [h.id, { rank: i + 1, score: h.score }]));
-    const keyword = ranked(trace.keyword);
-    const vector = ranked(trace.vector);
-    const floor = trace.vectorFloor;
-    return {
-      result,
-      paths: pathsAvailable(this.searchContext),
-      vectorFloor: floor,
-      vectorWeight: trace.vectorWeight,
-      hits: result.results.map((hit) => {
-        const v = vector.get(hit.id) ?? null;
-        return { id: hit.id, fused: hit.score, keyword: keyword.get(hit.id) ?? null, vector: v && (floor === null || v.score >= floor) ? v : null };
-      }),
-      belowFloor: floor === null ? [] : trace.vector.filter((h) => h.score < floor).map((h) => ({ id: h.id, rank: vector.get(h.id)!.rank, score: h.score })),
-    };
+    return explainSearch<MemorySearchResult | ConversationSearchResult>(pathsAvailable(this.searchContext), (trace) => (target === 'memories' ? memorySearch(this.searchContext, checkScope(scope), parseInput(memorySearchParams, params, 'memory_search'), trace) : conversationSearch(this.searchContext, checkScope(scope), parseInput(conversationSearchParams, params, 'conversation_search'), trace)));
   }
 
   /** conversation_search over L0 messages in `scope`. */
@@ -456,8 +420,8 @@ export class Cairn {
   async searchMemoriesInTurn(turn: TurnRef, params: MemorySearchInput): Promise<TurnSearchResult<MemorySearchResult>> {
     const valid = parseInput(memorySearchParams, params, 'memory_search');
     const scope = checkScope(turn.scope);
-    checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
-    if (valid.query.trim() === '') return { ...(await this.countedMemorySearch(scope, valid)), budget: uncharged(this.budget.limit) };
+    // parseInput trimmed the query and refused an over-long one before the budget is charged: a refused query costs nothing.
+    if (valid.query === '') return { ...(await this.countedMemorySearch(scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = await this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', embedder: null, text: budgetSpentText(budget), budget };
     return { ...(await this.countedMemorySearch(scope, valid)), budget };
@@ -467,8 +431,8 @@ export class Cairn {
   async searchConversationsInTurn(turn: TurnRef, params: ConversationSearchInput): Promise<TurnSearchResult<ConversationSearchResult>> {
     const valid = parseInput(conversationSearchParams, params, 'conversation_search');
     const scope = checkScope(turn.scope);
-    checkQueryLength(valid.query.trim()); // before the budget is charged: a refused query costs nothing
-    if (valid.query.trim() === '') return { ...(await this.countedConversationSearch(scope, valid)), budget: uncharged(this.budget.limit) };
+    // parseInput trimmed the query and refused an over-long one before the budget is charged: a refused query costs nothing.
+    if (valid.query === '') return { ...(await this.countedConversationSearch(scope, valid)), budget: uncharged(this.budget.limit) };
     const budget = await this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', embedder: null, text: budgetSpentText(budget), budget };
     return { ...(await this.countedConversationSearch(scope, valid)), budget };

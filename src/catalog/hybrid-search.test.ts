@@ -1,3 +1,6 @@
+import { once } from 'node:events';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { HashEmbedder } from '../embed/hash-embedder.js';
 import { OpenAIEmbedder } from '../embed/openai-embedder.js';
@@ -71,6 +74,27 @@ describe('HybridToolSearch', () => {
     const unreachable = new OpenAIEmbedder({ baseUrl: 'http://127.0.0.1:1/v1', model: 'm', dimensions: 8, maxRetries: 0, timeoutMs: 2_000 });
     const search = new HybridToolSearch(unreachable, (m) => warnings.push(m));
     expect((await search.search(catalog, 'send email', 3)).map((m) => m.tool.name)).toEqual(names(catalog.search('send email', 3)));
-    expect(warnings.join('\n')).toMatch(/embedding path failed, answering with keywords only/);
+    expect(warnings.join('\n')).toMatch(/tool search: vector path failed, answering without it/);
+  });
+
+  it('answers with keywords alone when the embedding server never answers the query (queryTimeoutMs)', async () => {
+    // An OpenAI-compatible server that takes every request and never responds.
+    const held: IncomingMessage[] = [];
+    const server = createServer((req) => void held.push(req));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as AddressInfo;
+      // The embedder's own request timeout is far longer than the test: only the query timeout can end the wait.
+      const stuck = new OpenAIEmbedder({ baseUrl: `http://127.0.0.1:${port}/v1`, model: 'm', dimensions: 8, maxRetries: 0, timeoutMs: 3_600_000 });
+      const warnings: string[] = [];
+      const search = new HybridToolSearch(stuck, (m) => warnings.push(m), { queryTimeoutMs: 100 });
+      expect((await search.search(catalog, 'send email', 3)).map((m) => m.tool.name)).toEqual(names(catalog.search('send email', 3)));
+      expect(held.length).toBeGreaterThan(0);
+      expect(warnings.join('\n')).toMatch(/tool search: vector path failed, answering without it/);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
   });
 });

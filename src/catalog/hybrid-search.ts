@@ -1,5 +1,6 @@
 import { referenceVectors, vectorFusionWeight, type Embedder } from '../embed/embedder.js';
 import { describeError } from '../errors.js';
+import { retrieve, type RetrievalSettings } from '../search/pipeline.js';
 import { RRF_K, rrfFuse } from '../search/rrf.js';
 import { FLOOR_SAMPLE_SIZE, robustFloor, similaritiesTo } from '../search/vector-floor.js';
 import type { Catalog, CatalogTool } from './catalog.js';
@@ -24,7 +25,12 @@ export type ToolSearchOptions = {
    * its similarities to the catalog's tools (search/vector-floor.ts; DESIGN.md, "Tool hub").
    */
   semanticFloor?: number | undefined;
+  /** Milliseconds to wait for the query's vector before answering with keywords alone (`embedding.query_timeout_ms`). Default 5 000. */
+  queryTimeoutMs?: number | undefined;
 };
+
+/** The default of {@link ToolSearchOptions.queryTimeoutMs}, as `embedding.query_timeout_ms`'s. */
+const DEFAULT_QUERY_TIMEOUT_MS = 5_000;
 
 /** Per-query options of {@link HybridToolSearch.search}. */
 export type ToolQuery = {
@@ -44,6 +50,8 @@ export class HybridToolSearch {
   private readonly vectors = new WeakMap<Catalog, Promise<(Float32Array | null)[]>>();
   private readonly weight: number;
   private readonly floor: number | undefined;
+  /** What the retrieval pipeline needs: the embedder, the query timeout, where failures go. */
+  private readonly settings: RetrievalSettings;
   private readonly reference: (() => Promise<readonly Float32Array[]>) | null;
 
   constructor(
@@ -53,6 +61,7 @@ export class HybridToolSearch {
   ) {
     this.weight = options.weight ?? vectorFusionWeight(embedder, undefined);
     this.floor = options.semanticFloor;
+    this.settings = { embedder, queryTimeoutMs: options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS, warn, waitForEmbedder: true };
     this.reference = embedder ? referenceVectors(embedder) : null;
   }
 
@@ -69,20 +78,37 @@ export class HybridToolSearch {
   async searchOutcome(catalog: Catalog, query: string, limit: number, options: ToolQuery = {}): Promise<ToolSearchOutcome> {
     const admission = options.admission ?? 'served';
     const exclude = options.exclude && options.exclude.size > 0 ? positions(catalog, options.exclude) : undefined;
-    const lexical = catalog.index.scored(query, Math.max(limit, POOL), admission, { exclude });
-    const { similar, floor, ran } = await this.similarities(catalog, query, exclude);
-    const embedder = ran && this.embedder ? this.embedder.id : null;
-    const byIndex = new Map<number, ToolHit>(lexical.map((h) => [h.index, h]));
-    const match = (i: number): ToolMatch => ({ tool: catalog.tools[i]!, match: byIndex.get(i)?.match ?? 'semantic' });
-    const pinned = lexical.filter((h) => h.match === 'exact_name').map((h) => h.index);
+    let lexical: ToolHit[] = [];
+    let byIndex = new Map<number, ToolHit>();
+    const pinned: number[] = [];
     const rest = (order: number[]) => order.filter((i) => !pinned.includes(i));
-    if (admission === 'rank') {
-      const vector = similar.filter((s) => s.sim >= MIN_TOOL_SIMILARITY).slice(0, POOL);
-      return { matches: [...pinned, ...rest(this.fuse(lexical, vector))].slice(0, limit).map(match), embedder };
-    }
-    const keyword = rest(this.fuse(lexical, similar.filter((s) => byIndex.has(s.index))));
-    const semanticOnly = similar.filter((s) => s.sim >= floor && !byIndex.has(s.index)).map((s) => s.index);
-    return { matches: [...pinned, ...keyword, ...semanticOnly].slice(0, limit).map(match), embedder };
+    const { hits, vectorRan } = await retrieve(this.settings, {
+      label: 'tool search',
+      query,
+      paths: { keyword: true, vector: this.embedder !== null },
+      analyse: (q) => catalog.index.tokens(q),
+      keyword: async () => {
+        lexical = catalog.index.scored(query, Math.max(limit, POOL), admission, { exclude });
+        byIndex = new Map(lexical.map((h) => [h.index, h]));
+        pinned.push(...lexical.filter((h) => h.match === 'exact_name').map((h) => h.index));
+        return lexical.map((h) => ({ id: String(h.index), score: h.score }));
+      },
+      vector: async (queryVector, embedder) => {
+        const { similar, floor } = await this.scoredAgainst(catalog, queryVector, embedder, exclude);
+        return { hits: similar.map((s) => ({ id: String(s.index), score: s.sim })), floor };
+      },
+      // Exact names first; in rank mode (a diagnostic ordering) both lists fused as a whole; served: the keyword
+      // matches re-ordered by their vectors, then the tools only the vectors find, above the floor, by similarity.
+      fuse: (_, vector, floor) => {
+        const similar = vector.map((h) => ({ index: Number(h.id), sim: h.score }));
+        if (admission === 'rank') return ids([...pinned, ...rest(this.fuse(lexical, similar.filter((s) => s.sim >= MIN_TOOL_SIMILARITY)))]);
+        const keyword = rest(this.fuse(lexical, similar.filter((s) => byIndex.has(s.index))));
+        const semanticOnly = similar.filter((s) => s.sim >= (floor ?? Number.POSITIVE_INFINITY) && !byIndex.has(s.index)).map((s) => s.index);
+        return ids([...pinned, ...keyword, ...semanticOnly]);
+      },
+    });
+    const match = (i: number): ToolMatch => ({ tool: catalog.tools[i]!, match: byIndex.get(i)?.match ?? 'semantic' });
+    return { matches: hits.slice(0, limit).map((h) => match(Number(h.id))), embedder: vectorRan && this.embedder ? this.embedder.id : null };
   }
 
   private fuse(lexical: readonly ToolHit[], vector: readonly { index: number }[]): number[] {
@@ -106,7 +132,7 @@ export class HybridToolSearch {
    * Cosine of `query` to every tool with a vector, best first (the first {@link POOL}), and the floor a
    * semantic-only match must reach: the configured one, else the robust floor of the query's similarities
    * to the catalog's tools (padded with reference texts in a catalog of few tools). Empty, floor +∞,
-   * without an embedder or on failure.
+   * without an embedder, on failure or when the query's vector takes longer than `queryTimeoutMs`.
    */
   async similarities(
     catalog: Catalog,
@@ -117,24 +143,35 @@ export class HybridToolSearch {
     const none = { similar: [], floor: Number.POSITIVE_INFINITY, ran: false };
     if (!this.embedder) return none;
     try {
-      const [queryVector] = await this.embedder.embed([query], undefined, 'query');
+      const [queryVector] = await this.embedder.embed([query], AbortSignal.timeout(this.settings.queryTimeoutMs), 'query');
       if (!queryVector) return none;
-      const tools = await this.toolVectors(catalog, this.embedder);
-      const scored: { index: number; sim: number }[] = [];
-      tools.forEach((v, index) => {
-        if (!v || exclude?.has(index)) return;
-        let sim = 0;
-        for (let k = 0; k < v.length; k++) sim += v[k]! * queryVector[k]!;
-        scored.push({ index, sim });
-      });
-      const floor = this.floor ?? (await this.robustFloorOf(queryVector, scored));
-      const sample = options.withSample ? await this.floorSample(queryVector, scored) : undefined;
-      scored.sort((a, b) => b.sim - a.sim);
-      return { similar: scored.slice(0, POOL), floor, ran: true, sample };
+      return { ...(await this.scoredAgainst(catalog, queryVector, this.embedder, exclude, options)), ran: true };
     } catch (err) {
-      this.warn(`tool search: embedding path failed, answering with keywords only: ${describeError(err)}`);
+      this.warn(`tool search: vector path failed, answering without it: ${describeError(err)}`);
       return none;
     }
+  }
+
+  /** The tools' similarities to a query's vector, best first (the first {@link POOL}), and its floor (see {@link similarities}). */
+  private async scoredAgainst(
+    catalog: Catalog,
+    queryVector: Float32Array,
+    embedder: Embedder,
+    exclude?: ReadonlySet<number>,
+    options: { withSample?: boolean } = {},
+  ): Promise<{ similar: { index: number; sim: number }[]; floor: number; sample?: number[] | undefined }> {
+    const tools = await this.toolVectors(catalog, embedder);
+    const scored: { index: number; sim: number }[] = [];
+    tools.forEach((v, index) => {
+      if (!v || exclude?.has(index)) return;
+      let sim = 0;
+      for (let k = 0; k < v.length; k++) sim += v[k]! * queryVector[k]!;
+      scored.push({ index, sim });
+    });
+    const floor = this.floor ?? (await this.robustFloorOf(queryVector, scored));
+    const sample = options.withSample ? await this.floorSample(queryVector, scored) : undefined;
+    scored.sort((a, b) => b.sim - a.sim);
+    return { similar: scored.slice(0, POOL), floor, sample };
   }
 
   /** The robust floor of a query against the catalog (see {@link floorSample}). */
@@ -166,6 +203,11 @@ export class HybridToolSearch {
     }
     return pending;
   }
+}
+
+/** Tool positions as the pipeline's hits (their order is what counts). */
+function ids(order: readonly number[]): { id: string; score: number }[] {
+  return order.map((i) => ({ id: String(i), score: 0 }));
 }
 
 function positions(catalog: Catalog, names: ReadonlySet<string>): Set<number> {

@@ -15,6 +15,8 @@ export type OfflineSearchOptions = {
   vectorWeight?: number;
   /** `served` (default) answers as tool_search does; `strict` is the reference rule; `rank` orders every tool sharing a term. */
   admission?: Admission;
+  /** Milliseconds to wait for the query's vector (config `embedding.query_timeout_ms`). Default 5 000. */
+  queryTimeoutMs?: number;
   warn?: (message: string) => void;
 };
 
@@ -37,6 +39,7 @@ export function offlineToolSearch(entries: unknown, options: OfflineSearchOption
   const search = new HybridToolSearch(c.hybrid ? (options.embedder ?? null) : null, options.warn ?? (() => undefined), {
     weight: options.vectorWeight,
     semanticFloor: c.semantic_floor,
+    queryTimeoutMs: options.queryTimeoutMs,
   });
   return {
     catalog,

@@ -39,6 +39,8 @@ export type ToolHubOptions = {
   embedder?: Embedder | null;
   /** RRF weight of the vector ranking (config `embedding.fusion_weight`). Default: the embedder's own. */
   vectorWeight?: number;
+  /** Milliseconds tool search waits for the query's vector (config `embedding.query_timeout_ms`). Default 5 000. */
+  queryTimeoutMs?: number;
   /** Where connection trouble is reported. Default: stderr. */
   warn?: (message: string) => void;
 };
@@ -105,6 +107,7 @@ export class ToolHub {
     this.searcher = new HybridToolSearch(config.hybrid ? (options.embedder ?? null) : null, this.warn, {
       weight: options.vectorWeight,
       semanticFloor: config.semantic_floor,
+      queryTimeoutMs: options.queryTimeoutMs,
     });
     const timing = {
       connectTimeoutMs: config.connect_timeout_ms,

@@ -1,4 +1,5 @@
 import snowball from 'snowball-stemmers';
+import { addTermScores } from '../search/bm25-index.js';
 import { analyze, foldWord } from '../text/analyze.js';
 import { boundTerms, MAX_QUERY_TERMS } from '../text/query-bounds.js';
 import { ENGLISH_STOPWORDS } from '../text/stopwords.js';
@@ -284,13 +285,7 @@ export class ToolIndex {
     const scores = new Float64Array(this.size);
     for (const t of scoring) {
       const p = this.postings.get(t);
-      if (!p) continue;
-      const idf = stats.idf(t);
-      for (let j = 0; j < p.docs.length; j++) {
-        const i = p.docs[j]!;
-        const f = p.freqs[j]!;
-        scores[i]! += (idf * f * (BM25_K1 + 1)) / (f + this.norms[i]!);
-      }
+      if (p) addTermScores(scores, p, stats.idf(t), this.norms, undefined, BM25_K1);
     }
     for (const i of exact) scores[i] = Infinity;
     const hits: ToolHit[] = [];

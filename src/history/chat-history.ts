@@ -4,12 +4,12 @@ import type { Embedder } from '../embed/embedder.js';
 import { CairnError, describeError } from '../errors.js';
 import { Bm25Index } from '../search/bm25-index.js';
 import { robustFloor, similaritiesTo, type FloorSamples } from '../search/vector-floor.js';
-import { RRF_K, rrfFuse } from '../search/rrf.js';
+import { retrieve } from '../search/pipeline.js';
 import { clampLimit } from '../memory/search-params.js';
 import type { EmbeddingStore, HistoryStore, Run, RunText, RunToolCall } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
-import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
-import type { Scope } from '../types.js';
+import { boundTerms, searchQueryField } from '../text/query-bounds.js';
+import type { RankedHit, Scope } from '../types.js';
 import type { RelevanceJudge } from './relevance.js';
 import { parseJson, type RunLog } from './runs.js';
 
@@ -58,7 +58,7 @@ export const chatHistoryParams = z.object({
     .union([z.string(), z.record(z.string(), z.unknown())])
     .optional()
     .describe('tool: the arguments (object or JSON text), needed only when the run called the tool more than once; compared as parsed JSON.'),
-  keyword: z.string().optional().describe('search: what to look for.'),
+  keyword: searchQueryField('keyword').optional().describe('search: what to look for.'),
   match: z
     .enum(['semantic', 'keyword'])
     .optional()
@@ -116,7 +116,7 @@ export function inferMode(params: Pick<ChatHistoryParams, 'mode' | 'task_id' | '
   const hasTask = taskIds(params.task_id).length > 0;
   if (hasTask && params.name !== undefined && params.name.trim() !== '') return 'tool';
   if (hasTask) return 'read';
-  if (params.keyword !== undefined && params.keyword.trim() !== '') return 'search';
+  if (params.keyword !== undefined && params.keyword !== '') return 'search';
   return 'list';
 }
 
@@ -139,9 +139,9 @@ export class ChatHistory {
         return this.tool(caller, requireTaskIds(params.task_id, 'tool')[0]!, name, params.args);
       }
       case 'search': {
-        const keyword = params.keyword?.trim();
+        // The schema trimmed the keyword and bounded its length.
+        const keyword = params.keyword;
         if (!keyword) throw new CairnError('invalid_input', 'keyword is required when mode=search');
-        checkQueryLength(keyword, 'keyword');
         const range = params.time_range ?? DEFAULT_TIME_RANGE;
         const limit = clampLimit(params.limit, CHAT_HISTORY_LIMITS.search);
         return (params.match ?? 'semantic') === 'keyword'
@@ -238,69 +238,56 @@ export class ChatHistory {
     return searchResult(keyword, range, 'keyword', 'trigram', texts, terms);
   }
 
+  /** Recent texts ranked by BM25 ∥ the embedder's cosine, fused by the retrieval pipeline (search/pipeline.ts). */
   private async semanticSearch(caller: ChatHistoryCaller, keyword: string, range: TimeRange, limit: number): Promise<ChatHistoryResult> {
     const recent = (await this.deps.store.recentRunTexts(caller.scope, caller.sessionKey, since(range), SEMANTIC_SCAN)).filter(
       // The asking run is already in the agent's context.
       (t) => t.taskId !== caller.currentTaskId,
     );
-    const byVector = await this.rankByEmbedding(keyword, recent, limit);
     const index = new Bm25Index(recent.map((t) => analyze(searchableText(t))));
-    const byBm25 = index
-      .search(boundTerms(analyze(keyword)), limit)
-      .filter((h) => h.score > 0)
-      .map((h) => recent[h.index]!);
-    if (!byVector) return searchResult(keyword, range, 'semantic', 'bm25', byBm25, []);
+    const { hits, vectorRan } = await retrieve({ ...this.deps, waitForEmbedder: true }, {
+      label: 'chat_history',
+      query: keyword,
+      paths: { keyword: true, vector: recent.length > 0 },
+      analyse: (query) => boundTerms(analyze(query)),
+      keyword: async (terms) =>
+        index
+          .search(terms, limit)
+          .filter((h) => h.score > 0)
+          .map((h) => ({ id: recent[h.index]!.key, score: h.score })),
+      vector: (queryVector, embedder, signal) => this.rankByEmbedding(queryVector, embedder, signal, recent, limit),
+    });
     const byKey = new Map(recent.map((t) => [t.key, t]));
-    const fused = rrfFuse(
-      [byBm25.map((t) => ({ id: t.key, score: 0 })), byVector.map((t) => ({ id: t.key, score: 0 }))],
-      RRF_K,
-      [1, this.deps.vectorWeight],
-    );
-    return searchResult(
-      keyword,
-      range,
-      'semantic',
-      'hybrid',
-      fused.slice(0, limit).map((h) => byKey.get(h.id)!),
-      [],
-      this.deps.embedder?.id ?? null,
-    );
+    const texts = hits.slice(0, limit).map((h) => byKey.get(h.id)!);
+    // `hybrid` whenever the vectors ranked, even when they found nothing above the floor.
+    return vectorRan
+      ? searchResult(keyword, range, 'semantic', 'hybrid', texts, [], this.deps.embedder?.id ?? null)
+      : searchResult(keyword, range, 'semantic', 'bm25', texts, []);
   }
 
-  /** Texts ranked by cosine similarity to the query, or null when no embedder answers (BM25 then ranks). */
-  private async rankByEmbedding(query: string, texts: RunText[], limit: number): Promise<RunText[] | null> {
-    const embedder = this.deps.embedder;
-    if (!embedder || texts.length === 0) return null;
-    try {
-      const signal = AbortSignal.timeout(this.deps.queryTimeoutMs);
-      const [queryVector] = await embedder.embed([query], signal, 'query');
-      if (!queryVector) return null;
-      const items = texts.map((t) => ({ key: t.key, text: searchableText(t) }));
-      const vectors = await this.deps.embeddings.embeddingsOf('run_text', embedder.id, items);
-      const missing = items.filter((i) => !vectors.has(i.key));
-      for (let start = 0; start < missing.length; start += EMBED_BATCH) {
-        const batch = missing.slice(start, start + EMBED_BATCH);
-        const made = await embedder.embed(
-          batch.map((i) => i.text),
-          signal,
-        );
-        const saved = batch.map((item, i) => ({ ...item, vector: made[i] ?? null }));
-        await this.deps.embeddings.saveEmbeddings('run_text', embedder.id, saved);
-        for (const s of saved) vectors.set(s.key, s.vector);
-      }
-      // The scanned texts are a sample of the scope's runs: a match must stand out from them (DESIGN.md, "Ranking").
-      const own = [...vectors.values()].filter((v): v is Float32Array => v !== null);
-      const floor = this.deps.floor ?? robustFloor(similaritiesTo(queryVector, this.deps.reference ? await this.deps.reference.padded(own) : own));
-      return texts
-        .map((t) => ({ t, score: cosine(queryVector, vectors.get(t.key) ?? null) }))
-        .filter((s) => s.score >= floor)
-        .sort((a, b) => b.score - a.score)
-        .slice(0, limit)
-        .map((s) => s.t);
-    } catch (err) {
-      this.deps.warn(`chat_history: embedding search failed, ranking with BM25: ${describeError(err)}`);
-      return null;
+  /** The vector stage: texts by cosine similarity to the query, best first, above the floor (vectors missing from the cache are made first). */
+  private async rankByEmbedding(queryVector: Float32Array, embedder: Embedder, signal: AbortSignal, texts: RunText[], limit: number): Promise<RankedHit[]> {
+    const items = texts.map((t) => ({ key: t.key, text: searchableText(t) }));
+    const vectors = await this.deps.embeddings.embeddingsOf('run_text', embedder.id, items);
+    const missing = items.filter((i) => !vectors.has(i.key));
+    for (let start = 0; start < missing.length; start += EMBED_BATCH) {
+      const batch = missing.slice(start, start + EMBED_BATCH);
+      const made = await embedder.embed(
+        batch.map((i) => i.text),
+        signal,
+      );
+      const saved = batch.map((item, i) => ({ ...item, vector: made[i] ?? null }));
+      await this.deps.embeddings.saveEmbeddings('run_text', embedder.id, saved);
+      for (const s of saved) vectors.set(s.key, s.vector);
     }
+    // The scanned texts are a sample of the scope's runs: a match must stand out from them (DESIGN.md, "Ranking").
+    const own = [...vectors.values()].filter((v): v is Float32Array => v !== null);
+    const floor = this.deps.floor ?? robustFloor(similaritiesTo(queryVector, this.deps.reference ? await this.deps.reference.padded(own) : own));
+    return texts
+      .map((t) => ({ id: t.key, score: cosine(queryVector, vectors.get(t.key) ?? null) }))
+      .filter((s) => s.score >= floor)
+      .sort((a, b) => b.score - a.score)
+      .slice(0, limit);
   }
 
   /** Runs to withhold, with the judge's confidence: large, judged unrelated, not the asking run, not withheld before. */

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { readyEmbedder, type Embedder } from '../embed/embedder.js';
+import type { Embedder } from '../embed/embedder.js';
 import { CairnError, describeError } from '../errors.js';
 import { clampLimit } from '../memory/search-params.js';
-import { RRF_K, rrfFuse } from '../search/rrf.js';
+import type { HybridTrace, VectorPathResult } from '../search/hybrid.js';
+import { retrieve } from '../search/pipeline.js';
 import type { EmbeddingStore, ErrorRecord, ErrorRecordFilter, HistoryStore } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
-import { boundTerms, checkQueryLength } from '../text/query-bounds.js';
+import { boundTerms, searchQueryField } from '../text/query-bounds.js';
 import type { RankedHit, Scope } from '../types.js';
 import { rankKeywordCandidates } from '../search/bm25.js';
 
@@ -50,7 +51,7 @@ export type WriteErrorParams = z.infer<typeof writeErrorParams>;
 /** Parameters of error_history. */
 export const errorHistoryParams = z.object({
   mode: z.enum(['search', 'read']).optional().describe('search | read. Omitted: hash → read, otherwise search. Records are written with write_error.'),
-  keyword: z.string().optional().describe('search: tool name, error symptom or parameter trait.'),
+  keyword: searchQueryField().optional().describe('search: tool name, error symptom or parameter trait.'),
   hash: z.string().optional().describe('read: the 8-character hash of a record (a shorter unique prefix works too).'),
   limit: z.union([z.number(), z.string()]).optional().describe('search: records returned (default 4, at most 16).'),
 });
@@ -119,7 +120,8 @@ export class ErrorHistory {
       const record = await this.read(scope, hash);
       return { mode, text: formatRecords([record]), records: [record] };
     }
-    const keyword = params.keyword?.trim();
+    // The schema trimmed the keyword and bounded its length.
+    const keyword = params.keyword;
     if (!keyword) throw new CairnError('invalid_input', 'keyword is required when mode=search');
     const records = await this.search(scope, keyword, {}, clampLimit(params.limit, ERROR_SEARCH_LIMIT));
     return { mode, text: records.length === 0 ? `no error records match "${keyword}"` : formatRecords(records), records };
@@ -140,21 +142,27 @@ export class ErrorHistory {
     return found[0]!;
   }
 
-  /** Keyword (BM25) and semantic ranking fused with RRF; a plain substring scan when neither finds anything. */
+  /** Keyword (BM25) and semantic ranking fused with RRF (search/pipeline.ts); a plain substring scan when neither finds anything. */
   async search(scope: Scope, keyword: string, filter: ErrorRecordFilter, limit: number, options: { similarOnly?: boolean } = {}): Promise<ErrorRecord[]> {
-    checkQueryLength(keyword);
     const terms = boundTerms(analyze(keyword));
-    const [keywordHits, vectorHits] = await Promise.all([
-      terms.length > 0 ? this.keywordHits(scope, terms, filter, limit * 4) : Promise.resolve([]),
-      this.vectorHits(scope, keyword, filter, limit * 4),
-    ]);
-    let hits: RankedHit[] = rrfFuse([keywordHits, vectorHits], RRF_K, [1, this.deps.vectorWeight]);
+    const trace: HybridTrace = { keyword: [], vector: [], vectorFloor: null, vectorWeight: 1 };
+    const fused = await retrieve(this.deps, {
+      label: 'error_history',
+      query: keyword,
+      paths: { keyword: true, vector: true },
+      analyse: () => terms,
+      keyword: async (t) => rankKeywordCandidates(t, await this.deps.store.errorKeywordCandidates(scope, t, filter), limit * 4),
+      vector: (vector, embedder, signal) => this.vectorHits(scope, vector, embedder, signal, filter, limit * 4),
+      trace,
+    });
+    let hits: RankedHit[] = fused.hits;
     if (options.similarOnly) {
       // A hint must not name records that merely share a common word ("error") with the failure.
-      const similar = new Set(vectorHits.map((h) => h.id));
+      const floor = trace.vectorFloor ?? Number.NEGATIVE_INFINITY;
+      const similar = new Set(trace.vector.filter((h) => h.score >= floor).map((h) => h.id));
       const records = await this.deps.store.getErrorRecords(
         scope,
-        keywordHits.map((h) => h.id),
+        trace.keyword.map((h) => h.id),
       );
       for (const r of records) if (sharedTerms(terms, r) >= Math.min(2, new Set(terms).size)) similar.add(r.id);
       hits = hits.filter((h) => similar.has(h.id));
@@ -197,35 +205,25 @@ export class ErrorHistory {
     return { relatedErrors, text: lines.join('\n') };
   }
 
-  private async keywordHits(scope: Scope, terms: readonly string[], filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]> {
-    return rankKeywordCandidates(terms, await this.deps.store.errorKeywordCandidates(scope, terms, filter), limit);
-  }
-
-  private async vectorHits(scope: Scope, query: string, filter: ErrorRecordFilter, limit: number): Promise<RankedHit[]> {
-    const embedder = readyEmbedder(this.deps.embedder, this.deps.warn);
-    if (!embedder) return [];
-    try {
-      const signal = AbortSignal.timeout(this.deps.queryTimeoutMs);
-      const pending = await this.deps.embeddings.pendingEmbeddings('error_record', embedder.id, { after: 0, limit: EMBED_CATCH_UP, scope });
-      if (pending.length > 0) {
-        const vectors = await embedder.embed(
-          pending.map((p) => p.text),
-          signal,
-        );
-        await this.deps.embeddings.saveEmbeddings(
-          'error_record',
-          embedder.id,
-          pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })),
-        );
-      }
-      const [vector] = await embedder.embed([query], signal, 'query');
-      if (!vector) return [];
-      const [hits, floor] = await Promise.all([this.deps.store.searchErrorRecordsByVector(scope, vector, embedder.id, filter, limit), this.deps.floorOf(scope, vector, embedder.id)]);
-      return hits.filter((h) => h.score >= floor);
-    } catch (err) {
-      this.deps.warn(`error_history: semantic path failed, answering with keywords only: ${describeError(err)}`);
-      return [];
+  /**
+   * The vector path: records written since the last search get their vectors first (within the query's
+   * timeout), then the records nearest `vector`, with the scope's floor for them.
+   */
+  private async vectorHits(scope: Scope, vector: Float32Array, embedder: Embedder, signal: AbortSignal, filter: ErrorRecordFilter, limit: number): Promise<VectorPathResult> {
+    const pending = await this.deps.embeddings.pendingEmbeddings('error_record', embedder.id, { after: 0, limit: EMBED_CATCH_UP, scope });
+    if (pending.length > 0) {
+      const vectors = await embedder.embed(
+        pending.map((p) => p.text),
+        signal,
+      );
+      await this.deps.embeddings.saveEmbeddings(
+        'error_record',
+        embedder.id,
+        pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })),
+      );
     }
+    const [hits, floor] = await Promise.all([this.deps.store.searchErrorRecordsByVector(scope, vector, embedder.id, filter, limit), this.deps.floorOf(scope, vector, embedder.id)]);
+    return { hits, floor };
   }
 }
 

@@ -6,7 +6,8 @@ import { analyze } from '../text/analyze.js';
 import { MEMORY_TYPES, type Memory, type Scope } from '../types.js';
 import type { CandidateMemory } from './extract.js';
 import { ruleSlot, slotProbe } from './rules.js';
-import { runHybrid, type SearchContext } from './search-context.js';
+import { pathsAvailable, queryFloor, type SearchContext } from './search-context.js';
+import { retrieve } from '../search/pipeline.js';
 import { rankKeywordCandidates } from '../search/bm25.js';
 
 /** Existing memories each new memory is compared with. */
@@ -140,15 +141,16 @@ function dice(a: string, b: string): number {
 
 /** The live memories nearest to `content` in `scope`: hybrid when an embedder exists, keyword otherwise. */
 async function nearest(ctx: SearchContext, scope: Scope, content: string): Promise<Memory[]> {
-  const { hits } = await runHybrid(
-    ctx,
-    'dedup',
-    content,
-    async (terms) => rankKeywordCandidates(terms, await ctx.store.memoryKeywordCandidates(scope, terms, {}), CANDIDATES_PER_MEMORY * 2),
-    (vector, embedderId) => ctx.store.searchMemoriesByVector(scope, vector, embedderId, {}, CANDIDATES_PER_MEMORY * 2),
-    undefined,
-    { target: 'memory', scope },
-  );
+  const { hits } = await retrieve(ctx, {
+    label: 'dedup',
+    query: content,
+    paths: pathsAvailable(ctx),
+    keyword: async (terms) => rankKeywordCandidates(terms, await ctx.store.memoryKeywordCandidates(scope, terms, {}), CANDIDATES_PER_MEMORY * 2),
+    vector: async (vector, embedder) => {
+      const floor = await queryFloor(ctx, { target: 'memory', scope }, vector, embedder.id);
+      return { hits: await ctx.store.searchMemoriesByVector(scope, vector, embedder.id, {}, CANDIDATES_PER_MEMORY * 2), floor };
+    },
+  });
   return ctx.store.getMemories(
     scope,
     hits.slice(0, CANDIDATES_PER_MEMORY).map((h) => h.id),

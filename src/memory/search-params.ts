@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { searchQueryField } from '../text/query-bounds.js';
 import { MEMORY_TYPES } from '../types.js';
 
 /** Default and bounds of `limit` for both search tools (seed: default 5, clamped to [1, 20]). */
@@ -18,7 +19,7 @@ const limitField = z.union([z.number(), z.string()]).optional().describe('Maximu
 
 /** Parameters of memory_search, as every surface receives them. */
 export const memorySearchParams = z.object({
-  query: z.string().describe('What to recall about the user.'),
+  query: searchQueryField().describe('What to recall about the user.'),
   limit: limitField,
   type: z.enum(MEMORY_TYPES).optional().describe('Only memories of this type: persona, episodic or instruction.'),
   scene: z.string().optional().describe('Only memories whose scene name contains this text (case-insensitive).'),
@@ -30,7 +31,7 @@ export type MemorySearchInput = z.input<typeof memorySearchParams>;
 
 /** Parameters of conversation_search, as every surface receives them. */
 export const conversationSearchParams = z.object({
-  query: z.string().describe('Conversation content to find.'),
+  query: searchQueryField().describe('Conversation content to find.'),
   limit: limitField,
   session_key: z.string().optional().describe('Only messages from this session (exact match).'),
 });

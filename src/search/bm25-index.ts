@@ -3,6 +3,23 @@ export const BM25_K1 = 1.2;
 /** BM25 length normalisation. */
 export const BM25_B = 0.75;
 
+/** A term's postings: the documents holding it and its frequency in each. */
+export type TermPostings = { docs: ArrayLike<number>; freqs: ArrayLike<number> };
+
+/**
+ * Adds one term's BM25 contributions, weighted by `idf`, to `scores` (term at a time; the tool index
+ * shares it with its own `k1`): `norms` holds each document's k1·(1 − b + b·len/avgLen), and `touched`,
+ * when given, receives each document this scores first.
+ */
+export function addTermScores(scores: Float64Array, list: TermPostings, idf: number, norms: Float64Array, touched?: number[], k1 = BM25_K1): void {
+  for (let j = 0; j < list.docs.length; j++) {
+    const doc = list.docs[j]!;
+    const f = list.freqs[j]!;
+    if (touched !== undefined && scores[doc] === 0) touched.push(doc);
+    scores[doc]! += (idf * f * (k1 + 1)) / (f + norms[doc]!);
+  }
+}
+
 /** One hit: the document's position in the list the index was built from, and its BM25 score. */
 export type Bm25Hit = { index: number; score: number };
 
@@ -53,14 +70,7 @@ export class Bm25Index {
     // Term at a time: each query term walks its postings once.
     for (const t of new Set(queryTokens)) {
       const list = this.postings.get(t);
-      if (!list) continue;
-      const idf = this.idf(t);
-      for (let j = 0; j < list.docs.length; j++) {
-        const doc = list.docs[j]!;
-        const f = list.freqs[j]!;
-        if (scores[doc] === 0) touched.push(doc);
-        scores[doc]! += (idf * f * (BM25_K1 + 1)) / (f + this.norms[doc]!);
-      }
+      if (list) addTermScores(scores, list, this.idf(t), this.norms, touched);
     }
     touched.sort((a, b) => scores[b]! - scores[a]! || a - b);
     return touched.slice(0, Math.max(0, limit)).map((index) => ({ index, score: scores[index]! }));

@@ -1,6 +1,7 @@
 import { boundTerms } from '../text/query-bounds.js';
 import type { RankedHit } from '../types.js';
-import { COORDINATED_TERMS, termScore } from './top-k-index.js';
+import { COORDINATED_TERMS } from './top-k-index.js';
+import { termScore } from './top-k-postings.js';
 
 /**
  * What a keyword search of memories or error records hands up for ranking (search/bm25.ts): the

@@ -23,7 +23,12 @@ export type HybridInput = {
   /** Called when a path throws; the other path still answers. */
   onPathError?: (path: 'keyword' | 'vector', err: unknown) => void;
   /** Filled with each path's own list (the dashboard's search playground shows them beside the fused one). */
-  trace?: HybridTrace;
+  trace?: HybridTrace | undefined;
+  /**
+   * A fusion of the caller's own in place of RRF over the floored lists (tool search pins exact names and
+   * appends semantic-only matches): it gets both lists whole, the vector hits below `floor` included.
+   */
+  fuse?: ((keyword: RankedHit[], vector: RankedHit[], floor: number | undefined) => RankedHit[]) | undefined;
 };
 
 /** Each path's hits in its own order, before fusion; `vector` still holds the hits below `vectorFloor`. */
@@ -54,6 +59,10 @@ export async function hybridSearch(input: HybridInput): Promise<HybridOutput> {
   const floor = (Array.isArray(vectorAnswer) ? undefined : vectorAnswer.floor) ?? input.vectorFloor;
   if (input.trace) Object.assign(input.trace, { keyword: keywordHits, vector: allVectorHits, vectorFloor: floor ?? null, vectorWeight: input.vectorWeight ?? 1 });
   const vectorHits = floor === undefined ? allVectorHits : allVectorHits.filter((h) => h.score >= floor);
+  if (input.fuse) {
+    const strategy = keywordHits.length > 0 && vectorHits.length > 0 ? 'hybrid' : vectorHits.length > 0 ? 'embedding' : keywordHits.length > 0 ? 'fts' : input.embeddingConfigured ? 'embedding' : 'fts';
+    return { hits: input.fuse(keywordHits, allVectorHits, floor), strategy };
+  }
   if (keywordHits.length > 0 && vectorHits.length > 0) {
     const fused = rrfFuse([keywordHits, vectorHits], RRF_K, [1, input.vectorWeight ?? 1]);
     // The keyword path's context mark survives fusion: the label says how the keywords matched.

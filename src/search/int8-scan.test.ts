@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { growAndMove } from '../../test/rows-growth.js';
 import { Int8Rows, int8ScanAvailable, kernelModule } from './int8-scan.js';
 
 function reference(rows: Int8Array[], scales: number[], query: Int8Array): number[] {
@@ -26,34 +27,35 @@ describe('Int8Rows', () => {
           const matrix = new Int8Rows(dimensions);
           const rows: Int8Array[] = [];
           const scales: number[] = [];
-          const add = (): void => {
-            const i = rows.length;
-            matrix.reserve(i + 1);
-            const row = Int8Array.from({ length: dimensions }, next);
-            matrix.row(i).set(row);
-            const scale = 1 / (1 + (next() + 128));
-            matrix.setScale(i, scale);
-            rows.push(row);
-            scales.push(scale);
-          };
           const query = Int8Array.from({ length: dimensions }, next);
-          const check = (): void => {
-            expect(Array.from(matrix.scan(query, rows.length))).toEqual(reference(rows, scales, query));
-            if (rows.length === 0) return;
-            const subset = picks.map((p) => p % rows.length);
-            const picked = subset.map((i) => rows[i]!);
-            expect(Array.from(matrix.scan(query, rows.length, subset))).toEqual(reference(picked, subset.map((i) => scales[i]!), query));
-          };
-          for (let i = 0; i < count; i++) add();
-          check();
-          // Past the first room of 1,024 rows after scans have used the memory beyond the rows: it grows.
-          for (let i = count; i < more; i++) add();
-          check();
-          // The last row moved into the first one's place, as a deletion does.
-          matrix.copy(rows.length - 1, 0);
-          rows[0] = rows.pop()!;
-          scales[0] = scales.pop()!;
-          check();
+          growAndMove(
+            {
+              add: () => {
+                const i = rows.length;
+                matrix.reserve(i + 1);
+                const row = Int8Array.from({ length: dimensions }, next);
+                matrix.row(i).set(row);
+                const scale = 1 / (1 + (next() + 128));
+                matrix.setScale(i, scale);
+                rows.push(row);
+                scales.push(scale);
+              },
+              check: () => {
+                expect(Array.from(matrix.scan(query, rows.length))).toEqual(reference(rows, scales, query));
+                if (rows.length === 0) return;
+                const subset = picks.map((p) => p % rows.length);
+                const picked = subset.map((i) => rows[i]!);
+                expect(Array.from(matrix.scan(query, rows.length, subset))).toEqual(reference(picked, subset.map((i) => scales[i]!), query));
+              },
+              moveLastToFirst: () => {
+                matrix.copy(rows.length - 1, 0);
+                rows[0] = rows.pop()!;
+                scales[0] = scales.pop()!;
+              },
+            },
+            count,
+            more,
+          );
         },
       ),
       { numRuns: 60 },

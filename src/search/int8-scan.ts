@@ -15,6 +15,7 @@ import {
   BLOCK, BR_IF, constant, EMPTY_BLOCK, END, F64_CONVERT_I32_S, F64_LOAD, F64_MUL, F64_STORE, functionModule, get, I16X8_EXTEND_HIGH_I8X16_S,
   I16X8_EXTEND_LOW_I8X16_S, I32, I32_ADD, I32_GE_U, I32_LOAD, I32_LT_U, I32_MUL, I32X4_ADD, I32X4_DOT_I16X8_S, I32X4_EXTRACT_LANE, load, LOOP, set, simd, tee, V128,
 } from './wasm-assembler.js';
+import { WasmRows } from './wasm-rows.js';
 
 /**
  * Row widths are padded to whole 16-byte SIMD lanes. The query's padding is zero, so a row's padding
@@ -23,7 +24,6 @@ import {
 export const LANE_BYTES = 16;
 /** Bytes kept at the start of the memory for the query (rows up to 4,096 dimensions). */
 const QUERY_BYTES = 4096;
-const PAGE_BYTES = 65_536;
 /** The processor's cache line (64 bytes on x86-64 and most ARM cores). */
 const CACHE_LINE_BYTES = 64;
 
@@ -92,19 +92,18 @@ export function int8ScanAvailable(): boolean {
  * memory, and its scan. Layout of the memory: the query, the rows, their scales, then (per scan) the row numbers
  * of a subset and the results.
  */
-export class Int8Rows {
+export class Int8Rows extends WasmRows {
   /** Bytes per row: `dimensions` rounded up to whole SIMD lanes. */
   readonly width: number;
-  private readonly memory = new WebAssembly.Memory({ initial: 1 });
   private readonly dots: Dots;
   private readonly dotsAt: Dots;
-  private capacity = 0;
   private bytes = new Int8Array(0);
   private floats = new Float64Array(0);
   /** The last {@link touch}'s sum of the bytes it read (read by nothing else). */
   private touched = 0;
 
   constructor(readonly dimensions: number) {
+    super();
     if (!Number.isInteger(dimensions) || dimensions < 1 || dimensions > QUERY_BYTES) {
       throw new RangeError(`int8 rows: dimensions must be an integer in [1, ${QUERY_BYTES}], got ${dimensions}`);
     }
@@ -112,11 +111,6 @@ export class Int8Rows {
     this.dots = this.kernel(false);
     this.dotsAt = this.kernel(true);
     this.view();
-  }
-
-  /** Bytes of WebAssembly memory held (rows, scales and the scratch of the largest scan so far). */
-  get byteLength(): number {
-    return this.memory.buffer.byteLength;
   }
 
   /** Makes room for at least `rows` rows (and their scan), keeping every row and scale stored. */
@@ -224,14 +218,7 @@ export class Int8Rows {
     return QUERY_BYTES + this.capacity * this.width;
   }
 
-  private ensure(bytes: number): void {
-    const have = this.memory.buffer.byteLength;
-    if (bytes > have) this.memory.grow(Math.ceil((bytes - have) / PAGE_BYTES));
-    this.view();
-  }
-
-  /** Growing the memory replaces its buffer; the views follow it. New pages hold zeros. */
-  private view(): void {
+  protected override view(): void {
     if (this.bytes.buffer !== this.memory.buffer) {
       this.bytes = new Int8Array(this.memory.buffer);
       this.floats = new Float64Array(this.memory.buffer);

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { growAndMove } from '../../test/rows-growth.js';
 import { BitRows, hammingModule, selectModule, SignProjection } from './sign-bits.js';
 
 const popcount = (byte: number): number => {
@@ -26,29 +27,33 @@ describe('BitRows', () => {
         const next = uniform(seed);
         const rows = new BitRows(bits);
         const codes: Uint8Array[] = [];
-        const add = (): void => {
-          rows.reserve(codes.length + 1);
-          // Mostly-equal codes as well as random ones, so that small distances occur.
-          const code = Uint8Array.from({ length: bits / 8 }, () => (next() < 0.5 ? 0 : Math.floor(next() * 256)));
-          rows.row(codes.length).set(code);
-          codes.push(code);
-        };
-        const query = Uint8Array.from({ length: bits / 8 }, () => (next() < 0.5 ? 0 : Math.floor(next() * 256)));
-        const check = (): void => {
-          const { distances, histogram } = rows.distances(query, codes.length);
-          const expected = codes.map((c) => differing(c, query));
-          expect(Array.from(distances)).toEqual(expected);
-          const counts = new Array<number>(bits + 1).fill(0);
-          for (const d of expected) counts[d]!++;
-          expect(Array.from(histogram)).toEqual(counts);
-        };
-        for (let i = 0; i < count; i++) add();
-        check();
-        for (let i = count; i < more; i++) add();
-        check();
-        rows.copy(codes.length - 1, 0);
-        codes[0] = codes.pop()!;
-        check();
+        // Mostly-equal codes as well as random ones, so that small distances occur.
+        const code = (): Uint8Array => Uint8Array.from({ length: bits / 8 }, () => (next() < 0.5 ? 0 : Math.floor(next() * 256)));
+        const query = code();
+        growAndMove(
+          {
+            add: () => {
+              rows.reserve(codes.length + 1);
+              const added = code();
+              rows.row(codes.length).set(added);
+              codes.push(added);
+            },
+            check: () => {
+              const { distances, histogram } = rows.distances(query, codes.length);
+              const expected = codes.map((c) => differing(c, query));
+              expect(Array.from(distances)).toEqual(expected);
+              const counts = new Array<number>(bits + 1).fill(0);
+              for (const d of expected) counts[d]!++;
+              expect(Array.from(histogram)).toEqual(counts);
+            },
+            moveLastToFirst: () => {
+              rows.copy(codes.length - 1, 0);
+              codes[0] = codes.pop()!;
+            },
+          },
+          count,
+          more,
+        );
       }),
       { numRuns: 40 },
     );

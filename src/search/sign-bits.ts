@@ -17,8 +17,8 @@ import {
   BLOCK, BR_IF, constant, EMPTY_BLOCK, END, functionModule, get, I32, I32_ADD, I32_GE_U, I32_LE_S, I32_LOAD, I32_LT_U, I32_MUL, I32_STORE, I32_WRAP_I64, I64,
   I64_ADD, I64_POPCNT, I64_XOR, load64, LOOP, set, tee,
 } from './wasm-assembler.js';
+import { WasmRows } from './wasm-rows.js';
 
-const PAGE_BYTES = 65_536;
 /** Vectors have at most this many dimensions. */
 const MAX_DIMENSIONS = 4096;
 /** Codes are at most this many bits (the room kept for the query's code, and the histogram's size). */
@@ -177,16 +177,15 @@ function walshHadamard(x: Float64Array): void {
 }
 
 /** A growable list of sign-bit codes of `bits` bits in WebAssembly memory, and their Hamming scan. */
-export class BitRows {
+export class BitRows extends WasmRows {
   /** Bytes per code. */
   readonly width: number;
-  private readonly memory = new WebAssembly.Memory({ initial: 1 });
   private readonly hamming: Hamming;
   private readonly select: Select;
-  private capacity = 0;
   private bytes = new Uint8Array(0);
 
   constructor(readonly bits: number) {
+    super();
     if (!Number.isInteger(bits) || bits < 128 || bits > MAX_BITS || bits % 128 !== 0) {
       throw new RangeError(`sign bits: codes must have a multiple of 128 bits up to ${MAX_BITS}, got ${bits}`);
     }
@@ -200,11 +199,6 @@ export class BitRows {
     selection ??= new WebAssembly.Module(selectModule());
     this.select = new WebAssembly.Instance(selection, { env: { memory: this.memory } }).exports.select as Select;
     this.view();
-  }
-
-  /** Bytes of WebAssembly memory held (codes and the results of the largest scan so far). */
-  get byteLength(): number {
-    return this.memory.buffer.byteLength;
   }
 
   /** Makes room for at least `rows` codes (and their scan), keeping every code stored. */
@@ -271,14 +265,7 @@ export class BitRows {
     return out;
   }
 
-  private ensure(bytes: number): void {
-    const have = this.memory.buffer.byteLength;
-    if (bytes > have) this.memory.grow(Math.ceil((bytes - have) / PAGE_BYTES));
-    this.view();
-  }
-
-  /** Growing the memory replaces its buffer; the view follows it. */
-  private view(): void {
+  protected override view(): void {
     if (this.bytes.buffer !== this.memory.buffer) this.bytes = new Uint8Array(this.memory.buffer);
   }
 }

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { CairnError } from '../errors.js';
 
 /**
@@ -13,12 +14,24 @@ export const MAX_QUERY_TERMS = 32;
 
 /** Throws `invalid_input` when `query` is longer than {@link MAX_QUERY_CHARS}; `what` names the field. */
 export function checkQueryLength(query: string, what = 'query'): void {
-  if (query.length > MAX_QUERY_CHARS) {
-    throw new CairnError(
-      'invalid_input',
-      `${what} is ${query.length} characters long; the limit is ${MAX_QUERY_CHARS}. Search with the words that matter (a search uses at most ${MAX_QUERY_TERMS} distinct terms anyway).`,
-    );
-  }
+  if (query.length > MAX_QUERY_CHARS) throw new CairnError('invalid_input', tooLong(query, what));
+}
+
+function tooLong(query: string, what: string): string {
+  return `${what} is ${query.length} characters long; the limit is ${MAX_QUERY_CHARS}. Search with the words that matter (a search uses at most ${MAX_QUERY_TERMS} distinct terms anyway).`;
+}
+
+/**
+ * A search tool's query field: trimmed, and refused past {@link MAX_QUERY_CHARS} (the message of
+ * {@link checkQueryLength}) — the one place a search query is checked; the pipeline takes it as it comes.
+ */
+export function searchQueryField(what = 'query'): z.ZodString {
+  return z
+    .string()
+    .trim()
+    .check((ctx) => {
+      if (ctx.value.length > MAX_QUERY_CHARS) ctx.issues.push({ code: 'custom', message: tooLong(ctx.value, what), input: ctx.value });
+    });
 }
 
 /** `query` cut to {@link MAX_QUERY_CHARS} characters (for surfaces that search with what they are given, like recall). */

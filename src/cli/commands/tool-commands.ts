@@ -44,7 +44,7 @@ export async function searchToolsCommand(query: string | undefined, opts: Search
     throw new CairnError('invalid_input', `cannot read catalog ${opts.catalog}: ${describeError(err)}`);
   }
   const embedder = config.tools.hybrid ? openEmbedder(config.embedding, { dataDir: config.data_dir }).embedder : null;
-  const searcher = offlineToolSearch(entries, { config: config.tools, embedder, vectorWeight: config.embedding.fusion_weight, admission: opts.admission, warn: (m) => createLogger(config.log).warn(m) });
+  const searcher = offlineToolSearch(entries, { config: config.tools, embedder, vectorWeight: config.embedding.fusion_weight, queryTimeoutMs: config.embedding.query_timeout_ms, admission: opts.admission, warn: (m) => createLogger(config.log).warn(m) });
   const answer = (matches: ToolMatch[]) => ({ names: matches.map((m) => m.tool.name), matched_by: Object.fromEntries(matches.map((m) => [m.tool.name, m.match])) });
   if (opts.batch) {
     const { values, errors } = await readJsonl(opts.batch, toolQueryLine);
