@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Cairn } from '../src/cairn.js';
 import { createMcpServer, DEFAULT_TOOLS } from '../src/mcp/mcp-server.js';
-import { runTool, textResult, type ToolRegistration } from '../src/mcp/tool-context.js';
+import { runTool, type ToolRegistration } from '../src/mcp/tool-context.js';
+import { textResult } from '../src/tool-result.js';
 import { Fixtures, textOf } from './http-fixtures.js';
 
 // The MCP tools in-process over the SDK's linked in-memory transport.

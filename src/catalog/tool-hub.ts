@@ -28,6 +28,7 @@ import type { ToolCaller, ToolCallRecorder } from './recorder.js';
 import { isRecord, type JsonObject } from './schema.js';
 import type { ToolTextOptions } from './tool-index.js';
 import { checkQueryLength } from '../text/query-bounds.js';
+import { errorResult } from '../tool-result.js';
 import type { Scope } from '../types.js';
 
 export type ToolHubOptions = {
@@ -391,8 +392,4 @@ function toCallResult(outcome: InvokeOutcome): CallToolResult {
     case 'failed':
       return errorResult(outcome.hint ? { error: outcome.message, hint: outcome.hint } : { error: outcome.message });
   }
-}
-
-function errorResult(body: object): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(body) }], isError: true };
 }

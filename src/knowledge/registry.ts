@@ -4,6 +4,7 @@ import { basename, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { CairnError, describeError, isCairnError } from '../errors.js';
 import { parseInput } from '../parse-input.js';
+import { errorResult, textResult, type ToolResult } from '../tool-result.js';
 import { claimWhenFree, workNames, type CoordinationStore } from '../store/coordination.js';
 import type { KnowledgeResourceRecord, KnowledgeStore, KnowledgeType } from '../store/store.js';
 import type { Scope } from '../types.js';
@@ -68,9 +69,6 @@ export type KnowledgeCatalogTool = { source: string; toolName: string; descripti
  * Confined registrars never get a folder overlapping another scope's unless the roots share it.
  */
 export type Registrar = 'operator' | 'loopback' | 'tenant';
-
-/** A tool result in MCP form (what the tool hub returns for a catalog tool). */
-export type KnowledgeToolResult = { content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };
 
 export type KnowledgeRegistryOptions = {
   warn: (message: string) => void;
@@ -256,14 +254,14 @@ export class KnowledgeRegistry {
   }
 
   /** Runs a catalog tool for `scope` (the hub has validated the arguments against its schema); Cairn errors become error results. */
-  async callCatalogTool(source: string, toolName: string, args: Record<string, unknown>, scope: Scope): Promise<KnowledgeToolResult> {
+  async callCatalogTool(source: string, toolName: string, args: Record<string, unknown>, scope: Scope): Promise<ToolResult> {
     try {
       const data = (await this.callTool(scope, source, toolName, args)) as Record<string, unknown>;
-      return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };
+      return textResult(JSON.stringify(data), data);
     } catch (err) {
       // The code rides along so `/v3/tools/call` answers with the status it stands for (400, 404), not 502.
       if (isCairnError(err) && err.code !== 'internal') {
-        return { content: [{ type: 'text', text: err.message }], structuredContent: { error: { code: err.code, message: err.message } }, isError: true };
+        return errorResult(err.message, { error: { code: err.code, message: err.message } });
       }
       throw err;
     }

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ToolCallArgs, ToolDefinition, ToolDescribeArgs, ToolSearchArgs } from '../catalog/bridge.js';
 import { toolDefinition } from '../catalog/catalog.js';
 import type { ToolHub } from '../catalog/tool-hub.js';
+import { errorResult, textResult } from '../tool-result.js';
 import type { Scope } from '../types.js';
 import type { CairnMcpServer } from './cairn-mcp-server.js';
 import { runTool, turnOf, type ToolContext, type ToolExtra } from './tool-context.js';
@@ -98,6 +99,5 @@ function register(server: McpServer, def: ToolDefinition, annotations: Record<st
 }
 
 function jsonResult(answer: object): CallToolResult {
-  const text = JSON.stringify(answer);
-  return 'error' in answer ? { content: [{ type: 'text', text }], isError: true } : { content: [{ type: 'text', text }] };
+  return 'error' in answer ? errorResult(answer) : textResult(JSON.stringify(answer));
 }

@@ -3,7 +3,8 @@ import { chatHistoryParams } from '../history/chat-history.js';
 import { errorHistoryParams, shortHash, writeErrorParams } from '../history/error-history.js';
 import { reasoningGuideParams } from '../history/guides.js';
 import { writeResultParams } from '../history/write-result.js';
-import { runTool, sessionSentence, textResult, turnOf, type ToolContext } from './tool-context.js';
+import { runTool, sessionSentence, turnOf, type ToolContext } from './tool-context.js';
+import { textResult } from '../tool-result.js';
 
 /** chat_history, error_history, write_error, reasoning_guide and write_result. */
 export function registerHistoryTools(server: McpServer, ctx: ToolContext): void {

@@ -4,7 +4,8 @@ import { CairnError } from '../errors.js';
 import { budgetSentence } from '../memory/budget.js';
 import { conversationSearchParams, memorySearchParams } from '../memory/search-params.js';
 import { MEMORY_TYPES, MESSAGE_ROLES, type NewMessage } from '../types.js';
-import { runTool, sessionSentence, textResult, turnOf, type ToolContext } from './tool-context.js';
+import { runTool, sessionSentence, turnOf, type ToolContext } from './tool-context.js';
+import { textResult } from '../tool-result.js';
 
 const strategy = z.enum(['hybrid', 'embedding', 'fts', 'none']);
 

@@ -1,7 +1,8 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import type { RecallResult } from '../cairn.js';
-import { runTool, textResult, type ToolContext, type ToolExtra } from './tool-context.js';
+import { runTool, type ToolContext, type ToolExtra } from './tool-context.js';
+import { textResult } from '../tool-result.js';
 
 const recallArgs = {
   query: z.string().describe("The user's new message: the memories most relevant to it are included."),

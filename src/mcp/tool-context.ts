@@ -3,6 +3,7 @@ import type { CallToolResult, ServerNotification, ServerRequest } from '@modelco
 import type { Cairn, TurnRef } from '../cairn.js';
 import type { CairnMcpServer } from './cairn-mcp-server.js';
 import { describeError, isCairnError } from '../errors.js';
+import { errorResult } from '../tool-result.js';
 import type { Scope } from '../types.js';
 
 /** What the SDK hands a tool handler besides its arguments. */
@@ -61,15 +62,6 @@ export async function runTool(ctx: ToolContext, tool: string, body: () => Promis
     (ctx.log ?? ((m: string) => ctx.cairn.log.error(m)))(`${tool}: ${describeError(err)}`);
     return errorResult(`${tool} failed: internal error`);
   }
-}
-
-/** A successful text result, with structured content when given. */
-export function textResult(text: string, structuredContent?: Record<string, unknown>): CallToolResult {
-  return structuredContent ? { content: [{ type: 'text', text }], structuredContent } : { content: [{ type: 'text', text }] };
-}
-
-function errorResult(text: string): CallToolResult {
-  return { content: [{ type: 'text', text }], isError: true };
 }
 
 function metaString(value: unknown): string | undefined {
