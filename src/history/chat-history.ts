@@ -5,6 +5,7 @@ import { CairnError, describeError } from '../errors.js';
 import { Bm25Index } from '../search/bm25-index.js';
 import { robustFloor, similaritiesTo, type FloorSamples } from '../search/vector-floor.js';
 import { retrieve } from '../search/pipeline.js';
+import { dot } from '../search/vector-math.js';
 import { clampLimit } from '../memory/search-params.js';
 import type { EmbeddingStore, HistoryStore, Run, RunText, RunToolCall } from '../store/store.js';
 import { analyze } from '../text/analyze.js';
@@ -428,10 +429,7 @@ function requireTaskIds(value: ChatHistoryParams['task_id'], mode: ChatHistoryMo
 }
 
 function cosine(a: Float32Array, b: Float32Array | null): number {
-  if (!b || a.length !== b.length) return 0;
-  let dot = 0;
-  for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
-  return dot;
+  return !b || a.length !== b.length ? 0 : dot(a, b);
 }
 
 function oneLine(text: string): string {

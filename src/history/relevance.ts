@@ -1,6 +1,7 @@
 import type { Embedder } from '../embed/embedder.js';
 import type { ChatModel } from '../llm/chat-client.js';
 import { parseLenientJson } from '../llm/lenient-json.js';
+import { dot } from '../search/vector-math.js';
 
 /** What a judge sees of a past run: its request and (the start of) its rendered text. */
 export type JudgedRun = { objective: string; text: string };
@@ -30,9 +31,7 @@ export class EmbeddingJudge implements RelevanceJudge {
   async unrelatedConfidence(request: string, run: JudgedRun, signal: AbortSignal): Promise<number | null> {
     const [a, b] = await this.embedder.embed([request, judgedText(run)], signal);
     if (!a || !b) return null;
-    let dot = 0;
-    for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
-    return Math.min(1, Math.max(0, 1 - dot));
+    return Math.min(1, Math.max(0, 1 - dot(a, b)));
   }
 }
 

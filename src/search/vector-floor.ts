@@ -8,6 +8,8 @@
  * and MAD are not moved by the few sampled texts that do match the query.
  */
 
+import { dot } from './vector-math.js';
+
 /** Stored vectors sampled per scope and target. */
 export const FLOOR_SAMPLE_SIZE = 256;
 
@@ -33,11 +35,7 @@ export function similaritiesTo(query: Float32Array, sample: readonly Float32Arra
   if (matrix.dimensions !== d) return new Float64Array(0);
   const rows = matrix.rows;
   const out = new Float64Array(matrix.count);
-  for (let r = 0, at = 0; r < matrix.count; r++, at += d) {
-    let dot = 0;
-    for (let i = 0; i < d; i++) dot += rows[at + i]! * query[i]!;
-    out[r] = dot;
-  }
+  for (let r = 0, at = 0; r < matrix.count; r++, at += d) out[r] = dot(query, rows, at);
   return out;
 }
 

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3';
 import { Int8Rows, int8ScanAvailable } from '../../search/int8-scan.js';
 import { BitRows, SignProjection } from '../../search/sign-bits.js';
+import { cosine, norm } from '../../search/vector-math.js';
 import type { Scope } from '../../types.js';
 import type { KnnHit } from './message-knn.js';
 import { encodeVectorSnapshot, readVectorSnapshot } from './vector-snapshot.js';
@@ -569,12 +570,6 @@ function bestOf(values: Float64Array, size: number, count: number): Int32Array {
     .subarray(0, count);
 }
 
-function norm(vector: ArrayLike<number>): number {
-  let sum = 0;
-  for (let i = 0; i < vector.length; i++) sum += vector[i]! * vector[i]!;
-  return Math.sqrt(sum);
-}
-
 /** A float32 BLOB's values, read in place when the bytes are aligned (else copied). */
 function viewOf(blob: Buffer): Float32Array {
   return blob.byteOffset % 4 === 0
@@ -584,12 +579,5 @@ function viewOf(blob: Buffer): Float32Array {
 
 /** Exact cosine similarity of the query and a stored vector's BLOB. */
 function similarity(query: Float32Array, queryNorm: number, blob: Buffer): number {
-  const stored = viewOf(blob);
-  let dot = 0;
-  let storedNorm = 0;
-  for (let i = 0; i < query.length; i++) {
-    dot += query[i]! * stored[i]!;
-    storedNorm += stored[i]! * stored[i]!;
-  }
-  return storedNorm > 0 ? dot / (queryNorm * Math.sqrt(storedNorm)) : -Infinity;
+  return cosine(query, queryNorm, viewOf(blob));
 }
