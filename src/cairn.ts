@@ -43,17 +43,17 @@ export type CairnOptions = {
   logger?: Logger;
   /** Where warnings go. Default: the logger's `warn`. */
   warn?: (message: string) => void;
-  /** Start the background embedding queue. Default true. */
+  /** Run the background embedding queue (from {@link Cairn.start}). Default true. */
   backgroundEmbedding?: boolean;
   /** Decides which large runs chat_history withholds as unrelated; default from `history.judge`, null withholds nothing. */
   relevanceJudge?: RelevanceJudge | null;
-  /** Schedule memory extraction in the background (when `pipeline.enabled`). Default true; `flush` works either way. */
+  /** Schedule memory extraction in the background (when `pipeline.enabled`; from {@link Cairn.start}). Default true; `flush` works either way. */
   backgroundPipeline?: boolean;
   /** Progress of long one-off work (building the word-vector cache on first use). */
   onProgress?: (task: string, done: number, total: number) => void;
   /** Where the tool hub records every call; default the history tools (`cairn.history`), null records nothing. */
   toolCallRecorder?: ToolCallRecorder | null;
-  /** Watch knowledge folders and re-sync them when files change (long-running processes: `cairn serve`). Default false. */
+  /** Watch knowledge folders and re-sync them when files change (from {@link Cairn.start}; long-running processes: `cairn serve`). Default false. */
   watchKnowledge?: boolean;
   /**
    * Worker threads that run searches on read-only connections of their own (`cairn serve` passes
@@ -174,6 +174,7 @@ export type { BudgetCharge, TurnRef } from './memory/budget.js';
 /**
  * The façade: the one object every surface (CLI, HTTP, MCP, library) talks to. It owns the store, the
  * embedder and the background queue, validates input, and never lets a surface touch the store.
+ * Constructing it starts nothing: {@link Cairn.start} starts the background work, {@link Cairn.close} stops it.
  */
 export class Cairn {
   readonly config: CairnConfig;
@@ -192,6 +193,8 @@ export class Cairn {
   private readonly extractor: Extractor;
   private readonly scheduler: ExtractionScheduler;
   private readonly backgroundPipeline: boolean;
+  /** What {@link start} starts besides the scheduler. */
+  private readonly background: { embedding: boolean; watchKnowledge: boolean };
   /** Operational log lines (stderr), in the configured format and level. */
   readonly log: Logger;
   /** Prometheus metrics served at `/metrics`. */
@@ -218,7 +221,6 @@ export class Cairn {
             onProgress: options.onProgress,
           })
         : null;
-    if (this.queue && options.backgroundEmbedding !== false) this.queue.start();
     this.metrics = new CairnMetrics({
       embedQueueDepth: async () => (this.queue ? this.queue.depth() : 0),
       pipelineBacklog: async () => {
@@ -263,7 +265,6 @@ export class Cairn {
       roots: config.knowledge.roots,
     });
     this.tools.addProvider(this.knowledge);
-    if (options.watchKnowledge) this.knowledge.watch();
     this.budget = new TurnBudget(store, {
       callsPerTurn: config.budget.calls_per_turn,
       maxTurns: config.budget.max_turns,
@@ -290,7 +291,20 @@ export class Cairn {
       warn,
     });
     this.backgroundPipeline = config.pipeline.enabled && options.backgroundPipeline !== false;
+    this.background = { embedding: options.backgroundEmbedding !== false, watchKnowledge: options.watchKnowledge === true };
+  }
+
+  /**
+   * Starts the background work the options asked for: the embedding queue (unless `backgroundEmbedding`
+   * is false), the extraction scheduler (`pipeline.enabled`, unless `backgroundPipeline` is false) and the
+   * knowledge-folder watcher (`watchKnowledge`). The constructor starts nothing; {@link createCairn} calls
+   * this, and {@link close} stops it all. Idempotent; returns this instance.
+   */
+  start(): this {
+    if (this.background.embedding) this.queue?.start();
     if (this.backgroundPipeline) this.scheduler.start();
+    if (this.background.watchKnowledge) this.knowledge.watch();
+    return this;
   }
 
   /** Bytes the store occupies (see `Store.sizeBytes`); null for an in-memory database. */
@@ -695,7 +709,8 @@ export class Cairn {
  * default, or a PostgreSQL server). `config` takes the keys of the config
  * file (`{ data_dir: './data', embedding: { provider: 'hash' } }`), validated as the file is
  * (`config_invalid` naming the key); omitted, it is loaded from `CAIRN_*` variables like the CLI's.
- * Every failure, the store's included, is a {@link CairnError}.
+ * Every failure, the store's included, is a {@link CairnError}. The instance is started
+ * ({@link Cairn.start}): the background work `options` ask for runs until {@link Cairn.close}.
  */
 export async function createCairn(config: CairnConfigInput = loadConfig(), options: CairnOptions = {}): Promise<Cairn> {
   const valid = parseConfig(config);
@@ -703,7 +718,7 @@ export async function createCairn(config: CairnConfigInput = loadConfig(), optio
   const warn = options.warn ?? ((message: string) => logger.warn(message));
   const store = await openStore(valid, { readWorkers: options.readWorkers, warn, saveCaches: options.readOnly !== true });
   try {
-    return new Cairn(valid, store, { ...options, logger, warn });
+    return new Cairn(valid, store, { ...options, logger, warn }).start();
   } catch (err) {
     await store.close();
     throw err;
