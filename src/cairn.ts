@@ -1,6 +1,6 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { ApiKeys } from './auth/api-keys.js';
 import { loadConfig, parseConfig, sqliteFile, type CairnConfig, type CairnConfigInput } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
 import { EmbedQueue } from './embed/embed-queue.js';
@@ -33,7 +33,7 @@ import type { NewProxyTurn, ProxyTurn } from './store/proxy-turns.js';
 import { messageIdOf, type ProxyMessage } from './proxy/conversation.js';
 import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
 import { openStore } from './store/open-store.js';
-import type { AddMessagesResult, ApiKey, DataSnapshot, DumpRecord, ScopeCounts, SessionSummary, Store } from './store/store.js';
+import type { AddMessagesResult, DataSnapshot, DumpRecord, ScopeCounts, SessionSummary, Store } from './store/store.js';
 import { explainSearch, type ExplainedSearch } from './search/explain.js';
 import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMemory, type NewMessage, type Scope } from './types.js';
 
@@ -158,8 +158,7 @@ export type { ProxyTurn } from './store/proxy-turns.js';
 /** A search made as an agent's tool call: the result plus where the turn's call budget stands. */
 export type TurnSearchResult<R> = R & { budget: BudgetCharge };
 
-/** A newly created API key; `token` is shown once and never stored. */
-export type CreatedApiKey = { key: ApiKey; token: string };
+export type { CreatedApiKey } from './auth/api-keys.js';
 
 export type { ApiKey, ScopeCounts, SessionSummary } from './store/store.js';
 export type { ConversationSearchInput, MemorySearchInput } from './memory/search-params.js';
@@ -189,6 +188,8 @@ export class Cairn {
   readonly tools: ToolHub;
   /** Knowledge resources (wiki folders, code graphs) and their per-resource tools. */
   readonly knowledge: KnowledgeRegistry;
+  /** API keys: create, list, revoke, and authenticate a bearer token. */
+  readonly keys: ApiKeys;
   private readonly budget: TurnBudget;
   private readonly extractor: Extractor;
   private readonly scheduler: ExtractionScheduler;
@@ -265,6 +266,7 @@ export class Cairn {
       roots: config.knowledge.roots,
     });
     this.tools.addProvider(this.knowledge);
+    this.keys = new ApiKeys(store);
     this.budget = new TurnBudget(store, {
       callsPerTurn: config.budget.calls_per_turn,
       maxTurns: config.budget.max_turns,
@@ -467,39 +469,6 @@ export class Cairn {
   /** Search calls allowed per agent turn (memory_search and conversation_search combined). */
   get callsPerTurn(): number {
     return this.budget.limit;
-  }
-
-  // ---- API keys ----------------------------------------------------------------------------
-
-  /** Creates a key bound to a user (and optionally one agent); the returned token is the only copy. */
-  async createApiKey(input: { userId: string; agentId?: string | undefined; label?: string | undefined }): Promise<CreatedApiKey> {
-    const userId = parseInput(scopeSchema.shape.userId, input.userId, 'key user');
-    const agentId = input.agentId === undefined ? null : parseInput(scopeSchema.shape.agentId, input.agentId, 'key agent');
-    const id = randomBytes(8).toString('hex');
-    const secret = randomBytes(32).toString('base64url');
-    const key = await this.store.createApiKey({ id, userId, agentId, label: input.label ?? '', secretHash: sha256Hex(secret) });
-    return { key, token: `cairn_${id}_${secret}` };
-  }
-
-  async listApiKeys(): Promise<ApiKey[]> {
-    return this.store.listApiKeys();
-  }
-
-  /** Revokes a key at once; `not_found` when no active key has this id. */
-  async revokeApiKey(id: string): Promise<void> {
-    if (!(await this.store.revokeApiKey(id))) throw new CairnError('not_found', `API key ${id} not found or already revoked`);
-  }
-
-  /** The active key a bearer token belongs to, or an `unauthorized` error. The secret is compared in constant time. */
-  async authenticate(token: string): Promise<ApiKey> {
-    const match = API_TOKEN.exec(token);
-    const stored = match ? await this.store.findApiKey(match[1]!) : null;
-    const presented = Buffer.from(sha256Hex(match?.[2] ?? token), 'hex');
-    // Compare even when no key matched, so a miss costs the same as a wrong secret.
-    const expected = Buffer.from(stored?.secretHash ?? sha256Hex(''), 'hex');
-    if (!timingSafeEqual(presented, expected) || !stored) throw new CairnError('unauthorized', 'invalid or revoked API key');
-    const { secretHash: _secretHash, ...key } = stored;
-    return key;
   }
 
   // ---- memory pipeline ---------------------------------------------------------------------
@@ -745,13 +714,6 @@ export function defaultScope(): Scope {
 }
 
 const sessionPageSchema = z.strictObject({ limit: z.number().int().min(1).max(1000).default(50), offset: z.number().int().min(0).default(0) });
-
-/** `cairn_<16 hex id>_<43 base64url secret>` */
-const API_TOKEN = /^cairn_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
-
-function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
-}
 
 /**
  * The budget answer for an empty query, which searches nothing (seed: empty results, strategy `none`) and so

@@ -87,7 +87,7 @@ describe('CairnClient against a real app', () => {
   });
 
   it('sends the API key: a key bound to a user and agent scopes what the client sees', async () => {
-    const { token } = await cairn.createApiKey({ userId: 'bob', agentId: 'helper' });
+    const { token } = await cairn.keys.create({ userId: 'bob', agentId: 'helper' });
     const bob = new CairnClient({ baseUrl: 'http://localhost', apiKey: token, fetch: async (request) => keysApp.request(request) });
     await bob.memories.create({ content: 'Bob likes tea', type: 'persona' });
     expect((await bob.memories.list()).memories.map((m) => [m.user_id, m.content])).toEqual([['bob', 'Bob likes tea']]);

@@ -101,7 +101,7 @@ describe('the dashboard in keys mode', () => {
     expect(page).toContain('id="key-form"');
     expect(page).not.toContain('likes tea');
 
-    const { token } = await cairn.createApiKey({ userId: 'alice', agentId: 'a1' });
+    const { token } = await cairn.keys.create({ userId: 'alice', agentId: 'a1' });
     await cairn.remember({ userId: 'alice', agentId: 'a1' }, { content: 'alice drinks coffee', type: 'persona' });
     const auth = { authorization: `Bearer ${token}`, 'x-cairn-ui': 'fragment' };
     const mine = await (await app.request('http://cairn.example/ui/memories', { headers: auth })).text();
@@ -114,7 +114,7 @@ describe('the dashboard in keys mode', () => {
 
   it('accepts a same-origin change from the dashboard and refuses a cross-site one', async () => {
     const app = createApp(cairn, { authMode: 'keys', log: () => {} });
-    const { token } = await cairn.createApiKey({ userId: 'carol', agentId: 'c1' });
+    const { token } = await cairn.keys.create({ userId: 'carol', agentId: 'c1' });
     const body = { content: 'carol likes jazz', type: 'persona' };
     const send = (origin: string) => app.request('http://cairn.example/v1/memories', json('POST', body, { authorization: `Bearer ${token}`, host: 'cairn.example', origin }));
     expect((await send('https://evil.example')).status).toBe(403);

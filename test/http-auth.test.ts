@@ -10,8 +10,8 @@ afterEach(() => fx.cleanup());
 async function keysSetup() {
   const cairn = await fx.cairn({ auth: { mode: 'keys' } });
   const app = createApp(cairn);
-  const alice = await cairn.createApiKey({ userId: 'alice' });
-  const bob = await cairn.createApiKey({ userId: 'bob', agentId: 'bob-agent' });
+  const alice = await cairn.keys.create({ userId: 'alice' });
+  const bob = await cairn.keys.create({ userId: 'bob', agentId: 'bob-agent' });
   const as = (token: string, headers: Record<string, string> = {}) => ({ authorization: `Bearer ${token}`, ...headers });
   const call = async (path: string, init?: RequestInit) => {
     const res = await app.request(path, init);
@@ -31,22 +31,22 @@ async function rowsOf(cairn: Cairn, userId: string, agentId: string) {
 describe('API keys', () => {
   it('prints a token whose secret is never stored, and lists and revokes keys', async () => {
     const cairn = await fx.cairn();
-    const { key, token } = await cairn.createApiKey({ userId: 'u1', agentId: 'a1', label: 'laptop' });
+    const { key, token } = await cairn.keys.create({ userId: 'u1', agentId: 'a1', label: 'laptop' });
     expect(token).toMatch(/^cairn_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
     expect(key).toMatchObject({ userId: 'u1', agentId: 'a1', label: 'laptop', revokedAt: null });
-    expect(JSON.stringify(await cairn.listApiKeys())).not.toContain(token.split('_').slice(2).join('_'));
-    expect(await cairn.authenticate(token)).toEqual(key);
-    await cairn.revokeApiKey(key.id);
-    await expect(cairn.authenticate(token)).rejects.toMatchObject({ code: 'unauthorized' });
-    await expect(cairn.revokeApiKey(key.id)).rejects.toMatchObject({ code: 'not_found' });
-    expect((await cairn.listApiKeys())[0]!.revokedAt).not.toBeNull();
+    expect(JSON.stringify(await cairn.keys.list())).not.toContain(token.split('_').slice(2).join('_'));
+    expect(await cairn.keys.authenticate(token)).toEqual(key);
+    await cairn.keys.revoke(key.id);
+    await expect(cairn.keys.authenticate(token)).rejects.toMatchObject({ code: 'unauthorized' });
+    await expect(cairn.keys.revoke(key.id)).rejects.toMatchObject({ code: 'not_found' });
+    expect((await cairn.keys.list())[0]!.revokedAt).not.toBeNull();
   });
 
   it('rejects a key with the right id but a wrong secret', async () => {
     const cairn = await fx.cairn();
-    const { token } = await cairn.createApiKey({ userId: 'u1' });
+    const { token } = await cairn.keys.create({ userId: 'u1' });
     const forged = token.slice(0, -4) + (token.endsWith('AAAA') ? 'BBBB' : 'AAAA');
-    await expect(cairn.authenticate(forged)).rejects.toMatchObject({ code: 'unauthorized' });
+    await expect(cairn.keys.authenticate(forged)).rejects.toMatchObject({ code: 'unauthorized' });
   });
 });
 
@@ -70,7 +70,7 @@ describe('auth.mode: keys', () => {
   it('a revoked key stops working at once', async () => {
     const { call, cairn, alice, aliceKey } = await keysSetup();
     expect((await call('/v1/memories', { headers: alice })).status).toBe(200);
-    await cairn.revokeApiKey(aliceKey.id);
+    await cairn.keys.revoke(aliceKey.id);
     expect((await call('/v1/memories', { headers: alice })).status).toBe(401);
   });
 
@@ -161,7 +161,7 @@ describe('auth.mode: local', () => {
     expect((await rowsOf(cairn, 'default', 'default')).memories).toEqual(['default scope']);
     expect((await rowsOf(cairn, 'carol', 'default')).memories).toEqual(['carol scope']);
     expect((await app.request('/v1/memories', { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
-    const { token } = await cairn.createApiKey({ userId: 'dave' });
+    const { token } = await cairn.keys.create({ userId: 'dave' });
     const res = await app.request('/v1/memories', { headers: { authorization: `Bearer ${token}`, 'x-cairn-user-id': 'carol' } });
     expect(res.status).toBe(403);
   });

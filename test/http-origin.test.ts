@@ -59,7 +59,7 @@ describe('local mode', () => {
 describe('keys mode', () => {
   async function keysSetup(config: Omit<CairnConfigInput, 'data_dir'> = {}) {
     const s = await setup({ ...config, auth: { mode: 'keys' } });
-    const { token } = await s.cairn.createApiKey({ userId: 'alice', agentId: 'agent' });
+    const { token } = await s.cairn.keys.create({ userId: 'alice', agentId: 'agent' });
     return { ...s, auth: { authorization: `Bearer ${token}` } };
   }
 

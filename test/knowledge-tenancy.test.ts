@@ -23,7 +23,7 @@ async function keysServer(config: Omit<CairnConfigInput, 'data_dir'> = {}): Prom
   const cairn = await harness.cairn({ ...config, auth: { mode: 'keys' } });
   const app = createApp(cairn, { log: () => {} });
   const tenant = async (user: string): Promise<Tenant> => {
-    const { token } = await cairn.createApiKey({ userId: user, agentId: 'agent' });
+    const { token } = await cairn.keys.create({ userId: user, agentId: 'agent' });
     return {
       token,
       request: async (method, path, body) => {
@@ -159,7 +159,7 @@ describe('knowledge.roots per tenant (keys mode)', () => {
       expect(res.body.error.message).not.toContain('alice');
     }
     // Another agent of the same user is another tenant too.
-    const aliceOther = await cairn.createApiKey({ userId: 'alice', agentId: 'other' });
+    const aliceOther = await cairn.keys.create({ userId: 'alice', agentId: 'other' });
     const other = await createApp(cairn, { log: () => {} }).request('/v1/knowledge', json('POST', { type: 'wiki', path: wiki }, { authorization: `Bearer ${aliceOther.token}` }));
     expect(other.status).toBe(403);
     // Nothing was registered for bob, so nothing of alice's folder reaches him.

@@ -291,7 +291,7 @@ describe('every route answers what the document says', () => {
     expect((await check({ method: 'GET', path: '/v1/memories', headers: { host: 'evil.example' } })).status).toBe(403);
     expect((await check({ method: 'GET', path: '/v1/memories', headers: { authorization: 'Basic abc' } })).status).toBe(401);
     expect((await check({ method: 'GET', path: '/v1/memories' }, keysApp)).status).toBe(401);
-    const { token } = await cairn.createApiKey({ userId: 'alice' });
+    const { token } = await cairn.keys.create({ userId: 'alice' });
     const bearer = { authorization: `Bearer ${token}` };
     expect((await check({ method: 'GET', path: '/v1/memories', headers: bearer }, keysApp)).status).toBe(422);
     expect((await check({ method: 'GET', path: '/v1/memories', headers: { ...bearer, 'x-cairn-user-id': 'bob', 'x-cairn-agent-id': 'a' } }, keysApp)).status).toBe(403);

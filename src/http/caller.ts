@@ -27,7 +27,7 @@ export async function authenticate(cairn: Cairn, mode: AuthMode, authorization: 
   }
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
   if (!match) throw new CairnError('unauthorized', 'malformed Authorization header: expected Bearer <key>');
-  return cairn.authenticate(match[1]!);
+  return cairn.keys.authenticate(match[1]!);
 }
 
 /**

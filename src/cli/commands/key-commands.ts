@@ -4,7 +4,7 @@ import { print, withCairn } from '../context.js';
 /** `cairn keys create --user U`: prints the key once. */
 export async function createKeyCommand(opts: { user: string; agent?: string; label?: string }, cmd: Command): Promise<void> {
   await withCairn(cmd, async (cairn) => {
-    const { key, token } = await cairn.createApiKey({ userId: opts.user, agentId: opts.agent, label: opts.label });
+    const { key, token } = await cairn.keys.create({ userId: opts.user, agentId: opts.agent, label: opts.label });
     print(token);
     cairn.log.info(`created key ${key.id} for user ${key.userId}${key.agentId ? `, agent ${key.agentId}` : ''}; it is not shown again`);
   });
@@ -15,7 +15,7 @@ export async function listKeysCommand(opts: { json?: boolean }, cmd: Command): P
   await withCairn(
     cmd,
     async (cairn) => {
-      const list = await cairn.listApiKeys();
+      const list = await cairn.keys.list();
       if (opts.json) return print(JSON.stringify(list, null, 2));
       if (list.length === 0) return print('No API keys.');
       for (const k of list) {
@@ -30,7 +30,7 @@ export async function listKeysCommand(opts: { json?: boolean }, cmd: Command): P
 /** `cairn keys revoke ID`. */
 export async function revokeKeyCommand(id: string, _opts: unknown, cmd: Command): Promise<void> {
   await withCairn(cmd, async (cairn) => {
-    await cairn.revokeApiKey(id);
+    await cairn.keys.revoke(id);
     print(`revoked ${id}`);
   });
 }
