@@ -174,7 +174,7 @@ export async function loadCorpus(dir, count, log) {
  * indexed, and a whole vector snapshot present (or, for the first search without one, absent).
  */
 async function precondition(cairn, dir, count, vectors, snapshot = vectors) {
-  const status = await cairn.embeddingStatus();
+  const status = await cairn.health.embeddingStatus();
   const db = new Database(join(dir, 'cairn.db'), { readonly: true });
   let check;
   try {

@@ -289,7 +289,7 @@ async function hybridLatency(work, staticDir, size, log) {
     const cairn = await createCairn(config, { backgroundEmbedding: false, readWorkers: config.server.read_workers, warn: () => {} });
     try {
       await cairn.prepareEmbedder();
-      const status = await cairn.embeddingStatus();
+      const status = await cairn.health.embeddingStatus();
       if (provider === 'local' && status.pending !== 0) throw new Error(`local-models bench: precondition failed: ${status.pending} rows without a vector`);
       const passes = [];
       const strategies = {};

@@ -258,14 +258,14 @@ async function realisticRows(backend, corpus, questions, log) {
  * backend that cannot count its queue fails at once instead of at the timeout.
  */
 async function drain(cairn, what, timeoutMs, start) {
-  await cairn.embeddingStatus();
+  await cairn.health.embeddingStatus();
   if (!(await cairn.drainEmbeddings(timeoutMs))) {
     // The row says how far embedding got and at what rate, so a reader can tell how long the whole would take.
-    const { pending } = await cairn.embeddingStatus();
+    const { pending } = await cairn.health.embeddingStatus();
     const seconds = (performance.now() - start) / 1000;
     throw new Error(`postgres bench: ${what}: embedding did not finish within ${Math.round(timeoutMs / 1000)} s: ${pending} rows still pending after ${Math.round(seconds)} s`);
   }
-  const status = await cairn.embeddingStatus();
+  const status = await cairn.health.embeddingStatus();
   if (status.pending !== 0 || status.embedderId !== `hash:fnv1a:${DIMENSIONS}`) throw new Error(`postgres bench: ${what}: embedder ${status.embedderId}, ${status.pending} pending`);
   return status;
 }

@@ -82,7 +82,7 @@ async function load(dataDir, count, cacheDir, log) {
     const embedStart = performance.now();
     if (!(await cairn.drainEmbeddings(15 * 60_000))) throw new Error('rest bench: embedding the corpus did not finish');
     embedSeconds = (performance.now() - embedStart) / 1000;
-    embedderId = (await cairn.embeddingStatus()).embedderId;
+    embedderId = (await cairn.health.embeddingStatus()).embedderId;
   } finally {
     await cairn.close();
   }

@@ -1,15 +1,15 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ApiKeys } from './auth/api-keys.js';
-import { loadConfig, parseConfig, sqliteFile, type CairnConfig, type CairnConfigInput } from './config.js';
+import { Health } from './health.js';
+import { CAIRN_VERSION } from './version.js';
+import { loadConfig, parseConfig, type CairnConfig, type CairnConfigInput } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
 import { EmbedQueue } from './embed/embed-queue.js';
 import { referenceVectors, vectorFusionWeight, type Embedder } from './embed/embedder.js';
 import { FloorSamples } from './search/vector-floor.js';
-import { embeddingCacheDir, wordVectorAvailability, type WordVectorAvailability } from './embed/word-vectors/word-vector-embedder.js';
 import { ToolHub } from './catalog/tool-hub.js';
 import type { ToolCallRecorder } from './catalog/recorder.js';
-import { CairnError, describeError, isCairnError } from './errors.js';
+import { CairnError, describeError } from './errors.js';
 import { parseInput } from './parse-input.js';
 import { History } from './history/history.js';
 import { createLogger, type Logger } from './logger.js';
@@ -31,7 +31,6 @@ import { ExtractionScheduler, type PipelineSessionStatus } from './memory/schedu
 import type { MemoryAuditEntry } from './store/store.js';
 import type { NewProxyTurn, ProxyTurn } from './store/proxy-turns.js';
 import { messageIdOf, type ProxyMessage } from './proxy/conversation.js';
-import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
 import { openStore } from './store/open-store.js';
 import type { AddMessagesResult, DataSnapshot, DumpRecord, ScopeCounts, SessionSummary, Store } from './store/store.js';
 import { explainSearch, type ExplainedSearch } from './search/explain.js';
@@ -64,65 +63,10 @@ export type CairnOptions = {
   readOnly?: boolean;
 };
 
-/** Embedding provider state, as `/health` and `cairn doctor` report it. */
-export type EmbeddingStatus = {
-  provider: string;
-  embedderId: string | null;
-  vectorSearch: boolean;
-  /** False while the embedder prepares (a word-vector cache being built); searches answer without vectors meanwhile. */
-  ready: boolean;
-  pending: number;
-  lastError: string | null;
-  /** One line on the provider's state, e.g. whether word vectors are installed and their cache built. */
-  detail: string;
-};
-
 export type { ExplainedSearch, PathRank } from './search/explain.js';
 
-/** What `cairn doctor` reports. */
-export type Diagnosis = {
-  version: string;
-  store: Store['capabilities'] & { schemaVersion: number };
-  embedding: EmbeddingStatus;
-  wordVectors: WordVectorAvailability;
-};
-
-/** What `cairn doctor` can still report when the store cannot be opened: every check that needs no store. */
-export type UnopenedDiagnosis = {
-  version: string;
-  store: { backend: 'sqlite' | 'postgres'; ok: false; reason: string };
-  embedding: { provider: string };
-  wordVectors: WordVectorAvailability;
-};
-
-/** The checks of `cairn doctor` that need no store, for a store that failed to open with `reason`. */
-export function diagnoseUnopened(config: CairnConfig, reason: string): UnopenedDiagnosis {
-  return {
-    version: CAIRN_VERSION,
-    store: { backend: sqliteFile(config) === null ? 'postgres' : 'sqlite', ok: false, reason },
-    embedding: { provider: config.embedding.provider },
-    wordVectors: wordVectorAvailability(embeddingCacheDir(config.data_dir, config.embedding.cache_dir)),
-  };
-}
-
-/** What `/ready` reports: ready when every check is ok. */
-export type Readiness = {
-  ready: boolean;
-  checks: {
-    /** `reason`: why the store cannot be used now (unreachable, file gone), when it cannot. */
-    store: { ok: boolean; backend: string; schema_version: number; reason?: string };
-    embedder: { ok: boolean; provider: string; detail: string };
-  };
-};
-
-/** How long `/ready` waits for the store to answer before it reports it unavailable, in ms. */
-const READY_PING_TIMEOUT_MS = 2_000;
-
-/** The database schema version this build writes (an export from a newer one is refused). */
-export const STORE_SCHEMA_VERSION = SCHEMA_VERSION;
-
-/** This build's version, from package.json (reported by `/health`, MCP and the CLI). */
-export const CAIRN_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export { CAIRN_VERSION, STORE_SCHEMA_VERSION } from './version.js';
+export { diagnoseUnopened, type Diagnosis, type EmbeddingStatus, type Readiness, type UnopenedDiagnosis } from './health.js';
 
 /** Where a memory came from: its source messages (as they are now), the extractor, and its audit trail. */
 export type MemorySources = {
@@ -190,6 +134,8 @@ export class Cairn {
   readonly knowledge: KnowledgeRegistry;
   /** API keys: create, list, revoke, and authenticate a bearer token. */
   readonly keys: ApiKeys;
+  /** Embedding, store and readiness state (`/health`, `/ready`, `cairn doctor`). */
+  readonly health: Health;
   private readonly budget: TurnBudget;
   private readonly extractor: Extractor;
   private readonly scheduler: ExtractionScheduler;
@@ -267,6 +213,7 @@ export class Cairn {
     });
     this.tools.addProvider(this.knowledge);
     this.keys = new ApiKeys(store);
+    this.health = new Health({ config, store, embedder: this.embedder, queue: this.queue, describeEmbedding: embedding.describe });
     this.budget = new TurnBudget(store, {
       callsPerTurn: config.budget.calls_per_turn,
       maxTurns: config.budget.max_turns,
@@ -567,50 +514,6 @@ export class Cairn {
 
   // ---- embeddings and lifecycle ------------------------------------------------------------
 
-  async embeddingStatus(): Promise<EmbeddingStatus> {
-    return {
-      provider: this.config.embedding.provider,
-      embedderId: this.embedder?.id ?? null,
-      vectorSearch: this.queue !== null,
-      ready: this.embedder?.ready !== false,
-      pending: this.queue ? await this.queue.depth() : 0,
-      lastError: this.queue?.lastError ?? null,
-      detail: this.describeEmbedding(),
-    };
-  }
-
-  /**
-   * Whether this instance can serve fully (`/ready`): the store is open with every migration applied (the
-   * constructor cannot run otherwise) and answers now (within 2 s), and the embedder, if any, has finished
-   * preparing. A store that answers again makes it ready again, without a restart.
-   */
-  async readiness(): Promise<Readiness> {
-    const embedderReady = this.embeddingReady;
-    const reason = await this.storeProblem();
-    return {
-      ready: embedderReady && reason === null,
-      checks: {
-        store: { ok: reason === null, backend: this.store.capabilities.backend, schema_version: SCHEMA_VERSION, ...(reason === null ? {} : { reason }) },
-        embedder: { ok: embedderReady, provider: this.config.embedding.provider, detail: this.describeEmbedding() },
-      },
-    };
-  }
-
-  /** Why the store cannot be used now, or null when it answered a ping in time. */
-  private async storeProblem(): Promise<string | null> {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<string>((resolve) => {
-      timer = setTimeout(() => resolve(`the store did not answer within ${READY_PING_TIMEOUT_MS} ms`), READY_PING_TIMEOUT_MS);
-    });
-    try {
-      return await Promise.race([this.store.ping().then(() => null), late]);
-    } catch (err) {
-      return isCairnError(err) ? err.message : describeError(err);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
   /** True when preparing the embedder only loads files on disk (see `Embedder.preparesFromDisk`). */
   get embedderPreparesFromDisk(): boolean {
     return this.embedder?.preparesFromDisk === true;
@@ -627,16 +530,6 @@ export class Cairn {
    */
   async prepareEmbedder(): Promise<void> {
     await this.embedder?.prepare?.();
-  }
-
-  /** Store, schema, embedding provider and word-vector state, for `cairn doctor`. */
-  async diagnose(): Promise<Diagnosis> {
-    return {
-      version: CAIRN_VERSION,
-      store: { ...this.store.capabilities, schemaVersion: SCHEMA_VERSION },
-      embedding: await this.embeddingStatus(),
-      wordVectors: wordVectorAvailability(embeddingCacheDir(this.config.data_dir, this.config.embedding.cache_dir)),
-    };
   }
 
   /** Waits until every row has a vector from the current embedder (or the timeout passes). */

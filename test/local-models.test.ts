@@ -149,7 +149,7 @@ describe('switching on a local model', () => {
     const messages = progress.filter((p) => p.task.startsWith('embedding message rows (local:static@'));
     expect(messages.length).toBeGreaterThan(1);
     expect(messages.at(-1)).toMatchObject({ done: 301, total: 301 });
-    expect((await after.embeddingStatus()).pending).toBe(0);
+    expect((await after.health.embeddingStatus()).pending).toBe(0);
     expect((await after.searchConversations(scope, { query: 'what do I eat' })).results[0]?.id).toBe('veg');
   });
 
@@ -161,14 +161,14 @@ describe('switching on a local model', () => {
     const fresh = await createCairn(testConfig({ data_dir: dataDir, embedding: { provider: 'auto', hub_url: hub.hubUrl } }), { warn: () => {} });
     open.push(fresh);
     await fresh.recordMessages([say('veg', 'I am vegetarian and I love Thai food')]);
-    expect(await fresh.embeddingStatus()).toMatchObject({ provider: 'auto', embedderId: null, vectorSearch: false });
+    expect(await fresh.health.embeddingStatus()).toMatchObject({ provider: 'auto', embedderId: null, vectorSearch: false });
     expect((await fresh.searchConversations(scope, { query: 'what do I eat' })).text).toBe('No matching conversation messages found.');
     await fresh.close();
     expect(hub.requests).toEqual([]);
     await pullModel('test-org/meaning', join(dataDir, 'models', 'test-org', 'meaning'), { hubUrl: hub.hubUrl });
     const pulled = await createCairn(testConfig({ data_dir: dataDir, embedding: { provider: 'auto' } }), { warn: () => {} });
     open.push(pulled);
-    expect((await pulled.embeddingStatus()).embedderId).toMatch(/^local:test-org\/meaning@[0-9a-f]{12}:256$/);
+    expect((await pulled.health.embeddingStatus()).embedderId).toMatch(/^local:test-org\/meaning@[0-9a-f]{12}:256$/);
     expect(await pulled.drainEmbeddings(30_000)).toBe(true);
     expect((await pulled.searchConversations(scope, { query: 'what do I eat' })).results.map((r) => r.id)).toEqual(['veg']);
   });

@@ -257,7 +257,7 @@ describe('strategy selection', () => {
     await first.recordMessages([say('m1', 'green tea ceremony'), say('m2', 'espresso machine repair')]);
     await first.remember(scope, { content: 'likes green tea', type: 'persona' });
     await first.drainEmbeddings();
-    expect((await first.embeddingStatus()).pending).toBe(0);
+    expect((await first.health.embeddingStatus()).pending).toBe(0);
     await first.close();
 
     const before = server.requests.length;
@@ -270,7 +270,7 @@ describe('strategy selection', () => {
       .flatMap((r) => r.input)
       .filter((text) => !reference.has(text));
     expect(embeddedTexts.sort()).toEqual(['espresso machine repair', 'green tea ceremony', 'likes green tea']);
-    const status = await second.embeddingStatus();
+    const status = await second.health.embeddingStatus();
     expect(status).toMatchObject({ embedderId: 'openai_compatible:fake-b:256', pending: 0 });
     const result = await second.searchConversations(scope, { query: 'is espresso' });
     expect(result.strategy).toBe('hybrid');

@@ -122,7 +122,7 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
   app.use('*', (c, next) => (isProxyPath(c.req.path) ? proxyLimit(c, next) : apiLimit(c, next)));
 
   app.get('/health', describe({ operationId: 'getHealth', summary: 'Server, store and embedding status', open: true, responses: { 200: healthWire } }), async (c) => {
-    const embedding = await cairn.embeddingStatus();
+    const embedding = await cairn.health.embeddingStatus();
     const store = cairn.storeInfo;
     return c.json({
       // `warming`: the embedder is still preparing; searches answer with keywords until it is ready.
@@ -149,7 +149,7 @@ export function createApp(cairn: Cairn, options: AppOptions = {}): Hono<AppEnv> 
       responses: { 200: readyWire, 503: readyWire },
     }),
     async (c) => {
-      const ready = await cairn.readiness();
+      const ready = await cairn.health.readiness();
       return c.json({ status: ready.ready ? 'ready' : 'not_ready', version: CAIRN_VERSION, checks: ready.checks } satisfies z.infer<typeof readyWire>, ready.ready ? 200 : 503);
     },
   );

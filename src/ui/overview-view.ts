@@ -8,7 +8,7 @@ export function addOverviewView(add: AddView): void {
   add('/', async ({ cairn, scope, mode }) => {
     const [counts, embedding, pipeline, knowledge, size] = await Promise.all([
       cairn.scopeCounts(scope),
-      cairn.embeddingStatus(),
+      cairn.health.embeddingStatus(),
       cairn.pipelineStatus(),
       cairn.knowledge.list(scope),
       cairn.storeBytes(),

@@ -31,7 +31,7 @@ export async function doctorCommand(opts: { json?: boolean; prepare?: boolean },
   }
   try {
     if (opts.prepare) await cairn.prepareEmbedder();
-    const d = await cairn.diagnose();
+    const d = await cairn.health.diagnose();
     if (opts.json) return print(JSON.stringify(d, null, 2));
     const yes = (b: boolean) => (b ? 'yes' : 'no');
     print(`cairn ${d.version}`);

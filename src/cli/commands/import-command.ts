@@ -59,15 +59,15 @@ function derivedId(v: z.infer<typeof importLine>, occurrences: Map<string, numbe
 }
 
 async function waitForEmbeddings(cairn: Cairn): Promise<void> {
-  const status = await cairn.embeddingStatus();
+  const status = await cairn.health.embeddingStatus();
   if (!status.vectorSearch || status.pending === 0) return;
   const bar = new ProgressBar('embedding', status.pending);
   const timer = setInterval(() => {
-    void cairn.embeddingStatus().then((s) => bar.update(status.pending - s.pending));
+    void cairn.health.embeddingStatus().then((s) => bar.update(status.pending - s.pending));
   }, 250);
   const done = await cairn.drainEmbeddings(10 * 60_000);
   clearInterval(timer);
-  const after = await cairn.embeddingStatus();
+  const after = await cairn.health.embeddingStatus();
   bar.update(status.pending - after.pending);
   if (!done || after.pending > 0) {
     cairn.log.warn(`${after.pending} message(s) still without vectors (${after.lastError ?? 'timed out'}); they are embedded the next time Cairn runs`);
