@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ApiKeys } from './auth/api-keys.js';
 import { Health } from './health.js';
+import { ProxyTurns } from './proxy/proxy-capture.js';
 import { CAIRN_VERSION } from './version.js';
 import { loadConfig, parseConfig, type CairnConfig, type CairnConfigInput } from './config.js';
 import { openEmbedder } from './embed/create-embedder.js';
@@ -19,7 +20,7 @@ import { KnowledgeRegistry } from './knowledge/registry.js';
 import { budgetSpentText, TurnBudget, type BudgetCharge, type TurnRef } from './memory/budget.js';
 import { conversationSearch, type ConversationSearchResult } from './memory/conversation-search.js';
 import { memorySearch, type MemorySearchResult } from './memory/memory-search.js';
-import { LIMITS, listMemoriesSchema, listMessagesSchema, memoryPatchSchema, newMemorySchema, newMessageSchema, scopeSchema } from './memory/schemas.js';
+import { listMemoriesSchema, listMessagesSchema, memoryPatchSchema, newMemorySchema, newMessageSchema, scopeSchema } from './memory/schemas.js';
 import { pathsAvailable, type SearchContext } from './memory/search-context.js';
 import { conversationSearchParams, memorySearchParams, type ConversationSearchInput, type MemorySearchInput } from './memory/search-params.js';
 import { createChatModel } from './llm/chat-client.js';
@@ -29,8 +30,6 @@ import { recallContext, recallParams, type RecallInput, type RecallResult } from
 import { RuleExtractor } from './memory/rules.js';
 import { ExtractionScheduler, type PipelineSessionStatus } from './memory/scheduler.js';
 import type { MemoryAuditEntry } from './store/store.js';
-import type { NewProxyTurn, ProxyTurn } from './store/proxy-turns.js';
-import { messageIdOf, type ProxyMessage } from './proxy/conversation.js';
 import { openStore } from './store/open-store.js';
 import type { AddMessagesResult, DataSnapshot, DumpRecord, ScopeCounts, SessionSummary, Store } from './store/store.js';
 import { explainSearch, type ExplainedSearch } from './search/explain.js';
@@ -95,8 +94,7 @@ export { migrateToPostgres, type MigrationReport } from './store/store-migration
 export type { PipelineSessionStatus } from './memory/scheduler.js';
 export type { RecallResult } from './memory/recall.js';
 
-/** One exchange the memory proxy forwarded, to record: the request's conversation (without injected text) and the answer. */
-export type ProxyCapture = Omit<NewProxyTurn, 'recorded'> & { messages: readonly ProxyMessage[]; answer: ProxyMessage | null };
+export type { ProxyCapture } from './proxy/proxy-capture.js';
 export type { ProxyTurn } from './store/proxy-turns.js';
 
 /** A search made as an agent's tool call: the result plus where the turn's call budget stands. */
@@ -136,6 +134,8 @@ export class Cairn {
   readonly keys: ApiKeys;
   /** Embedding, store and readiness state (`/health`, `/ready`, `cairn doctor`). */
   readonly health: Health;
+  /** The memory proxy's captured exchanges: records them into L0 and lists its turns. */
+  readonly proxy: ProxyTurns;
   private readonly budget: TurnBudget;
   private readonly extractor: Extractor;
   private readonly scheduler: ExtractionScheduler;
@@ -213,6 +213,7 @@ export class Cairn {
     });
     this.tools.addProvider(this.knowledge);
     this.keys = new ApiKeys(store);
+    this.proxy = new ProxyTurns(store.proxyTurns, (messages, options) => this.recordMessages(messages, options));
     this.health = new Health({ config, store, embedder: this.embedder, queue: this.queue, describeEmbedding: embedding.describe });
     this.budget = new TurnBudget(store, {
       callsPerTurn: config.budget.calls_per_turn,
@@ -435,44 +436,6 @@ export class Cairn {
     });
   }
 
-  // ---- memory proxy (DESIGN.md, "Memory proxy") ----------------------------------------------
-
-  /**
-   * Records one exchange the memory proxy forwarded, through {@link recordMessages} (so extraction runs as
-   * for any capture): the request's messages and, for a complete answer, the answer, each under the id of
-   * its place in the session, so only what L0 does not hold yet is written. An aborted answer records the
-   * request's messages only, a failed request nothing; each is kept as a turn of the session. A retry of a
-   * request whose exchange was recorded records nothing (`retry: true`).
-   */
-  async captureProxyTurn(scope: Scope, capture: ProxyCapture, options: { connection?: string } = {}): Promise<{ recorded: number; retry: boolean }> {
-    const valid = checkScope(scope);
-    const turns = this.store.proxyTurns;
-    if ((await turns.find(valid, capture.fingerprint))?.status === 'complete') return { recorded: 0, retry: true };
-    const said = capture.status === 'failed' ? [] : capture.status === 'complete' && capture.answer ? [...capture.messages, capture.answer] : capture.messages;
-    const messages: NewMessage[] = said.map((m, position) => ({
-      id: messageIdOf(capture.sessionKey, position, m),
-      scope: valid,
-      sessionKey: capture.sessionKey,
-      role: m.role,
-      content: clipForL0(m.content),
-      name: m.name ?? null,
-    }));
-    const recorded = messages.length > 0 ? (await this.recordMessages(messages, { connection: options.connection })).inserted : 0;
-    const { messages: _messages, answer: _answer, ...turn } = capture;
-    await turns.save(valid, { ...turn, recorded });
-    return { recorded, retry: false };
-  }
-
-  /** The memory proxy's turns of a session, oldest first (the dashboard's "what the model was given"). */
-  async proxyTurns(scope: Scope, sessionKey: string, limit = 200): Promise<ProxyTurn[]> {
-    return this.store.proxyTurns.listBySession(checkScope(scope), sessionKey, limit);
-  }
-
-  /** Which of `sessionKeys` the memory proxy captured. */
-  async proxiedSessions(scope: Scope, sessionKeys: readonly string[]): Promise<Set<string>> {
-    return this.store.proxyTurns.proxiedSessions(checkScope(scope), sessionKeys);
-  }
-
   /** Extracts memories from a session's pending messages now (after any run already queued for it). */
   async flush(scope: Scope, sessionKey: string): Promise<ExtractionRun> {
     const valid = checkScope(scope);
@@ -585,20 +548,6 @@ export async function createCairn(config: CairnConfigInput = loadConfig(), optio
     await store.close();
     throw err;
   }
-}
-
-/**
- * A proxied message as L0 can hold it: a client's request is not refused for one long tool result, so what
- * exceeds the message limit is cut, with a note (the id still hashes the whole text).
- */
-function clipForL0(content: string): string {
-  const max = LIMITS.messageLength;
-  if (content.length <= max) return content;
-  const note = ' … [cut by the memory proxy]';
-  let end = max - note.length;
-  // Never half of a surrogate pair.
-  if (/[\uD800-\uDBFF]/.test(content[end - 1]!)) end--;
-  return content.slice(0, end) + note;
 }
 
 /** The scope for a caller that gave none. */

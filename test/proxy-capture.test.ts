@@ -43,7 +43,7 @@ describe('memory proxy capture', () => {
     const tool = recorded[2]!;
     expect(tool.content.length).toBe(LIMITS.messageLength);
     expect(tool.content.endsWith('[cut by the memory proxy]')).toBe(true);
-    expect((await cairn.proxyTurns(scope, 'build')).map((t) => [t.status, t.recorded])).toEqual([['complete', 4]]);
+    expect((await cairn.proxy.list(scope, 'build')).map((t) => [t.status, t.recorded])).toEqual([['complete', 4]]);
   });
 
   it('refuses a session key longer than the limit: nothing recorded, nothing sent upstream', async () => {

@@ -80,7 +80,7 @@ async function proxyChat(c: Context<AppEnv>, cairn: Cairn, mode: AuthMode, provi
   const turn = { provider, sessionKey, fingerprint: fingerprintOf(provider, conversation), model: conversation.model, injected, messages: conversation.messages };
   const capture = async (status: ProxyTurnStatus, answer: ProxyMessage | null) => {
     try {
-      await cairn.captureProxyTurn(scope, { ...turn, status, answer }, { connection: restConnection(c.get('key')) });
+      await cairn.proxy.capture(scope, { ...turn, status, answer }, { connection: restConnection(c.get('key')) });
     } catch (err) {
       // The client has its answer either way; a turn that could not be recorded is reported, not the answer failed.
       cairn.log.warn(`memory proxy: cannot record a turn of session ${sessionKey}: ${describeError(err)}`);

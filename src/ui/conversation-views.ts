@@ -11,7 +11,7 @@ export function addConversationViews(add: AddView): void {
     // One row more than shown tells whether a next page exists.
     const sessions = await cairn.listSessions(scope, { limit: limit + 1, offset });
     const shown = sessions.slice(0, limit);
-    const proxied = await cairn.proxiedSessions(scope, shown.map((s) => s.sessionKey));
+    const proxied = await cairn.proxy.proxiedSessions(scope, shown.map((s) => s.sessionKey));
     const body = html`<h1>Conversations</h1>
 ${table(
   'Sessions, most recently written first',
@@ -38,7 +38,7 @@ ${captureForm(null)}`;
     const pipeline = (await cairn.pipelineStatus()).sessions.find(
       (s) => s.sessionKey === sessionKey && s.scope.userId === scope.userId && s.scope.agentId === scope.agentId,
     );
-    const turns = await cairn.proxyTurns(scope, sessionKey);
+    const turns = await cairn.proxy.list(scope, sessionKey);
     const encoded = encodeURIComponent(sessionKey);
     const body = html`<h1>Session <code>${sessionKey}</code>${turns.length > 0 ? html` ${badge('memory proxy', 'ok')}` : ''}</h1>
 <p><a href="/ui/conversations">← All sessions</a> · <a href="/ui/runs?session_key=${encoded}">Runs of this session</a> · <a href="/ui/recall?session_key=${encoded}">Recall preview</a></p>
