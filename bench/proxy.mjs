@@ -95,7 +95,7 @@ async function load(dataDir, count, log) {
     }
     // The rules extract the corpus's memories now, so the server starts with no extraction backlog: the
     // bench measures a request, not the pipeline catching up with 100k messages loaded at once.
-    const extracted = await cairn.flushAll();
+    const extracted = await cairn.pipeline.flushAll();
     const counts = await cairn.scopeCounts(SCOPE);
     const memories = counts.memories.persona + counts.memories.episodic + counts.memories.instruction;
     const seconds = (performance.now() - started) / 1000;

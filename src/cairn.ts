@@ -24,16 +24,12 @@ import { listMemoriesSchema, listMessagesSchema, memoryPatchSchema, newMemorySch
 import { pathsAvailable, type SearchContext } from './memory/search-context.js';
 import { conversationSearchParams, memorySearchParams, type ConversationSearchInput, type MemorySearchInput } from './memory/search-params.js';
 import { createChatModel } from './llm/chat-client.js';
-import { LlmExtractor, type Extractor } from './memory/extract.js';
-import { extractSession, type ExtractionRun } from './memory/extract-session.js';
+import { Pipeline } from './memory/pipeline.js';
 import { recallContext, recallParams, type RecallInput, type RecallResult } from './memory/recall.js';
-import { RuleExtractor } from './memory/rules.js';
-import { ExtractionScheduler, type PipelineSessionStatus } from './memory/scheduler.js';
-import type { MemoryAuditEntry } from './store/store.js';
 import { openStore } from './store/open-store.js';
 import type { AddMessagesResult, DataSnapshot, DumpRecord, ScopeCounts, SessionSummary, Store } from './store/store.js';
 import { explainSearch, type ExplainedSearch } from './search/explain.js';
-import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMemory, type NewMessage, type Scope } from './types.js';
+import { DEFAULT_SCOPE, type Memory, type MemoryPatch, type Message, type NewMemory, type NewMessage, type Scope, type SearchStrategy } from './types.js';
 
 /** Options for {@link createCairn} beyond the config file. */
 export type CairnOptions = {
@@ -67,26 +63,7 @@ export type { ExplainedSearch, PathRank } from './search/explain.js';
 export { CAIRN_VERSION, STORE_SCHEMA_VERSION } from './version.js';
 export { diagnoseUnopened, type Diagnosis, type EmbeddingStatus, type Readiness, type UnopenedDiagnosis } from './health.js';
 
-/** Where a memory came from: its source messages (as they are now), the extractor, and its audit trail. */
-export type MemorySources = {
-  memory: Memory;
-  /** `manual`, `rules` or `llm:<model>`. */
-  extractor: string;
-  messages: Message[];
-  /** Source ids whose messages were deleted since. */
-  missingMessageIds: string[];
-  history: MemoryAuditEntry[];
-};
-
-/** The extraction pipeline's state, as `GET /v1/pipeline` shows it. */
-export type PipelineStatus = {
-  /** `rules` or `llm:<model>`. */
-  extractor: string;
-  /** Whether extraction runs on its own (after N turns or when idle) in this process. */
-  background: boolean;
-  sessions: PipelineSessionStatus[];
-};
-
+export type { MemorySources, PipelineStatus } from './memory/pipeline.js';
 export type { ExtractionRun } from './memory/extract-session.js';
 export type { DataSnapshot, DumpRecord, MemoryAuditEntry } from './store/store.js';
 /** `cairn migrate`: a store-to-store copy below the façade (src/store/store-migration.ts). */
@@ -96,6 +73,9 @@ export type { RecallResult } from './memory/recall.js';
 
 export type { ProxyCapture } from './proxy/proxy-capture.js';
 export type { ProxyTurn } from './store/proxy-turns.js';
+
+/** What memory_search and conversation_search answer, over their own hits. */
+type SearchAnswer<Hit> = { results: Hit[]; strategy: SearchStrategy; embedder: string | null; text: string };
 
 /** A search made as an agent's tool call: the result plus where the turn's call budget stands. */
 export type TurnSearchResult<R> = R & { budget: BudgetCharge };
@@ -137,10 +117,9 @@ export class Cairn {
   /** The memory proxy's captured exchanges: records them into L0 and lists its turns. */
   readonly proxy: ProxyTurns;
   private readonly budget: TurnBudget;
-  private readonly extractor: Extractor;
-  private readonly scheduler: ExtractionScheduler;
-  private readonly backgroundPipeline: boolean;
-  /** What {@link start} starts besides the scheduler. */
+  /** Memory extraction (in the background or on demand) and where each memory came from. */
+  readonly pipeline: Pipeline;
+  /** What {@link start} starts besides the pipeline. */
   private readonly background: { embedding: boolean; watchKnowledge: boolean };
   /** Operational log lines (stderr), in the configured format and level. */
   readonly log: Logger;
@@ -220,27 +199,15 @@ export class Cairn {
       maxTurns: config.budget.max_turns,
       idleTurnMs: config.budget.idle_turn_seconds * 1000,
     });
-    this.extractor =
-      model && config.pipeline.extractor !== 'rules' ? new LlmExtractor(model, { minPriority: config.pipeline.min_priority }) : new RuleExtractor();
-    const pipeline = {
+    this.pipeline = new Pipeline({
       store,
-      dedup: { search: this.searchContext, model },
-      extractor: this.extractor,
-      batchSize: config.pipeline.batch_size,
-      contextSize: config.pipeline.context_size,
+      config,
+      search: this.searchContext,
+      model,
+      background: config.pipeline.enabled && options.backgroundPipeline !== false,
       onCommit: () => this.queue?.kick(),
-    };
-    this.scheduler = new ExtractionScheduler({
-      store,
-      run: (scope, sessionKey, signal) => extractSession(pipeline, scope, sessionKey, signal),
-      everyNTurns: config.pipeline.every_n_turns,
-      warmup: config.pipeline.warmup,
-      idleTimeoutMs: config.pipeline.idle_timeout_seconds * 1000,
-      retryBaseMs: config.pipeline.retry_base_seconds * 1000,
-      retryMaxMs: config.pipeline.retry_max_seconds * 1000,
       warn,
     });
-    this.backgroundPipeline = config.pipeline.enabled && options.backgroundPipeline !== false;
     this.background = { embedding: options.backgroundEmbedding !== false, watchKnowledge: options.watchKnowledge === true };
   }
 
@@ -252,7 +219,7 @@ export class Cairn {
    */
   start(): this {
     if (this.background.embedding) this.queue?.start();
-    if (this.backgroundPipeline) this.scheduler.start();
+    this.pipeline.start();
     if (this.background.watchKnowledge) this.knowledge.watch();
     return this;
   }
@@ -294,7 +261,7 @@ export class Cairn {
     }
     if (result.inserted > 0) {
       const sessions = new Map(valid.map((m) => [JSON.stringify([m.scope.userId, m.scope.agentId, m.sessionKey]), m]));
-      for (const m of sessions.values()) void this.scheduler.notify(m.scope, m.sessionKey);
+      for (const m of sessions.values()) void this.pipeline.notify(m.scope, m.sessionKey);
     }
     return result;
   }
@@ -383,23 +350,23 @@ export class Cairn {
   /** memory_search as a tool call: charged to the turn; past the budget it returns a refusal text instead. */
   async searchMemoriesInTurn(turn: TurnRef, params: MemorySearchInput): Promise<TurnSearchResult<MemorySearchResult>> {
     const valid = parseInput(memorySearchParams, params, 'memory_search');
-    const scope = checkScope(turn.scope);
-    // parseInput trimmed the query and refused an over-long one before the budget is charged: a refused query costs nothing.
-    if (valid.query === '') return { ...(await this.countedMemorySearch(scope, valid)), budget: uncharged(this.budget.limit) };
-    const budget = await this.budget.charge({ ...turn, scope });
-    if (!budget.allowed) return { results: [], strategy: 'none', embedder: null, text: budgetSpentText(budget), budget };
-    return { ...(await this.countedMemorySearch(scope, valid)), budget };
+    return this.searchInTurn(turn, valid.query, (scope) => this.countedMemorySearch(scope, valid));
   }
 
   /** conversation_search as a tool call: charged to the turn; past the budget it returns a refusal text instead. */
   async searchConversationsInTurn(turn: TurnRef, params: ConversationSearchInput): Promise<TurnSearchResult<ConversationSearchResult>> {
     const valid = parseInput(conversationSearchParams, params, 'conversation_search');
+    return this.searchInTurn(turn, valid.query, (scope) => this.countedConversationSearch(scope, valid));
+  }
+
+  /** Runs `search` as a call of `turn`: an empty query is free, others are charged first and refused past the budget. */
+  private async searchInTurn<Hit>(turn: TurnRef, query: string, search: (scope: Scope) => Promise<SearchAnswer<Hit>>): Promise<TurnSearchResult<SearchAnswer<Hit>>> {
     const scope = checkScope(turn.scope);
     // parseInput trimmed the query and refused an over-long one before the budget is charged: a refused query costs nothing.
-    if (valid.query === '') return { ...(await this.countedConversationSearch(scope, valid)), budget: uncharged(this.budget.limit) };
+    if (query === '') return { ...(await search(scope)), budget: uncharged(this.budget.limit) };
     const budget = await this.budget.charge({ ...turn, scope });
     if (!budget.allowed) return { results: [], strategy: 'none', embedder: null, text: budgetSpentText(budget), budget };
-    return { ...(await this.countedConversationSearch(scope, valid)), budget };
+    return { ...(await search(scope)), budget };
   }
 
   private async countedMemorySearch(scope: Scope, params: z.infer<typeof memorySearchParams>): Promise<MemorySearchResult> {
@@ -434,45 +401,6 @@ export class Cairn {
       maxTotalChars: limits.maxTotalChars ?? r.max_total_chars,
       callsPerTurn: this.budget.limit,
     });
-  }
-
-  /** Extracts memories from a session's pending messages now (after any run already queued for it). */
-  async flush(scope: Scope, sessionKey: string): Promise<ExtractionRun> {
-    const valid = checkScope(scope);
-    return this.scheduler.flush(valid, parseInput(newMessageSchema.shape.sessionKey, sessionKey, 'session key'));
-  }
-
-  /** Extracts memories from every session, in every scope, that has pending messages. */
-  async flushAll(): Promise<ExtractionRun> {
-    return this.scheduler.flushAll();
-  }
-
-  /** Queued, running and failed extraction work per session, and sessions with pending messages. */
-  async pipelineStatus(): Promise<PipelineStatus> {
-    return { extractor: this.extractor.name, background: this.backgroundPipeline, sessions: await this.scheduler.status() };
-  }
-
-  /** The messages a memory was made from, which extractor made it, and every change since. */
-  async memorySources(scope: Scope, id: string): Promise<MemorySources> {
-    const valid = checkScope(scope);
-    const memory = await this.getMemory(valid, id);
-    const messages = await this.store.getMessages(valid, memory.sourceMessageIds);
-    const found = new Set(messages.map((m) => m.id));
-    return {
-      memory,
-      extractor: memory.extractor,
-      messages,
-      missingMessageIds: memory.sourceMessageIds.filter((source) => !found.has(source)),
-      history: await this.store.memoryAudit(valid, id),
-    };
-  }
-
-  /**
-   * Reverses the supersession of memory `id`: it (and anything superseded with it) is live again and its
-   * replacement is hidden. Returns the restored memories. `actor` is recorded in the audit trail.
-   */
-  async undoSupersession(scope: Scope, id: string, actor = 'api'): Promise<Memory[]> {
-    return this.store.restoreSuperseded(checkScope(scope), id, actor);
   }
 
   // ---- embeddings and lifecycle ------------------------------------------------------------
@@ -522,7 +450,7 @@ export class Cairn {
   async close(): Promise<void> {
     await this.tools.stop();
     await this.knowledge.close();
-    await this.scheduler.stop();
+    await this.pipeline.stop();
     await this.queue?.stop();
     await this.embedder?.close?.();
     await this.store.close();

@@ -40,9 +40,9 @@ describe('listSessions and scopeCounts', () => {
     await cairn.remember(alice, { content: 'answer in French', type: 'instruction' });
     // The rules extractor supersedes the old employer with the new one.
     await cairn.recordMessages([message('w1', 'work', 'I work at Acme.', '2026-04-01T08:00:00Z')]);
-    await cairn.flush(alice, 'work');
+    await cairn.pipeline.flush(alice, 'work');
     await cairn.recordMessages([message('w2', 'work', 'I work at Globex now.', '2026-04-02T08:00:00Z')]);
-    await cairn.flush(alice, 'work');
+    await cairn.pipeline.flush(alice, 'work');
     const counts = await cairn.scopeCounts(alice);
     expect(counts).toMatchObject({ messages: 6, sessions: 3, supersededMemories: 1 });
     expect(counts.memories.instruction).toBe(1);

@@ -75,7 +75,7 @@ describe('large writes yield to the event loop', () => {
     const records = messages.map((content, i) => ({ id: `big-${i}`, scope, sessionKey: 's1', role: 'user' as const, content }));
     for (const [name, work] of [
       ['recordMessages', () => cairn.recordMessages(records)],
-      ['flush', () => cairn.flush(scope, 's1')],
+      ['flush', () => cairn.pipeline.flush(scope, 's1')],
     ] as const) {
       let finished = false;
       const answered: number[] = [];

@@ -31,7 +31,7 @@ async function say(cairn: Cairn, text: string, memories?: { content: string; typ
     };
   }
   await cairn.recordMessages([{ id, scope, sessionKey: 's1', role: 'user', content: text }]);
-  const run = await cairn.flush(scope, 's1');
+  const run = await cairn.pipeline.flush(scope, 's1');
   return { id, run };
 }
 
@@ -61,7 +61,7 @@ describe('duplicates', () => {
       { id: 'a', scope, sessionKey: 's1', role: 'user', content: 'I love jazz.' },
       { id: 'b', scope, sessionKey: 's1', role: 'user', content: 'Did I mention? I love jazz!' },
     ]);
-    expect(await cairn.flush(scope, 's1')).toMatchObject({ created: 1, skipped: 1 });
+    expect(await cairn.pipeline.flush(scope, 's1')).toMatchObject({ created: 1, skipped: 1 });
     const [memory] = await cairn.listMemories(scope, { limit: 10 });
     expect(memory).toMatchObject({ content: 'The user loves jazz.', sourceMessageIds: ['a', 'b'], extractor: 'rules' });
   });
@@ -90,7 +90,7 @@ describe('supersession with a model', () => {
     const globex = all.find((m) => m.content.includes('Globex'))!;
     expect(acme.supersededBy).toBe(globex.id);
     expect(globex).toMatchObject({ supersededBy: null, version: 2, sourceMessageIds: [sourceId] });
-    const history = (await cairn.memorySources(scope, acme.id)).history;
+    const history = (await cairn.pipeline.memorySources(scope, acme.id)).history;
     expect(history.map((h) => [h.action, h.actor, h.oldVersion, h.newVersion, h.oldContent, h.relatedId])).toEqual([
       ['create', 'pipeline:llm:fake-model', null, 1, null, null],
       ['supersede', 'pipeline:llm:fake-model', 1, 2, 'The user works at Acme as an engineer.', globex.id],
@@ -137,18 +137,18 @@ describe('supersession with a model', () => {
     const green = all.find((m) => m.content.includes('green tea daily'))!;
     expect(all.filter((m) => m.supersededBy === merged.id)).toHaveLength(2);
 
-    const restored = await cairn.undoSupersession(scope, green.id, 'test');
+    const restored = await cairn.pipeline.undoSupersession(scope, green.id, 'test');
     expect(restored.map((m) => m.content).sort()).toEqual(['The user drinks green tea daily.', 'The user drinks oolong tea on weekends.']);
     expect(await live(cairn)).toEqual(['The user drinks green tea daily.', 'The user drinks oolong tea on weekends.']);
     expect((await cairn.getMemory(scope, merged.id)).supersededBy).toBe(green.id);
-    expect((await cairn.memorySources(scope, merged.id)).history.at(-1)).toMatchObject({ action: 'supersede', actor: 'test', relatedId: green.id });
+    expect((await cairn.pipeline.memorySources(scope, merged.id)).history.at(-1)).toMatchObject({ action: 'supersede', actor: 'test', relatedId: green.id });
 
     // Undoing the undo brings the merged memory back and hides what it replaced, and nothing else.
-    expect((await cairn.undoSupersession(scope, merged.id)).map((m) => m.id)).toEqual([merged.id]);
+    expect((await cairn.pipeline.undoSupersession(scope, merged.id)).map((m) => m.id)).toEqual([merged.id]);
     expect(await live(cairn)).toEqual(['The user drinks tea: green daily, oolong on weekends, now also black.']);
 
-    await expect(cairn.undoSupersession(scope, merged.id)).rejects.toThrow(`memory ${merged.id} is not superseded`);
-    await expect(cairn.undoSupersession(scope, 'nope')).rejects.toThrow('memory nope not found');
+    await expect(cairn.pipeline.undoSupersession(scope, merged.id)).rejects.toThrow(`memory ${merged.id} is not superseded`);
+    await expect(cairn.pipeline.undoSupersession(scope, 'nope')).rejects.toThrow('memory nope not found');
   });
 });
 
@@ -165,7 +165,7 @@ describe('supersession without a model', () => {
 
     const all = await cairn.listMemories(scope, { limit: 10, includeSuperseded: true });
     const globex = all.find((m) => m.content.includes('Globex'))!;
-    await cairn.undoSupersession(scope, globex.id);
+    await cairn.pipeline.undoSupersession(scope, globex.id);
     expect(await live(cairn)).toEqual(['The user loves jazz.', 'The user works at Globex now.']);
   });
 });

@@ -56,7 +56,7 @@ async function memoriesOf(dir: string) {
   const cairn = await createCairn(testConfig({ data_dir: dir, pipeline: { enabled: false } }), { warn: () => {} });
   try {
     const list = await cairn.listMemories(scope, { limit: 100, includeSuperseded: true });
-    const state = await cairn.pipelineStatus();
+    const state = await cairn.pipeline.status();
     return {
       memories: list
         .map((m) => ({ id: m.id, content: m.content, type: m.type, priority: m.priority, scene: m.sceneName, sources: m.sourceMessageIds, extractor: m.extractor, supersededBy: m.supersededBy }))

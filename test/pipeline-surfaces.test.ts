@@ -91,7 +91,7 @@ describe('REST', () => {
 
   it('POST /recall returns context, memory_count and strategy, and validates its body', async () => {
     const cairn = await seeded();
-    await cairn.flush(scope, 's1');
+    await cairn.pipeline.flush(scope, 's1');
     const call = await rest(cairn);
     const { status, body } = await call('/recall', json('POST', { query: 'sailing trip ideas', session_key: 's1' }));
     expect(status).toBe(200);
@@ -108,7 +108,7 @@ describe('REST', () => {
 describe('MCP', () => {
   it('memory_recall and the recall prompt return the same context as POST /recall', async () => {
     const cairn = await seeded();
-    await cairn.flush(scope, 's1');
+    await cairn.pipeline.flush(scope, 's1');
     const server = createMcpServer({ cairn, resolveCaller: () => ({ scope, sessionKey: 's1' }), log: () => {} });
     const client = new Client({ name: 'cairn-test', version: '0.0.0' });
     const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();

@@ -47,18 +47,18 @@ describe('LLM extraction', () => {
       say('tool', 'forecast: rain', 'weather__get_forecast'),
       say('assistant', 'reply number 2'),
     ]);
-    await cairn.flush(scope, 's1');
+    await cairn.pipeline.flush(scope, 's1');
     const [request] = server.of('extract');
     expect(promptLines(request!, 'new').map((l) => l.text)).toEqual(['fact number 1 about the user', 'reply number 2']);
     await cairn.recordMessages([say('tool', 'forecast: sun', 'weather__get_forecast')]);
-    await cairn.flush(scope, 's1');
+    await cairn.pipeline.flush(scope, 's1');
     expect(server.of('extract')).toHaveLength(1);
   });
 
   it('keeps each memory’s source messages and extractor, and shows context without extracting from it', async () => {
     const cairn = await setup({ pipeline: { batch_size: 4, context_size: 2 } });
     await cairn.recordMessages(conversation(6));
-    const run = await cairn.flush(scope, 's1');
+    const run = await cairn.pipeline.flush(scope, 's1');
     expect(run).toMatchObject({ batches: 2, messages: 6, created: 3 });
 
     const [first, second] = server.of('extract');
@@ -74,7 +74,7 @@ describe('LLM extraction', () => {
       ['The user said: fact number 3 about the user', ['m03'], 'llm:fake-model', 'Chatting'],
       ['The user said: fact number 5 about the user', ['m05'], 'llm:fake-model', 'Chatting'],
     ]);
-    const why = await cairn.memorySources(scope, list.find((m) => m.content.includes('number 3'))!.id);
+    const why = await cairn.pipeline.memorySources(scope, list.find((m) => m.content.includes('number 3'))!.id);
     expect(why.extractor).toBe('llm:fake-model');
     expect(why.messages.map((m) => m.content)).toEqual(['fact number 3 about the user']);
     expect(why.history.map((h) => [h.action, h.actor])).toEqual([['create', 'pipeline:llm:fake-model']]);
@@ -83,7 +83,7 @@ describe('LLM extraction', () => {
   it('drops sources that point at context messages and low-priority memories, but keeps global instructions', async () => {
     const cairn = await setup({ pipeline: { min_priority: 60 } });
     await cairn.recordMessages(conversation(2));
-    await cairn.flush(scope, 's1');
+    await cairn.pipeline.flush(scope, 's1');
     server.respond = () => ({
       content: JSON.stringify([
         {
@@ -98,7 +98,7 @@ describe('LLM extraction', () => {
       ]),
     });
     await cairn.recordMessages([{ id: 'late', scope, sessionKey: 's1', role: 'user', content: 'please answer in French' }]);
-    await cairn.flush(scope, 's1');
+    await cairn.pipeline.flush(scope, 's1');
     const added = (await memories(cairn)).filter((m) => m.sourceMessageIds.includes('late'));
     expect(added.map((m) => [m.content, m.priority, m.sourceMessageIds]).sort()).toEqual([
       ['Answer in French.', -1, ['late']],
@@ -111,13 +111,13 @@ describe('LLM extraction', () => {
     await cairn.recordMessages(conversation(25));
     const stored = await cairn.listMessages(scope, { limit: 100 });
     expect(new Set(stored.map((m) => m.recordedAt)).size).toBe(1);
-    const run = await cairn.flush(scope, 's1');
+    const run = await cairn.pipeline.flush(scope, 's1');
     expect(run).toMatchObject({ batches: 3, messages: 25, created: 13 });
     expect(extractedIds()).toEqual(Array.from({ length: 25 }, (_, i) => String(i + 1)));
     // Nothing left, and a second flush sends nothing.
-    expect(await cairn.flush(scope, 's1')).toMatchObject({ batches: 0, messages: 0 });
+    expect(await cairn.pipeline.flush(scope, 's1')).toMatchObject({ batches: 0, messages: 0 });
     expect(server.of('extract')).toHaveLength(3);
-    expect((await cairn.pipelineStatus()).sessions).toEqual([]);
+    expect((await cairn.pipeline.status()).sessions).toEqual([]);
   });
 });
 
@@ -127,7 +127,7 @@ describe('concurrency', () => {
     const a = await setup({ pipeline: { batch_size: 4 } }, [], dir);
     const b = await setup({ pipeline: { batch_size: 4 } }, [], dir);
     await a.recordMessages(conversation(12));
-    const [ra, rb] = await Promise.all([a.flush(scope, 's1'), b.flush(scope, 's1')]);
+    const [ra, rb] = await Promise.all([a.pipeline.flush(scope, 's1'), b.pipeline.flush(scope, 's1')]);
     // The session's claim lets one instance extract while the other waits for it: each batch is asked of
     // the model once, and the waiting flush finds nothing left.
     expect(server.of('extract').filter((r) => promptLines(r, 'new')[0]!.ref === 'm1' && promptLines(r, 'new')[0]!.text.includes('number 1 ')).length).toBe(1);
@@ -144,7 +144,7 @@ describe('failures', () => {
     const cairn = await setup({ llm: { timeout_ms: 300 } });
     await cairn.recordMessages(conversation(4));
     server.enqueue({ status: 500 }, { status: 429, retryAfter: '0' }, { hold: true });
-    const run = await cairn.flush(scope, 's1');
+    const run = await cairn.pipeline.flush(scope, 's1');
     expect(run).toMatchObject({ messages: 4, created: 2 });
     // The same batch four times (500, 429, timeout, success), and it was committed once.
     expect(server.of('extract').map((r) => promptLines(r, 'new').map((l) => l.ref).join())).toEqual(Array(4).fill('m1,m2,m3,m4'));
@@ -156,12 +156,12 @@ describe('failures', () => {
     const cairn = await setup();
     await cairn.recordMessages(conversation(2));
     server.respond = (r) => ({ content: `Sure! Here are the memories:\n\`\`\`json\n${extractionAnswer(r).replace(/\]\}\]$/, ',]},]')}\n\`\`\`` });
-    expect(await cairn.flush(scope, 's1')).toMatchObject({ created: 1 });
+    expect(await cairn.pipeline.flush(scope, 's1')).toMatchObject({ created: 1 });
 
     await cairn.recordMessages([{ id: 'x', scope, sessionKey: 's1', role: 'user', content: 'fact number 9 about the user' }]);
     server.enqueue({ content: 'I could not find anything { worth' });
     server.respond = new FakeLlmServer().respond;
-    expect(await cairn.flush(scope, 's1')).toMatchObject({ created: 1 });
+    expect(await cairn.pipeline.flush(scope, 's1')).toMatchObject({ created: 1 });
     const retry = server.of('extract').at(-1)!;
     expect(retry.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
   });
@@ -173,15 +173,15 @@ describe('failures', () => {
     const normal = server.respond;
     let calls = 0;
     server.respond = (r) => (r.kind === 'extract' && ++calls >= 2 && calls <= 3 ? { status: 500 } : normal(r));
-    const failure = await cairn.flush(scope, 's1').catch((err: unknown) => err);
+    const failure = await cairn.pipeline.flush(scope, 's1').catch((err: unknown) => err);
     expect(isCairnError(failure, 'llm_failed')).toBe(true);
     expect((await memories(cairn)).map((m) => m.sourceMessageIds)).toEqual([['m01']]);
-    const [session] = (await cairn.pipelineStatus()).sessions;
+    const [session] = (await cairn.pipeline.status()).sessions;
     expect(session).toMatchObject({ sessionKey: 's1', state: 'failed', failures: 1, pendingMessages: 2, lastError: expect.stringContaining('HTTP 500') });
 
-    expect(await cairn.flush(scope, 's1')).toMatchObject({ batches: 1, messages: 2, created: 1 });
+    expect(await cairn.pipeline.flush(scope, 's1')).toMatchObject({ batches: 1, messages: 2, created: 1 });
     expect((await memories(cairn)).map((m) => m.sourceMessageIds).sort()).toEqual([['m01'], ['m03']]);
-    expect((await cairn.pipelineStatus()).sessions).toEqual([]);
+    expect((await cairn.pipeline.status()).sessions).toEqual([]);
   });
 
   it('in the background, a failing run is retried later until it succeeds', async () => {

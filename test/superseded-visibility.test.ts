@@ -19,9 +19,9 @@ async function withSupersededEmployer(): Promise<{ oldId: string; newId: string 
   dir = mkdtempSync(join(tmpdir(), 'cairn-superseded-'));
   cairn = await createCairn(testConfig({ data_dir: dir, pipeline: { enabled: false } }), { warn: () => {} });
   await cairn.recordMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'I work at Acme.' }]);
-  await cairn.flush(scope, 's');
+  await cairn.pipeline.flush(scope, 's');
   await cairn.recordMessages([{ id: 'm2', scope, sessionKey: 's', role: 'user', content: 'I work at Globex now.' }]);
-  await cairn.flush(scope, 's');
+  await cairn.pipeline.flush(scope, 's');
   const all = await cairn.listMemories(scope, { limit: 10, includeSuperseded: true });
   const oldOne = all.find((m) => m.content.includes('Acme'))!;
   const newOne = all.find((m) => m.content.includes('Globex'))!;

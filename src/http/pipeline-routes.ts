@@ -81,7 +81,7 @@ export function addPipelineRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMod
   });
 
   app.get('/v1/memories/:id/sources', describe({ operationId: 'getMemorySources', summary: 'The messages a memory came from, its extractor and history', responses: { 200: sourcesResponse }, errors: [404] }), async (c) => {
-    const sources = await cairn.memorySources(requestScope(c, mode), c.req.param('id'));
+    const sources = await cairn.pipeline.memorySources(requestScope(c, mode), c.req.param('id'));
     const body: z.infer<typeof sourcesResponse> = {
       memory: toMemoryWire(sources.memory),
       extractor: sources.extractor,
@@ -93,18 +93,18 @@ export function addPipelineRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMod
   });
 
   app.post('/v1/memories/:id/undo', describe({ operationId: 'undoSupersession', summary: 'Restore a superseded memory and hide its replacement', responses: { 200: restoredResponse }, errors: [400, 404, 415] }), async (c) => {
-    const restored = await cairn.undoSupersession(requestScope(c, mode), c.req.param('id'), c.get('key') ? `key:${c.get('key')!.id}` : 'api');
+    const restored = await cairn.pipeline.undoSupersession(requestScope(c, mode), c.req.param('id'), c.get('key') ? `key:${c.get('key')!.id}` : 'api');
     return c.json({ restored: restored.map(toMemoryWire) } satisfies z.infer<typeof restoredResponse>);
   });
 
   app.post('/v1/sessions/:session_key/flush', describe({ operationId: 'flushSession', summary: "Extract memories from the session's pending messages now", responses: { 200: runResponse }, errors: [400, 415, 502] }), async (c) => {
-    const run: ExtractionRun = await cairn.flush(requestScope(c, mode), c.req.param('session_key'));
+    const run: ExtractionRun = await cairn.pipeline.flush(requestScope(c, mode), c.req.param('session_key'));
     return c.json(run satisfies z.infer<typeof runResponse>);
   });
 
   app.get('/v1/pipeline', describe({ operationId: 'getPipeline', summary: 'Extraction work per session of the scope: queued, running, failed, pending', responses: { 200: pipelineResponse } }), async (c) => {
     const scope = requestScope(c, mode);
-    const status = await cairn.pipelineStatus();
+    const status = await cairn.pipeline.status();
     const body: z.infer<typeof pipelineResponse> = {
       extractor: status.extractor,
       background: status.background,

@@ -35,7 +35,7 @@ ${captureForm(null)}`;
     const sessionKey = param('session');
     const { limit, offset } = pageOf(query, 50);
     const messages = await cairn.listMessages(scope, { sessionKey, limit: limit + 1, offset });
-    const pipeline = (await cairn.pipelineStatus()).sessions.find(
+    const pipeline = (await cairn.pipeline.status()).sessions.find(
       (s) => s.sessionKey === sessionKey && s.scope.userId === scope.userId && s.scope.agentId === scope.agentId,
     );
     const turns = await cairn.proxy.list(scope, sessionKey);

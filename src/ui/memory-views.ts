@@ -43,7 +43,7 @@ ${memoryFields(null)}
   });
 
   add('/memories/:id', async ({ cairn, scope, param }) => {
-    const sources = await cairn.memorySources(scope, param('id'));
+    const sources = await cairn.pipeline.memorySources(scope, param('id'));
     const m = sources.memory;
     const body = html`<h1>Memory</h1>
 <p><a href="/ui/memories">← All memories</a></p>

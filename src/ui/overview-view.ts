@@ -9,7 +9,7 @@ export function addOverviewView(add: AddView): void {
     const [counts, embedding, pipeline, knowledge, size] = await Promise.all([
       cairn.scopeCounts(scope),
       cairn.health.embeddingStatus(),
-      cairn.pipelineStatus(),
+      cairn.pipeline.status(),
       cairn.knowledge.list(scope),
       cairn.storeBytes(),
     ]);

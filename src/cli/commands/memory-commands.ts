@@ -56,7 +56,7 @@ export async function whyMemoryCommand(id: string, opts: ScopeOptions & { json?:
   await withCairn(
     cmd,
     async (cairn) => {
-      const sources = await cairn.memorySources(scopeOf(opts), id);
+      const sources = await cairn.pipeline.memorySources(scopeOf(opts), id);
       if (opts.json) return print(JSON.stringify(sources, null, 2));
       const m = sources.memory;
       print(`${m.id}  [${m.type}] p=${m.priority} v${m.version}  ${m.content}`);
@@ -77,7 +77,7 @@ export async function whyMemoryCommand(id: string, opts: ScopeOptions & { json?:
 /** `cairn memories undo ID`. */
 export async function undoMemoryCommand(id: string, opts: ScopeOptions, cmd: Command): Promise<void> {
   await withCairn(cmd, async (cairn) => {
-    const restored = await cairn.undoSupersession(scopeOf(opts), id, 'cli');
+    const restored = await cairn.pipeline.undoSupersession(scopeOf(opts), id, 'cli');
     for (const m of restored) print(`restored ${m.id}  ${m.content}`);
   });
 }
@@ -85,8 +85,8 @@ export async function undoMemoryCommand(id: string, opts: ScopeOptions, cmd: Com
 /** `cairn flush [--session KEY]`: extraction now. */
 export async function flushCommand(opts: ScopeOptions & { session?: string }, cmd: Command): Promise<void> {
   await withCairn(cmd, async (cairn) => {
-    const run = opts.session === undefined ? await cairn.flushAll() : await cairn.flush(scopeOf(opts), opts.session);
-    const { extractor } = await cairn.pipelineStatus();
+    const run = opts.session === undefined ? await cairn.pipeline.flushAll() : await cairn.pipeline.flush(scopeOf(opts), opts.session);
+    const { extractor } = await cairn.pipeline.status();
     print(
       `extracted ${run.messages} message(s) in ${run.batches} batch(es) with ${extractor}: ` +
         `${run.created} memory(ies) stored, ${run.skipped} skipped as duplicates, ${run.superseded} superseded`,
