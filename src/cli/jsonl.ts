@@ -41,6 +41,28 @@ export async function* boundedLines(input: AsyncIterable<Buffer>, maxBytes = MAX
   if (held > 0) yield take();
 }
 
+/**
+ * The lines of `file` as `lines` reads them (e.g. {@link boundedLines} over its bytes), with a failed read
+ * as a {@link CairnError} naming the file (and the last line read), `suffix` appended to its message.
+ */
+export async function* fileLines(file: string, lines: AsyncIterable<string>, suffix = ''): AsyncGenerator<string> {
+  let line = 0;
+  const reader = lines[Symbol.asyncIterator]();
+  for (;;) {
+    let next: IteratorResult<string>;
+    try {
+      next = await reader.next();
+    } catch (err) {
+      if (isCairnError(err)) throw new CairnError(err.code, `${file}: ${err.message}${suffix}`, { cause: err });
+      const where = line === 0 ? file : `${file} after line ${line}`;
+      throw new CairnError('invalid_input', `cannot read ${where}: ${describeError(err)}${suffix}`, { cause: err });
+    }
+    if (next.done) return;
+    line++;
+    yield next.value;
+  }
+}
+
 export type JsonlLine<T> = { line: number; value: T };
 export type JsonlError = { line: number; message: string };
 
@@ -62,32 +84,26 @@ export async function readJsonl<S extends z.ZodType>(file: string, schema: S): P
     throw new CairnError('invalid_input', `cannot read ${file}: ${describeError(err)}`);
   }
   let line = 0;
-  const reader = boundedLines(stream)[Symbol.asyncIterator]();
-  for (;;) {
-    let next: IteratorResult<string>;
-    try {
-      next = await reader.next();
-    } catch (err) {
-      stream.destroy();
-      throw isCairnError(err) ? new CairnError(err.code, `${file}: ${err.message}`, { cause: err }) : new CairnError('invalid_input', `cannot read ${file}: ${describeError(err)}`, { cause: err });
+  try {
+    for await (const text of fileLines(file, boundedLines(stream))) {
+      line++;
+      if (text.trim() === '') continue;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch (err) {
+        errors.push({ line, message: `not valid JSON (${describeError(err)})` });
+        continue;
+      }
+      const result = schema.safeParse(parsed);
+      if (result.success) {
+        values.push({ line, value: result.data });
+      } else {
+        errors.push({ line, message: issueText(result.error.issues[0]!, 'record', schema) });
+      }
     }
-    if (next.done) break;
-    const text = next.value;
-    line++;
-    if (text.trim() === '') continue;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch (err) {
-      errors.push({ line, message: `not valid JSON (${describeError(err)})` });
-      continue;
-    }
-    const result = schema.safeParse(parsed);
-    if (result.success) {
-      values.push({ line, value: result.data });
-    } else {
-      errors.push({ line, message: issueText(result.error.issues[0]!, 'record', schema) });
-    }
+  } finally {
+    stream.destroy();
   }
   return { values, errors };
 }

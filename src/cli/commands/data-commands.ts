@@ -8,10 +8,10 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { CAIRN_VERSION, createCairn, STORE_SCHEMA_VERSION, type Cairn, type DumpRecord } from '../../cairn.js';
 import { sqliteFile, type CairnConfig } from '../../config.js';
-import { CairnError, describeError, isCairnError } from '../../errors.js';
+import { CairnError, describeError } from '../../errors.js';
 import { PRIVATE_FILE_MODE } from '../../private-files.js';
 import { explainOf, openExplained, print } from '../context.js';
-import { boundedLines } from '../jsonl.js';
+import { boundedLines, fileLines } from '../jsonl.js';
 import { ProgressBar } from '../progress.js';
 
 /** The first line of an export file (DESIGN.md, "Export, restore and backup"). */
@@ -186,17 +186,7 @@ async function readHeader(file: string): Promise<ExportHeader> {
 async function* readRecords(file: string, header: ExportHeader): AsyncIterable<DumpRecord> {
   const seen: Record<string, number> = {};
   let line = 0;
-  const reader = lines(file)[Symbol.asyncIterator]();
-  for (;;) {
-    let next: IteratorResult<string>;
-    try {
-      next = await reader.next();
-    } catch (err) {
-      if (isCairnError(err)) throw new CairnError(err.code, `${file}: ${err.message}; nothing was restored`, { cause: err });
-      throw new CairnError('invalid_input', `cannot read ${file} after line ${line}: ${describeError(err)}; nothing was restored`, { cause: err });
-    }
-    if (next.done) break;
-    const text = next.value;
+  for await (const text of fileLines(file, lines(file), '; nothing was restored')) {
     line++;
     if (line === 1 || text.trim() === '') continue;
     let record: z.infer<typeof exportRecord>;
