@@ -72,12 +72,17 @@ function failure(error: string, path: string, constraint: string, parameters: Js
  * keys. Anything else is left as it is for validation to judge. Mutates and returns `args`.
  */
 export function coerceArguments(args: JsonObject, schema: unknown): JsonObject {
+  return mapProperties(args, schema, coerceValue);
+}
+
+/** Replaces each value of `object` that `schema` has a property schema for with `map(value, that schema)`; mutates and returns `object`. */
+function mapProperties(object: JsonObject, schema: unknown, map: (value: unknown, property: JsonObject) => unknown): JsonObject {
   const properties = topLevelProperties(schema);
-  for (const [key, value] of Object.entries(args)) {
-    const prop = properties[key];
-    if (isRecord(prop)) args[key] = coerceValue(value, prop);
+  for (const [key, value] of Object.entries(object)) {
+    const property = properties[key];
+    if (isRecord(property)) object[key] = map(value, property);
   }
-  return args;
+  return object;
 }
 
 function coerceValue(value: unknown, schema: JsonObject): unknown {
@@ -144,13 +149,7 @@ function normalizeJsonStrings(value: unknown, schema: JsonObject): unknown {
     const items = isRecord(branch.items) ? branch.items : null;
     return items ? value.map((item) => normalizeNested(item, items)) : value;
   }
-  if (isRecord(value)) {
-    const properties = topLevelProperties(branch);
-    for (const [key, v] of Object.entries(value)) {
-      const prop = properties[key];
-      if (isRecord(prop)) value[key] = normalizeNested(v, prop);
-    }
-  }
+  if (isRecord(value)) mapProperties(value, branch, normalizeNested);
   return value;
 }
 
