@@ -213,13 +213,15 @@ export class Cairn {
 
   /**
    * Starts the background work the options asked for: the embedding queue (unless `backgroundEmbedding`
-   * is false), the extraction scheduler (`pipeline.enabled`, unless `backgroundPipeline` is false) and the
-   * knowledge-folder watcher (`watchKnowledge`). The constructor starts nothing; {@link createCairn} calls
-   * this, and {@link close} stops it all. Idempotent; returns this instance.
+   * is false), the extraction scheduler (`pipeline.enabled`, unless `backgroundPipeline` is false), the
+   * knowledge catalog's first load and the knowledge-folder watcher (`watchKnowledge`). The constructor
+   * starts nothing; {@link createCairn} calls this, and {@link close} stops it all. Calling it again starts
+   * nothing new; returns this instance.
    */
   start(): this {
     if (this.background.embedding) this.queue?.start();
     this.pipeline.start();
+    this.knowledge.start();
     if (this.background.watchKnowledge) this.knowledge.watch();
     return this;
   }

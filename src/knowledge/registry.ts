@@ -118,8 +118,11 @@ export class KnowledgeRegistry {
     /** The resources, and the claims that keep two processes from syncing one resource at once. */
     private readonly store: KnowledgeStore & Pick<CoordinationStore, 'claimWork'>,
     private readonly options: KnowledgeRegistryOptions,
-  ) {
-    void this.refreshCatalog();
+  ) {}
+
+  /** Loads the stored resources' tools into the catalog in the background (the façade's `start()`); listeners hear when it is in. */
+  start(): void {
+    if (!this.closed) void this.refreshCatalog();
   }
 
   /**
