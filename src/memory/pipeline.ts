@@ -60,8 +60,7 @@ export class Pipeline {
     const { store, config, model } = options;
     this.store = store;
     this.background = options.background;
-    this.extractor =
-      model && config.pipeline.extractor !== 'rules' ? new LlmExtractor(model, { minPriority: config.pipeline.min_priority }) : new RuleExtractor();
+    this.extractor = model && config.pipeline.extractor !== 'rules' ? new LlmExtractor(model, { minPriority: config.pipeline.min_priority }) : new RuleExtractor();
     const deps = {
       store,
       dedup: { search: options.search, model },

@@ -15,7 +15,7 @@ describe('vector math', () => {
     expect(norm(new Float32Array(4))).toBe(0);
   });
 
-  it('cosine ignores the stored vector\'s scale and equals the dot product of the unit vectors', () => {
+  it("cosine ignores the stored vector's scale and equals the dot product of the unit vectors", () => {
     fc.assert(
       fc.property(vector(8), vector(8), fc.float({ min: Math.fround(0.01), max: 100, noNaN: true }), (q, s, scale) => {
         const qn = norm(q);
