@@ -22,12 +22,13 @@ export interface Store
   extends MessageStore,
     MemoryStore,
     EmbeddingStore,
-    KeyStore,
     PipelineStore,
     KnowledgeStore,
     TransferStore,
     CoordinationStore {
   readonly capabilities: StoreCapabilities;
+  /** API keys (global, not scoped). */
+  readonly keys: KeyStore;
   /** The action log and failure memory behind the history tools. */
   readonly history: HistoryStore;
   /** The memory proxy's turns: request fingerprints and the text each request was given. */

@@ -1,10 +1,8 @@
 import pg from 'pg';
-import { CairnError } from '../../errors.js';
 import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, RankedHit, Scope } from '../../types.js';
 import type {
   AddMessagesOptions,
   AddMessagesResult,
-  ApiKey,
   DataSnapshot,
   DumpRecord,
   EmbeddingStore,
@@ -21,7 +19,6 @@ import type {
   MemoryAuditEntry,
   MemoryFilter,
   MessageFilter,
-  NewApiKey,
   NewKnowledgeResource,
   PendingEmbedding,
   PendingEmbeddingsQuery,
@@ -33,7 +30,6 @@ import type {
   SessionSummary,
   Store,
   StoreCapabilities,
-  StoredApiKey,
 } from '../store.js';
 import { PostgresTransfer } from './data-transfer.js';
 import { HistoryEmbeddings } from './history-embeddings.js';
@@ -41,6 +37,7 @@ import { PostgresHistoryTables } from './history-tables.js';
 import { PostgresProxyTurnTables } from './proxy-turn-tables.js';
 import type { ProxyTurnStore } from '../proxy-turns.js';
 import { PostgresKnowledgeTables } from './knowledge-tables.js';
+import { PostgresKeys } from './postgres-keys.js';
 import { MemoryTables } from './memory-tables.js';
 import { MessageKeywords } from './message-keywords.js';
 import { MessageTables } from './message-tables.js';
@@ -87,6 +84,7 @@ export class PostgresStore implements Store {
    */
   readonly history: HistoryStore;
   readonly proxyTurns: ProxyTurnStore;
+  readonly keys: PostgresKeys;
   /**
    * Vectors of error records and run texts: `pgrest`'s history tables implement the EmbeddingStore for
    * those two targets (`this.historyEmbeddings = historyTables`); messages and memories are in vector-tables.ts.
@@ -116,6 +114,7 @@ export class PostgresStore implements Store {
     this.proxyTurns = new PostgresProxyTurnTables(db);
     this.historyEmbeddings = new HistoryEmbeddings(db);
     this.knowledge = new PostgresKnowledgeTables(db);
+    this.keys = new PostgresKeys(db);
     this.transfer = new PostgresTransfer(db, { indexVectors: (target, embedderId, dimensions) => this.vectors.indexVectors(target, embedderId, dimensions) });
     this.capabilities = {
       backend: 'postgres',
@@ -256,33 +255,6 @@ export class PostgresStore implements Store {
   /** Creates the partial HNSW index of `embedderId` on `target`'s vectors if missing, or defers it past a large backlog (DESIGN.md, "PostgreSQL backend"). */
   indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<boolean> {
     return isCoreTarget(target) ? this.vectors.indexVectors(target, embedderId, dimensions) : this.historyEmbeddings.indexVectors(target, embedderId, dimensions);
-  }
-
-  // ---- API keys ----------------------------------------------------------------------------
-
-  async createApiKey(input: NewApiKey): Promise<ApiKey> {
-    const createdAt = new Date().toISOString();
-    const created = await this.db.query(
-      `INSERT INTO api_keys (id, secret_hash, user_id, agent_id, label, created_at) VALUES ($1, $2, $3, $4, $5, $6)
-       ON CONFLICT (id) DO NOTHING RETURNING id`,
-      [input.id, input.secretHash, input.userId, input.agentId, input.label, createdAt],
-    );
-    if (created.length === 0) throw new CairnError('conflict', `API key ${input.id} already exists`);
-    return { id: input.id, userId: input.userId, agentId: input.agentId, label: input.label, createdAt, revokedAt: null };
-  }
-
-  async findApiKey(id: string): Promise<StoredApiKey | null> {
-    const [row] = await this.db.query<ApiKeyRow>('SELECT * FROM api_keys WHERE id = $1 AND revoked_at IS NULL', [id]);
-    return row === undefined ? null : { ...toApiKey(row), secretHash: row.secret_hash };
-  }
-
-  async listApiKeys(): Promise<ApiKey[]> {
-    return (await this.db.query<ApiKeyRow>('SELECT * FROM api_keys ORDER BY created_at, id')).map(toApiKey);
-  }
-
-  async revokeApiKey(id: string): Promise<boolean> {
-    const revoked = await this.db.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL RETURNING id', [new Date().toISOString(), id]);
-    return revoked.length > 0;
   }
 
   // ---- memory pipeline ---------------------------------------------------------------------
@@ -436,18 +408,4 @@ export class PostgresStore implements Store {
 /** Messages and memories have their vectors here; error records and run texts in the history tables. */
 function isCoreTarget(target: EmbeddingTarget): target is CoreVectorTarget {
   return target === 'message' || target === 'memory';
-}
-
-type ApiKeyRow = {
-  id: string;
-  secret_hash: string;
-  user_id: string;
-  agent_id: string | null;
-  label: string;
-  created_at: string;
-  revoked_at: string | null;
-};
-
-function toApiKey(row: ApiKeyRow): ApiKey {
-  return { id: row.id, userId: row.user_id, agentId: row.agent_id, label: row.label, createdAt: row.created_at, revokedAt: row.revoked_at };
 }

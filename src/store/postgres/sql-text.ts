@@ -2,3 +2,9 @@
 export function likeLiteral(text: string): string {
   return text.replace(/[\\%_]/g, '\\$&');
 }
+
+/** `sql` written with `?` placeholders (the SQL both engines share) with PostgreSQL's `$1, $2, …` instead. */
+export function numbered(sql: string): string {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+}

@@ -11,9 +11,6 @@ import type { Memory, MemoryPatch, Message, MemoryType, NewMemory, NewMessage, R
 import type {
   AddMessagesOptions,
   AddMessagesResult,
-  ApiKey,
-  NewApiKey,
-  StoredApiKey,
   EmbeddingTarget,
   ExtractionCommit,
   KeywordCandidates,
@@ -54,6 +51,7 @@ import { HistoryTables } from './history-tables.js';
 import { ProxyTurnTables } from './proxy-turn-tables.js';
 import type { ProxyTurnStore } from '../proxy-turns.js';
 import { KnowledgeTables } from './knowledge-tables.js';
+import { SqliteKeys } from './sqlite-keys.js';
 import { type IndexedTerms, MessageIndex } from './message-index.js';
 import { MessageKeywords } from './message-keywords.js';
 import { MessageKnn } from './message-knn.js';
@@ -133,6 +131,7 @@ export class SqliteStore implements Store {
   private readonly knowledge: KnowledgeTables;
   private readonly coordination: CoordinationTables;
   private readonly embeddings: EmbeddingTables;
+  readonly keys: SqliteKeys;
   readonly history: HistoryStore;
   readonly proxyTurns: ProxyTurnStore;
 
@@ -168,6 +167,7 @@ export class SqliteStore implements Store {
     this.messageKeywords = new MessageKeywords(db, vectorOptions.saveCaches);
     this.messageKnn = vectorSearch ? new MessageKnn(db) : null;
     this.vectorOptions = { ...vectorOptions, memory: vectorSearch && vectorOptions.memory };
+    this.keys = new SqliteKeys(this.statements, this.writes);
     this.knowledge = new KnowledgeTables(db, this.writes);
     this.coordination = new CoordinationTables(db, this.statements, this.writes, path, busyTimeoutMs);
     this.history = new HistoryTables(db, vectorSearch, this.writes);
@@ -561,32 +561,6 @@ export class SqliteStore implements Store {
 
   indexVectors(target: EmbeddingTarget, embedderId: string, dimensions: number): Promise<boolean> {
     return this.embeddings.indexVectors(target, embedderId, dimensions);
-  }
-
-  // ---- API keys --------------------------------------------------------------------------
-
-  async createApiKey(input: NewApiKey): Promise<ApiKey> {
-    const createdAt = new Date().toISOString();
-    const info = await this.writes.run(() =>
-      this.stmt(
-        `INSERT INTO api_keys (id, secret_hash, user_id, agent_id, label, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-      ).run(input.id, input.secretHash, input.userId, input.agentId, input.label, createdAt),
-    );
-    if (info.changes === 0) throw new CairnError('conflict', `API key ${input.id} already exists`);
-    return { id: input.id, userId: input.userId, agentId: input.agentId, label: input.label, createdAt, revokedAt: null };
-  }
-
-  async findApiKey(id: string): Promise<StoredApiKey | null> {
-    const row = this.stmt('SELECT * FROM api_keys WHERE id = ? AND revoked_at IS NULL').get(id) as ApiKeyRow | undefined;
-    return row ? { ...toApiKey(row), secretHash: row.secret_hash } : null;
-  }
-
-  async listApiKeys(): Promise<ApiKey[]> {
-    return (this.stmt('SELECT * FROM api_keys ORDER BY created_at, id').all() as ApiKeyRow[]).map(toApiKey);
-  }
-
-  async revokeApiKey(id: string): Promise<boolean> {
-    return this.writes.run(() => this.stmt('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(new Date().toISOString(), id).changes > 0);
   }
 
   // ---- memory pipeline ---------------------------------------------------------------------
@@ -1106,18 +1080,3 @@ type AuditRow = {
   new_content: string | null;
   related_id: string | null;
 };
-
-type ApiKeyRow = {
-  id: string;
-  secret_hash: string;
-  user_id: string;
-  agent_id: string | null;
-  label: string;
-  created_at: string;
-  revoked_at: string | null;
-};
-
-function toApiKey(row: ApiKeyRow): ApiKey {
-  return { id: row.id, userId: row.user_id, agentId: row.agent_id, label: row.label, createdAt: row.created_at, revokedAt: row.revoked_at };
-}
-
