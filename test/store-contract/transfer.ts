@@ -25,7 +25,7 @@ async function fill(store: Store): Promise<void> {
   const doomed = await store.createMemory(alice, { content: 'harbour harbour harbour', type: 'episodic' });
   await store.deleteMemory(alice, doomed.id);
   await store.recordPipelineFailure(alice, 's9', 'model timed out');
-  await store.createApiKey({ id: 'k1', userId: 'alice', agentId: null, label: 'laptop', secretHash: 'h' });
+  await store.keys.createApiKey({ id: 'k1', userId: 'alice', agentId: null, label: 'laptop', secretHash: 'h' });
   await store.history.saveRun(alice, { taskId: 't1', sessionKey: 's1', objective: 'chart the harbour', toolCalls: [{ name: 'fetch', arguments: '{}', result: 'chart' }] });
   await store.history.markWithheld(alice, 's1', 't1');
   const [text] = await store.history.recentRunTexts(alice, 's1', EPOCH, 1);
@@ -63,7 +63,7 @@ export function transferContract(ctx: ContractContext): void {
     expect(await target.memoryAudit(alice, 'mem-a')).toEqual(await store.memoryAudit(alice, 'mem-a'));
     expect(await target.pipelineState(alice, 's1')).toEqual(await store.pipelineState(alice, 's1'));
     expect(await target.pipelineBacklog()).toEqual(await store.pipelineBacklog());
-    expect(await target.listApiKeys()).toEqual(await store.listApiKeys());
+    expect(await target.keys.listApiKeys()).toEqual(await store.keys.listApiKeys());
     expect(await target.history.getRuns(alice, 's1', ['t1'])).toEqual(await store.history.getRuns(alice, 's1', ['t1']));
     expect(await target.history.withheldRuns(alice, 's1', ['t1'])).toEqual(new Set(['t1']));
     expect(await target.history.getErrorRecords(alice, [hexId('a')])).toEqual(await store.history.getErrorRecords(alice, [hexId('a')]));
@@ -93,6 +93,6 @@ export function transferContract(ctx: ContractContext): void {
     await target.addMessages([msg(alice, 'only', 'the one row')]);
     await expect(target.restoreRecords(from(records))).rejects.toMatchObject({ code: 'conflict' });
     expect((await target.listMessages(alice, { limit: 10 })).map((m) => m.id)).toEqual(['only']);
-    expect(await target.listApiKeys()).toEqual([]);
+    expect(await target.keys.listApiKeys()).toEqual([]);
   });
 }
