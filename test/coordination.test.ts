@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { COORDINATION_MIGRATION, PostgresCoordination } from '../src/store/postgres/coordination.js';
+import { COORDINATION_MIGRATION, PostgresCoordination } from '../src/store/postgres/postgres-coordination.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { runCoordinationContract } from './coordination-contract.js';
 import { freshPostgresDatabase } from './postgres-fixture.js';

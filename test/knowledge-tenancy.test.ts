@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Cairn } from '../src/cairn.js';
 import type { CairnConfigInput } from '../src/config.js';
 import { createApp } from '../src/http/app.js';
-import { migrate } from '../src/store/sqlite/migrations.js';
+import { migrate } from '../src/store/sqlite/sqlite-migrations.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { call, KnowledgeHarness, type Answer } from './fixtures/knowledge/harness.js';
 import { json, mcpClientFor, textOf } from './http-fixtures.js';

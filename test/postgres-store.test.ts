@@ -6,7 +6,7 @@ import { EmbedQueue } from '../src/embed/embed-queue.js';
 import type { Embedder } from '../src/embed/embedder.js';
 import { HashEmbedder } from '../src/embed/hash-embedder.js';
 import { openStore } from '../src/store/open-store.js';
-import { migrate, SCHEMA_VERSION } from '../src/store/postgres/migrations.js';
+import { migrate, SCHEMA_VERSION } from '../src/store/postgres/postgres-migrations.js';
 import { LOCK_NAMESPACE, lockPositions, MAX_SCOPE_LOCKS, POSITION_LOCKS, scopeKey } from '../src/store/postgres/postgres-db.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import { DEFER_BUILD_PENDING, indexedOrder, messageVectorQuery, prepareIndexScan } from '../src/store/postgres/vector-tables.js';

@@ -7,7 +7,7 @@ import { EmbedQueue } from '../src/embed/embed-queue.js';
 import { HashEmbedder } from '../src/embed/hash-embedder.js';
 import { errorRecordText } from '../src/history/error-record-text.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
-import { BEFORE_ANALYSED_TERMS, migrate, SCHEMA_VERSION } from '../src/store/sqlite/migrations.js';
+import { BEFORE_ANALYSED_TERMS, migrate, SCHEMA_VERSION } from '../src/store/sqlite/sqlite-migrations.js';
 import { runStoreContract } from './store-contract.js';
 
 const dirs: string[] = [];

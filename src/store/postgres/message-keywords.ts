@@ -1,7 +1,7 @@
 import { rankedHits, TopKIndex } from '../../search/top-k-index.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { MessageFilter } from '../store.js';
-import { split } from './message-tables.js';
+import { split } from './postgres-messages.js';
 import type { PostgresDatabase } from './postgres-db.js';
 
 /** Rows read per query while a scope's postings are loaded (keyset pages, so a large scope is never one result set). */

@@ -87,7 +87,7 @@ export function scopeKey(scope: Scope): number {
   return hash | 0;
 }
 
-/** The advisory lock id under which one server at a time applies schema migrations (migrations.ts). */
+/** The advisory lock id under which one server at a time applies schema migrations (postgres-migrations.ts). */
 export const MIGRATION_LOCK = 1000;
 
 /** First key of Cairn's two-key advisory locks ('Cair'; a table's scope locks add its id), so they never collide with another application's. */

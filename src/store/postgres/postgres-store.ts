@@ -31,20 +31,20 @@ import type {
   Store,
   StoreCapabilities,
 } from '../store.js';
-import { PostgresTransfer } from './data-transfer.js';
+import { PostgresTransfer } from './postgres-transfer.js';
 import { HistoryEmbeddings } from './history-embeddings.js';
-import { PostgresHistoryTables } from './history-tables.js';
-import { PostgresProxyTurnTables } from './proxy-turn-tables.js';
+import { PostgresHistoryTables } from './postgres-history.js';
+import { PostgresProxyTurnTables } from './postgres-proxy-turns.js';
 import type { ProxyTurnStore } from '../proxy-turns.js';
-import { PostgresKnowledgeTables } from './knowledge-tables.js';
+import { PostgresKnowledgeTables } from './postgres-knowledge.js';
 import { PostgresKeys } from './postgres-keys.js';
-import { MemoryTables } from './memory-tables.js';
+import { MemoryTables } from './postgres-memories.js';
 import { MessageKeywords } from './message-keywords.js';
-import { MessageTables } from './message-tables.js';
+import { MessageTables } from './postgres-messages.js';
 import type { ClaimOptions, TurnCharge, TurnCount, WorkClaim } from '../coordination.js';
-import { PostgresCoordination } from './coordination.js';
-import { migrate } from './migrations.js';
-import { PipelineTables } from './pipeline-tables.js';
+import { PostgresCoordination } from './postgres-coordination.js';
+import { migrate } from './postgres-migrations.js';
+import { PipelineTables } from './postgres-pipeline.js';
 import { type OrderLocking, PostgresDatabase, settledPosition } from './postgres-db.js';
 import { redactUrl, toPostgresError } from './postgres-errors.js';
 import { TableStatistics } from './table-statistics.js';

@@ -4,7 +4,7 @@ import { toSql } from 'pgvector';
 import { CairnError } from '../../errors.js';
 import type { RankedHit, Scope } from '../../types.js';
 import { SAMPLE_HASH, SAMPLE_MODULUS, type MemoryFilter, type MessageFilter, type PendingEmbedding, type PendingEmbeddingsQuery, type SavedEmbedding } from '../store.js';
-import { memoryFilterSql } from './memory-tables.js';
+import { memoryFilterSql } from './postgres-memories.js';
 import { LOCK_NAMESPACE, type PostgresDatabase, type Queryable, rows } from './postgres-db.js';
 
 /** The vector targets of this file: their base table, vector table and key column; fixed strings, never user input. */

@@ -1,9 +1,9 @@
 import { PROXY_TURN_COLUMNS, toProxyTurn, type NewProxyTurn, type ProxyTurn, type ProxyTurnRow, type ProxyTurnStore } from '../proxy-turns.js';
 import type { Scope } from '../../types.js';
-import type { PostgresMigration } from './migrations.js';
+import type { PostgresMigration } from './postgres-migrations.js';
 import type { PostgresDatabase } from './postgres-db.js';
 
-/** The memory proxy's turns, with SQLite's columns (src/store/sqlite/proxy-turn-tables.ts). */
+/** The memory proxy's turns, with SQLite's columns (src/store/sqlite/sqlite-proxy-turns.ts). */
 export const PROXY_TURNS_MIGRATION: PostgresMigration = {
   name: 'proxy_turns',
   up: `

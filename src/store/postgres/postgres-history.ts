@@ -1,7 +1,7 @@
 import { errorRecordText } from '../../history/error-record-text.js';
 import { analyze } from '../../text/analyze.js';
 import type { RankedHit, Scope } from '../../types.js';
-import type { PostgresMigration } from './migrations.js';
+import type { PostgresMigration } from './postgres-migrations.js';
 import { lockPositions, type PostgresDatabase } from './postgres-db.js';
 import { type ErrorRow, type RunRow, type RunTextRow, type ToolCallRow, toErrorRecord, toFlag, toRunSummary, toRunText, toToolCall } from '../history-rows.js';
 import { likeLiteral } from './sql-text.js';

@@ -1,7 +1,7 @@
 import { CairnError } from '../../errors.js';
 import type { Memory, MemoryType, Scope } from '../../types.js';
 import type { ExtractionCommit, MemoryAuditAction, MemoryAuditEntry, PipelineState } from '../store.js';
-import { audit, getMemories, insertMemory } from './memory-tables.js';
+import { audit, getMemories, insertMemory } from './postgres-memories.js';
 import { lockPositions, type PostgresDatabase, rows } from './postgres-db.js';
 import { MEMORY_COLUMNS, type MemoryRow, toMemory } from '../memory-rows.js';
 

@@ -1,8 +1,8 @@
 import type pg from 'pg';
-import { COORDINATION_MIGRATION } from './coordination.js';
-import { HISTORY_MIGRATION } from './history-tables.js';
-import { KNOWLEDGE_MIGRATION } from './knowledge-tables.js';
-import { PROXY_TURNS_MIGRATION } from './proxy-turn-tables.js';
+import { COORDINATION_MIGRATION } from './postgres-coordination.js';
+import { HISTORY_MIGRATION } from './postgres-history.js';
+import { KNOWLEDGE_MIGRATION } from './postgres-knowledge.js';
+import { PROXY_TURNS_MIGRATION } from './postgres-proxy-turns.js';
 import { LOCK_NAMESPACE, MIGRATION_LOCK } from './postgres-db.js';
 
 /**
@@ -213,7 +213,7 @@ const CORE = `
 /**
  * Every schema step in order; a database's version is the number applied. Other parts of the backend
  * append theirs after the core: `pgrest` adds the history (runs, tool calls, run texts, error records)
- * and knowledge steps from `history-tables.ts` / `knowledge-tables.ts` here, e.g.
+ * and knowledge steps from `postgres-history.ts` / `postgres-knowledge.ts` here, e.g.
  * `{ name: 'history', up: HISTORY_DDL }`.
  */
 export const MIGRATIONS: readonly PostgresMigration[] = [

@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import type Database from 'better-sqlite3';
 import { indexAnalysedTerms } from './analysed-terms.js';
 import { buildMessageTerms, rebuildMessageIndex } from './message-index.js';
-import { PROXY_TURNS_DDL } from './proxy-turn-tables.js';
+import { PROXY_TURNS_DDL } from './sqlite-proxy-turns.js';
 
 /**
  * Schema versions, applied in order inside one transaction each; `PRAGMA user_version` records the last.
@@ -117,7 +117,7 @@ const MIGRATIONS: readonly Migration[] = [
   );
   `,
   // History tools: the action log (runs and their tool calls, trigram keyword index over every text of a
-  // run) and the failure memory. The FTS definitions are kept current by history-tables.ts, which rebuilds
+  // run) and the failure memory. The FTS definitions are kept current by sqlite-history.ts, which rebuilds
   // them when the tokenizer changes.
   `
   CREATE TABLE runs (
@@ -264,7 +264,7 @@ const MIGRATIONS: readonly Migration[] = [
   ownKnowledgeResources,
   // Memories and error records keep their analysed terms, which keyword search hands up for BM25 ranking above the store.
   keepAnalysedTerms,
-  // Several processes on one file: leases on background work (coordination-tables.ts); a no-op on a file
+  // Several processes on one file: leases on background work (sqlite-coordination.ts); a no-op on a file
   // that has them (one put back a version by a test).
   `
   CREATE TABLE IF NOT EXISTS work_claims (
@@ -303,7 +303,7 @@ const MIGRATIONS: readonly Migration[] = [
   DROP TABLE IF EXISTS message_vocabulary;
   DROP TABLE IF EXISTS message_totals;
   `,
-  // The memory proxy's turns (proxy-turn-tables.ts): request fingerprints and what each request was given.
+  // The memory proxy's turns (sqlite-proxy-turns.ts): request fingerprints and what each request was given.
   PROXY_TURNS_DDL,
 ];
 

@@ -1,6 +1,6 @@
 import { CairnError } from '../../errors.js';
 import type { Scope } from '../../types.js';
-import type { PostgresMigration } from './migrations.js';
+import type { PostgresMigration } from './postgres-migrations.js';
 import type { PostgresDatabase, Queryable } from './postgres-db.js';
 import { KNOWLEDGE_PATCH_COLUMNS, type KnowledgeFileRow, type KnowledgeResourceRow, toKnowledgeFile, toKnowledgeResource } from '../knowledge-rows.js';
 import type {

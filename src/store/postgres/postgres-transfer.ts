@@ -3,9 +3,9 @@ import pgvector from 'pgvector';
 import { CairnError, describeError } from '../../errors.js';
 import { analyze, analyzeForIndex } from '../../text/analyze.js';
 import type { DataSnapshot, DumpRecord } from '../store.js';
-import { SCHEMA_VERSION } from '../sqlite/migrations.js';
-import { errorTerms } from './history-tables.js';
-import { addTerms, type TermsRow } from './message-tables.js';
+import { SCHEMA_VERSION } from '../sqlite/sqlite-migrations.js';
+import { errorTerms } from './postgres-history.js';
+import { addTerms, type TermsRow } from './postgres-messages.js';
 import type { PostgresDatabase } from './postgres-db.js';
 import { toPostgresError } from './postgres-errors.js';
 
@@ -30,7 +30,7 @@ type TransferKind = {
 
 /**
  * Every record type of the PostgreSQL store, in restore order (parents before children), under the
- * names and columns of SQLite's export (src/store/sqlite/data-transfer.ts).
+ * names and columns of SQLite's export (src/store/sqlite/sqlite-transfer.ts).
  */
 const TRANSFER_KINDS: readonly TransferKind[] = [
   { type: 'meta', table: 'meta', columns: ['key', 'value'], order: 'key' },
@@ -501,7 +501,7 @@ export class PostgresTransfer {
 }
 
 /**
- * Writes the keyword rows (message-tables.ts) of every message that has none, in position order, each
+ * Writes the keyword rows (postgres-messages.ts) of every message that has none, in position order, each
  * with its session's previous message as context, as `addMessages` would have; the scopes touched get a
  * new generation, so a server that holds their postings rebuilds them.
  */

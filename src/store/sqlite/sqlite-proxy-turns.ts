@@ -3,7 +3,7 @@ import type { Scope } from '../../types.js';
 import type { Statements } from './statements.js';
 import type { WriteLock } from './write-lock.js';
 
-/** The `proxy_turns` table step of migrations.ts. */
+/** The `proxy_turns` table step of sqlite-migrations.ts. */
 export const PROXY_TURNS_DDL = `
   CREATE TABLE IF NOT EXISTS proxy_turns (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
