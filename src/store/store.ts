@@ -4,12 +4,14 @@ import type { ProxyTurnStore } from './proxy-turns.js';
 import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, RankedHit, Scope } from '../types.js';
 
 /**
- * The storage contract every backend implements (embedded SQLite, PostgreSQL): the union of one small
- * interface per aggregate. All methods are async so a networked backend fits. Every method takes a scope
- * and filters by it inside the query, except the operator- and worker-level methods whose doc says why
- * (API keys are global; the embedding queue, the extraction backlog and run pruning work across scopes).
- * Search methods return ranked ids or keyword candidates; BM25 ranking of candidates, hydration and
- * fusion happen above the store (DESIGN.md, "The store contract").
+ * The storage contract every backend implements (embedded SQLite, PostgreSQL): a record of parts, one
+ * small interface per aggregate, each built by the engine from its own file (`sqlite/sqlite-messages.ts`
+ * beside `postgres/postgres-messages.ts`, …), plus the few methods of the whole store. All methods are
+ * async so a networked backend fits. Every method takes a scope and filters by it inside the query,
+ * except the operator- and worker-level methods whose doc says why (API keys are global; the embedding
+ * queue, the extraction backlog and run pruning work across scopes). Search methods return ranked ids or
+ * keyword candidates; BM25 ranking of candidates, hydration and fusion happen above the store (DESIGN.md,
+ * "The store contract").
  *
  * **Ordering guarantee.** Every storage position (message seq, memory seq, error record seq, tool-call
  * seq, the vector save counter) becomes visible in increasing order: a reader that has seen position p
@@ -18,19 +20,28 @@ import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, R
  * per-table advisory transaction lock before drawing the next position, so positions are handed out in
  * commit order.
  */
-export interface Store
-  extends MessageStore,
-    MemoryStore,
-    EmbeddingStore,
-    PipelineStore,
-    KnowledgeStore,
-    TransferStore,
-    CoordinationStore {
+export interface Store {
   readonly capabilities: StoreCapabilities;
+  /** Messages (L0). */
+  readonly messages: MessageStore;
+  /** Memories (L1) with their audit trail. */
+  readonly memories: MemoryStore;
+  /** Vectors of every embedded target. */
+  readonly embeddings: EmbeddingStore;
+  /** Extraction cursors, batch commits, supersession and the audit trail. */
+  readonly pipeline: PipelineStore;
   /** API keys (global, not scoped). */
   readonly keys: KeyStore;
-  /** The action log and failure memory behind the history tools. */
-  readonly history: HistoryStore;
+  /** Knowledge resources and their file records. */
+  readonly knowledge: KnowledgeStore;
+  /** The action log behind the history tools: runs and their tool calls. */
+  readonly runs: RunStore;
+  /** The failure memory behind the history tools: error records with their fix. */
+  readonly errors: ErrorStore;
+  /** Leases and counters shared by every process on the store. */
+  readonly coordination: CoordinationStore;
+  /** Export, restore and backup of the whole database. */
+  readonly transfer: TransferStore;
   /** The memory proxy's turns: request fingerprints and the text each request was given. */
   readonly proxyTurns: ProxyTurnStore;
   /**
@@ -178,9 +189,9 @@ export type AddMessagesResult = {
   skipped: number;
 };
 
-/** One session as {@link Store.listSessions} lists it; times are message timestamps, else when they were recorded. */
+/** One session as {@link MessageStore.listSessions} lists it; times are message timestamps, else when they were recorded. */
 export type SessionSummary = { sessionKey: string; messages: number; firstAt: string; lastAt: string };
-/** What {@link Store.scopeCounts} reports; `memories` counts live memories only. */
+/** What {@link MessageStore.scopeCounts} reports; `memories` counts live memories only. */
 export type ScopeCounts = { messages: number; sessions: number; memories: Record<MemoryType, number>; supersededMemories: number };
 
 export type ListMessagesQuery = { sessionKey?: string | undefined; limit: number; offset?: number | undefined };
@@ -327,11 +338,11 @@ export type MemoryAuditEntry = {
 
 /**
  * The action log (runs of an agent and the tool calls they made) and the failure memory (tool errors with
- * the fix that worked) behind the history tools, reached as `store.history`. Runs belong to one session of
- * one scope; error records to a scope, across its sessions. Times are ISO-8601 UTC strings. Their vectors
- * go through the {@link EmbeddingStore} (targets `run_text` and `error_record`).
+ * the fix that worked) behind the history tools: the store's `runs` and `errors` parts. Runs belong to one
+ * session of one scope; error records to a scope, across its sessions. Times are ISO-8601 UTC strings.
+ * Their vectors go through the {@link EmbeddingStore} (targets `run_text` and `error_record`).
  */
-export interface HistoryStore extends RunStore, ErrorStore {}
+export type HistoryStore = Pick<Store, 'runs' | 'errors'>;
 
 /** Runs of an agent and the tool calls they made. */
 export interface RunStore {

@@ -10,7 +10,8 @@ import type {
   ErrorRecord,
   ErrorRecordFilter,
   ErrorRecordWrite,
-  HistoryStore,
+  ErrorStore,
+  RunStore,
   KeywordCandidates,
   Run,
   RunSummary,
@@ -132,7 +133,7 @@ const RUN_TEXTS_SQL = `
   ) texts ORDER BY at DESC, key COLLATE "C" DESC LIMIT $5`;
 
 /** The history tables of the PostgreSQL store (runs, their tool calls, error records), every query scoped in SQL. */
-export class PostgresHistoryTables implements HistoryStore {
+export class PostgresHistory implements RunStore, ErrorStore {
   constructor(private readonly db: PostgresDatabase) {}
 
   // ---- runs --------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ export const KNOWLEDGE_MIGRATION: PostgresMigration = {
  * The knowledge tables of the PostgreSQL store. A resource belongs to the scope that created it: every
  * read and write is filtered by that scope in SQL, file records through their resource.
  */
-export class PostgresKnowledgeTables implements KnowledgeStore {
+export class PostgresKnowledge implements KnowledgeStore {
   constructor(private readonly db: PostgresDatabase) {}
 
   async createKnowledgeResource(scope: Scope, input: NewKnowledgeResource): Promise<KnowledgeResourceRecord> {

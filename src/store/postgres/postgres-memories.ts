@@ -1,7 +1,8 @@
 import { CairnError } from '../../errors.js';
 import { analyze } from '../../text/analyze.js';
-import type { Memory, MemoryPatch, NewMemory, Scope } from '../../types.js';
-import type { KeywordCandidates, ListMemoriesQuery, MemoryAuditAction, MemoryFilter } from '../store.js';
+import type { Memory, MemoryPatch, NewMemory, RankedHit, Scope } from '../../types.js';
+import type { KeywordCandidates, ListMemoriesQuery, MemoryAuditAction, MemoryFilter, MemoryStore } from '../store.js';
+import type { VectorTables } from './vector-tables.js';
 import { lockPositions, type PostgresDatabase, type Queryable, rows } from './postgres-db.js';
 import { MEMORY_COLUMNS, type MemoryRow, newId, orderBy, toMemory } from '../memory-rows.js';
 
@@ -13,10 +14,13 @@ const API_ACTOR = 'api';
  * L1 memories: writes with their audit trail, reads, and the filters every memory query shares. Each
  * write is one transaction; an update reads the row it replaces under a row lock inside it.
  */
-export class MemoryTables {
-  constructor(private readonly db: PostgresDatabase) {}
+export class PostgresMemories implements MemoryStore {
+  constructor(
+    private readonly db: PostgresDatabase,
+    private readonly vectors: VectorTables,
+  ) {}
 
-  async create(scope: Scope, input: NewMemory): Promise<Memory> {
+  async createMemory(scope: Scope, input: NewMemory): Promise<Memory> {
     const id = input.id ?? newId('mem');
     const now = new Date().toISOString();
     return this.db.transaction(async (client) => {
@@ -28,12 +32,12 @@ export class MemoryTables {
     });
   }
 
-  async get(scope: Scope, ids: readonly string[]): Promise<Memory[]> {
+  async getMemories(scope: Scope, ids: readonly string[]): Promise<Memory[]> {
     if (ids.length === 0) return [];
     return getMemories(this.db.autocommit, scope, ids);
   }
 
-  async list(scope: Scope, query: ListMemoriesQuery): Promise<Memory[]> {
+  async listMemories(scope: Scope, query: ListMemoriesQuery): Promise<Memory[]> {
     const values: unknown[] = [scope.userId, scope.agentId];
     const clause = memoryFilterSql(query, values);
     values.push(query.limit, query.offset ?? 0);
@@ -46,7 +50,7 @@ export class MemoryTables {
   }
 
   /** Applies the patch to the row as locked inside the transaction, so the audit's old version is the one replaced. */
-  async update(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory> {
+  async updateMemory(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory> {
     return this.db.transaction(async (client) => {
       const [found] = await rows<MemoryRow>(client, `SELECT ${MEMORY_COLUMNS} FROM memories WHERE user_id = $1 AND agent_id = $2 AND id = $3 FOR UPDATE`, [
         scope.userId,
@@ -102,7 +106,7 @@ export class MemoryTables {
    * Keyword candidates: the memories of the scope and filter holding any of `terms`, with their analysed
    * terms, found through the GIN index on `terms`; and the size of that collection (search/bm25.ts ranks them).
    */
-  async keywordCandidates(scope: Scope, terms: readonly string[], filter: MemoryFilter): Promise<KeywordCandidates> {
+  async memoryKeywordCandidates(scope: Scope, terms: readonly string[], filter: MemoryFilter): Promise<KeywordCandidates> {
     const distinct = [...new Set(terms.filter((t) => t !== ''))];
     if (distinct.length === 0) return { candidates: [], documents: 0, totalTerms: 0 };
     const values: unknown[] = [scope.userId, scope.agentId];
@@ -119,7 +123,11 @@ export class MemoryTables {
     return { candidates: found?.candidates ?? [], documents: found?.documents ?? 0, totalTerms: found?.total_terms ?? 0 };
   }
 
-  async delete(scope: Scope, id: string): Promise<boolean> {
+  searchMemoriesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
+    return this.vectors.searchMemories(scope, vector, embedderId, filter, limit);
+  }
+
+  async deleteMemory(scope: Scope, id: string): Promise<boolean> {
     return this.db.transaction(async (client) => {
       const [old] = await rows<{ version: number; content: string }>(
         client,

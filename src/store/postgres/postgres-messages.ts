@@ -1,7 +1,11 @@
 import type pg from 'pg';
 import { analyzeEachForIndex } from '../../text/analyze.js';
 import type { MemoryType, Message, NewMessage, Scope } from '../../types.js';
-import type { AddMessagesOptions, AddMessagesResult, ListMessagesQuery, ScopeCounts, SequencedMessage, SessionSummary } from '../store.js';
+import type { RankedHit } from '../../types.js';
+import type { AddMessagesOptions, AddMessagesResult, ListMessagesQuery, MessageFilter, MessageStore, ScopeCounts, SequencedMessage, SessionSummary } from '../store.js';
+import type { MessageKeywords } from './message-keywords.js';
+import type { TableStatistics } from './table-statistics.js';
+import type { VectorTables } from './vector-tables.js';
 import { lockPositions, type PostgresDatabase, rows } from './postgres-db.js';
 import { MESSAGE_COLUMNS, type MessageRow, newId, orderBy, toMessage } from '../memory-rows.js';
 
@@ -16,10 +20,15 @@ export type TermsRow = { seq: number; userId: string; agentId: string; terms: st
  * "Keyword engine"). Every write holds the ordering lock of each scope it writes to commit, so a scope's
  * positions become visible in order and writers of other scopes never wait for it.
  */
-export class MessageTables {
-  constructor(private readonly db: PostgresDatabase) {}
+export class PostgresMessages implements MessageStore {
+  constructor(
+    private readonly db: PostgresDatabase,
+    private readonly keywords: MessageKeywords,
+    private readonly vectors: VectorTables,
+    private readonly statistics: TableStatistics,
+  ) {}
 
-  async add(messages: readonly NewMessage[], options: AddMessagesOptions = {}): Promise<AddMessagesResult> {
+  async addMessages(messages: readonly NewMessage[], options: AddMessagesOptions = {}): Promise<AddMessagesResult> {
     const ids = messages.map((m) => m.id ?? newId('msg'));
     // Analysed before any lock is taken: the analysis (jieba, stemming) is the costly part of a write.
     const analysed = await analyzeEachForIndex(messages.map((m) => m.content));
@@ -39,10 +48,11 @@ export class MessageTables {
         return count;
       });
     }
+    this.statistics.wrote(['messages', 'message_terms'], inserted);
     return { ids, inserted, skipped: messages.length - inserted };
   }
 
-  async get(scope: Scope, ids: readonly string[]): Promise<Message[]> {
+  async getMessages(scope: Scope, ids: readonly string[]): Promise<Message[]> {
     if (ids.length === 0) return [];
     const found = await this.db.prepared<MessageRow>('cairn_get_messages', `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`, [
       scope.userId,
@@ -52,7 +62,7 @@ export class MessageTables {
     return orderBy(ids, found.map(toMessage));
   }
 
-  async list(scope: Scope, query: ListMessagesQuery): Promise<Message[]> {
+  async listMessages(scope: Scope, query: ListMessagesQuery): Promise<Message[]> {
     const session = query.sessionKey === undefined ? '' : 'AND session_key = $5';
     const values: unknown[] = [scope.userId, scope.agentId, query.limit, query.offset ?? 0];
     if (query.sessionKey !== undefined) values.push(query.sessionKey);
@@ -94,7 +104,7 @@ export class MessageTables {
   }
 
   /** Deletes one message and re-indexes the next one of its session, whose context held the deleted text. */
-  async delete(scope: Scope, id: string): Promise<boolean> {
+  async deleteMessage(scope: Scope, id: string): Promise<boolean> {
     return this.db.transaction(async (client) => {
       await lockPositions(client, 'messages', [scope], this.db.orderLocking);
       const [gone] = await rows<{ seq: number; session_key: string }>(
@@ -125,6 +135,15 @@ export class MessageTables {
   }
 
   /** Messages of a session after position `cursor`, oldest first. */
+  searchMessagesByKeyword(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]> {
+    return this.keywords.search(scope, terms, filter, limit);
+  }
+
+  searchMessagesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): Promise<RankedHit[]> {
+    return this.vectors.searchMessages(scope, vector, embedderId, filter, limit);
+  }
+
+  /** Messages of a session stored after `cursor`, oldest first (the pipeline's `messagesAfter`). */
   async after(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
     const found = await this.db.query<MessageRow>(
       `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 AND seq > $4 ORDER BY seq LIMIT $5`,
@@ -134,6 +153,7 @@ export class MessageTables {
   }
 
   /** The last `limit` messages of a session up to and including position `cursor`, oldest first. */
+  /** The last messages of a session up to `cursor`, oldest first (the pipeline's `messagesBefore`). */
   async before(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
     const found = await this.db.query<MessageRow>(
       `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 AND seq <= $4 ORDER BY seq DESC LIMIT $5`,

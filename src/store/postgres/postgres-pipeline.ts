@@ -1,6 +1,7 @@
 import { CairnError } from '../../errors.js';
 import type { Memory, MemoryType, Scope } from '../../types.js';
-import type { ExtractionCommit, MemoryAuditAction, MemoryAuditEntry, PipelineState } from '../store.js';
+import type { PostgresMessages } from './postgres-messages.js';
+import type { ExtractionCommit, MemoryAuditAction, MemoryAuditEntry, PipelineState, PipelineStore, SequencedMessage } from '../store.js';
 import { audit, getMemories, insertMemory } from './postgres-memories.js';
 import { lockPositions, type PostgresDatabase, rows } from './postgres-db.js';
 import { MEMORY_COLUMNS, type MemoryRow, toMemory } from '../memory-rows.js';
@@ -43,10 +44,13 @@ const PENDING = `
  * (cursor compare-and-set, memories, supersession and audit in one transaction), reversible
  * supersession and the audit trail (DESIGN.md, "Memory pipeline").
  */
-export class PipelineTables {
-  constructor(private readonly db: PostgresDatabase) {}
+export class PostgresPipeline implements PipelineStore {
+  constructor(
+    private readonly db: PostgresDatabase,
+    private readonly messages: PostgresMessages,
+  ) {}
 
-  async state(scope: Scope, sessionKey: string): Promise<PipelineState> {
+  async pipelineState(scope: Scope, sessionKey: string): Promise<PipelineState> {
     const [row] = await this.db.query<CursorRow>(
       `SELECT s.user_id, s.agent_id, s.session_key, c.last_seq, c.batches, c.failures, c.last_error, c.last_run_at, ${PENDING}
        FROM (SELECT $1::text COLLATE "C" AS user_id, $2::text COLLATE "C" AS agent_id, $3::text COLLATE "C" AS session_key) AS s
@@ -56,7 +60,7 @@ export class PipelineTables {
     return toPipelineState(row!);
   }
 
-  async backlog(): Promise<PipelineState[]> {
+  async pipelineBacklog(): Promise<PipelineState[]> {
     const found = await this.db.query<CursorRow>(
       `SELECT s.user_id, s.agent_id, s.session_key, c.last_seq, c.batches, c.failures, c.last_error, c.last_run_at, ${PENDING}
        FROM (SELECT user_id, agent_id, session_key, max(seq) AS max_seq FROM messages GROUP BY user_id, agent_id, session_key) AS s
@@ -67,7 +71,15 @@ export class PipelineTables {
     return found.map(toPipelineState);
   }
 
-  async commit(commit: ExtractionCommit): Promise<void> {
+  messagesAfter(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
+    return this.messages.after(scope, sessionKey, cursor, limit);
+  }
+
+  messagesBefore(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
+    return this.messages.before(scope, sessionKey, cursor, limit);
+  }
+
+  async commitExtraction(commit: ExtractionCommit): Promise<void> {
     const { scope, sessionKey } = commit;
     await this.db.transaction(async (client) => {
       // The cursor row exists before it is locked, so two commits of one session always meet on one row lock.
@@ -121,7 +133,7 @@ export class PipelineTables {
     });
   }
 
-  async recordFailure(scope: Scope, sessionKey: string, error: string): Promise<void> {
+  async recordPipelineFailure(scope: Scope, sessionKey: string, error: string): Promise<void> {
     await this.db.query(
       `INSERT INTO pipeline_cursors (user_id, agent_id, session_key, failures, last_error, last_run_at) VALUES ($1, $2, $3, 1, $4, $5)
        ON CONFLICT (user_id, agent_id, session_key) DO UPDATE SET
@@ -188,7 +200,7 @@ export class PipelineTables {
     });
   }
 
-  async audit(scope: Scope, id: string): Promise<MemoryAuditEntry[]> {
+  async memoryAudit(scope: Scope, id: string): Promise<MemoryAuditEntry[]> {
     const found = await this.db.query<AuditRow>(
       `SELECT memory_id, action, actor, at, old_version, new_version, old_content, new_content, related_id
        FROM memory_audit WHERE user_id = $1 AND agent_id = $2 AND memory_id = $3 ORDER BY seq`,

@@ -27,7 +27,7 @@ export const PROXY_TURNS_MIGRATION: PostgresMigration = {
 };
 
 /** The memory proxy's turns on PostgreSQL; every query is filtered by its scope. */
-export class PostgresProxyTurnTables implements ProxyTurnStore {
+export class PostgresProxyTurns implements ProxyTurnStore {
   constructor(private readonly db: PostgresDatabase) {}
 
   async find(scope: Scope, fingerprint: string): Promise<ProxyTurn | null> {

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import pgvector from 'pgvector';
 import { CairnError, describeError } from '../../errors.js';
 import { analyze, analyzeForIndex } from '../../text/analyze.js';
-import type { DataSnapshot, DumpRecord } from '../store.js';
+import type { DataSnapshot, DumpRecord, TransferStore } from '../store.js';
 import { SCHEMA_VERSION } from '../sqlite/sqlite-migrations.js';
 import { errorTerms } from './postgres-history.js';
 import { addTerms, type TermsRow } from './postgres-messages.js';
@@ -180,7 +180,7 @@ export type TransferOptions = {
  * Restore writes into an empty store in one transaction; merge (for `cairn migrate`, which decides what to
  * send) writes rows by their keys and commits every chunk, so an interrupted run is finished by running it again.
  */
-export class PostgresTransfer {
+export class PostgresTransfer implements TransferStore {
   private columnTypes: Promise<Map<string, Map<string, string>>> | null = null;
   private readonly kinds = TRANSFER_KINDS;
 

@@ -3,16 +3,24 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { CairnError, type CairnErrorCode } from '../../errors.js';
 import type { Scope } from '../../types.js';
-import type { Store } from '../store.js';
+import type { MemoryStore, MessageStore, Store } from '../store.js';
 import type { VectorIndexTuning, VectorSnapshot } from './message-vector-index.js';
 
 /**
- * Store methods the read workers answer: the searches (and the memory keyword candidates), whose cost grows with the corpus. Loading the few
- * winners by id is a handful of primary-key probes and stays on the main connection.
+ * Store methods the read workers answer, each with the part of the store that holds it: the searches (and
+ * the memory keyword candidates), whose cost grows with the corpus. Loading the few winners by id is a
+ * handful of primary-key probes and stays on the main connection.
  */
-export const POOLED_READS = ['searchMessagesByKeyword', 'searchMessagesByVector', 'memoryKeywordCandidates', 'searchMemoriesByVector'] as const satisfies readonly (keyof Store)[];
+export const POOLED_READS = {
+  searchMessagesByKeyword: 'messages',
+  searchMessagesByVector: 'messages',
+  memoryKeywordCandidates: 'memories',
+  searchMemoriesByVector: 'memories',
+} as const satisfies Record<string, keyof Store>;
 
-export type PooledRead = (typeof POOLED_READS)[number];
+export type PooledRead = keyof typeof POOLED_READS;
+/** The pooled reads with their signatures, as the store's parts declare them. */
+type PooledReads = Pick<MessageStore, 'searchMessagesByKeyword' | 'searchMessagesByVector'> & Pick<MemoryStore, 'memoryKeywordCandidates' | 'searchMemoriesByVector'>;
 
 /**
  * Messages between a {@link ReadPool} and its workers (`read-worker.ts`). A search's answer carries the
@@ -141,10 +149,10 @@ export class ReadPool {
    * their data in that worker's caches, and a search's keyword and vector paths, given different homes,
    * run side by side.
    */
-  run<M extends PooledRead>(method: M, args: Parameters<Store[M]>, home?: number): ReturnType<Store[M]> {
+  run<M extends PooledRead>(method: M, args: Parameters<PooledReads[M]>, home?: number): ReturnType<PooledReads[M]> {
     const scope = args[0];
     const reader = this.pinned.get(pinKey(method, scope)) ?? this.leastBusy(home);
-    return this.post(reader, method, scope, (id) => ({ id, method, args })) as ReturnType<Store[M]>;
+    return this.post(reader, method, scope, (id) => ({ id, method, args })) as ReturnType<PooledReads[M]>;
   }
 
   /** Bytes each running worker holds in memory for `scope` on the path `method` searches, in pool order (a diagnostic). */
@@ -264,4 +272,19 @@ export class ReadPool {
 /** The key of a scope's searches on one path. */
 function pinKey(method: PooledRead, scope: Scope): string {
   return JSON.stringify([method, scope.userId, scope.agentId]);
+}
+
+/**
+ * The read worker a scope's keyword searches prefer (its vector searches prefer the next one): each
+ * worker keeps the scopes it searches in memory, so a scope kept on the same worker finds its postings
+ * and vectors in that core's caches, and a hybrid search's two paths run on two workers at once. Measured
+ * on 100k messages, vector searches alone: p50 1.43 ms alternating between two workers, 1.19 ms on one.
+ */
+export function homeWorker(scope: Scope): number {
+  let hash = 2_166_136_261;
+  for (const part of [scope.userId, scope.agentId]) {
+    for (let i = 0; i < part.length; i++) hash = Math.imul(hash ^ part.charCodeAt(i), 16_777_619);
+    hash = Math.imul(hash ^ 0, 16_777_619);
+  }
+  return hash >>> 1;
 }

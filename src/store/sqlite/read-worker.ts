@@ -2,7 +2,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { parentPort, workerData } from 'node:worker_threads';
 import { describeError, isCairnError } from '../../errors.js';
-import { POOLED_READS, type ReadReply, type ReadRequest, type ReadWorkerData } from './read-pool.js';
+import { POOLED_READS, type PooledRead, type ReadReply, type ReadRequest, type ReadWorkerData } from './read-pool.js';
 import type { VectorSnapshot } from './message-vector-index.js';
 import { SqliteStore } from './sqlite-store.js';
 import type { Scope } from '../../types.js';
@@ -15,7 +15,6 @@ if (port) {
   // A read-only connection cannot save the vector snapshots it makes: they go to the writer (read-pool.ts).
   const vectorSnapshots = (snapshot: VectorSnapshot) => port.postMessage({ id: 0, type: 'snapshot', snapshot } satisfies ReadReply, [snapshot.data]);
   const store = SqliteStore.open({ path, readOnly: true, vectorIndex, vectorSnapshots });
-  const allowed = new Set<string>(POOLED_READS);
   port.on('message', (request: ReadRequest) => {
     if (request.method === 'close') {
       void store.close().then(() => port.close());
@@ -23,24 +22,26 @@ if (port) {
     }
     const reply = (message: ReadReply) => port.postMessage(message);
     if (request.method === 'release') {
-      const held = store.heldBytes(request.path, request.scope);
-      store.releaseHeld(request.path, request.scope);
+      const held = store.messages.heldBytes(request.path, request.scope);
+      store.messages.releaseHeld(request.path, request.scope);
       // The pool releases only copies of a large scope; left to the next full collection, a worker with
       // little else to do would keep their memory (hundreds of MB at 1M messages) for a long time.
       if (held > 0) collectGarbage();
       return;
     }
     if (request.method === 'held') {
-      reply({ id: request.id, type: 'done', result: store.heldBytes(request.path, request.scope) });
+      reply({ id: request.id, type: 'done', result: store.messages.heldBytes(request.path, request.scope) });
       return;
     }
     const method = request.method;
-    const call = allowed.has(method)
-      ? (store[method] as (...args: unknown[]) => Promise<unknown>).apply(store, request.args)
-      : Promise.reject(new Error(`${String(method)} is not a pooled read`));
+    const part = Object.hasOwn(POOLED_READS, method) ? store[POOLED_READS[method]] : undefined;
+    const call =
+      part === undefined
+        ? Promise.reject(new Error(`${String(method)} is not a pooled read`))
+        : ((part as unknown as Record<PooledRead, (...args: unknown[]) => Promise<unknown>>)[method]).apply(part, request.args);
     call.then(
       // With the answer, what the worker now holds for the scope on this path (read-pool.ts keeps a large scope here).
-      (result) => reply({ id: request.id, type: 'done', result, held: store.heldBytes(method, request.args[0] as Scope) }),
+      (result) => reply({ id: request.id, type: 'done', result, held: store.messages.heldBytes(method, request.args[0] as Scope) }),
       (err: unknown) => reply({ id: request.id, type: 'error', code: isCairnError(err) ? err.code : null, message: describeError(err) }),
     );
   });

@@ -41,7 +41,7 @@ type Connection = { db: Database.Database; statements: Statements; writes: Write
  * expiry that a heartbeat renews while it is held, so a holder killed with `kill -9` loses the claim once
  * its lease runs out, and another process takes it over then.
  */
-export class CoordinationTables implements CoordinationStore {
+export class SqliteCoordination implements CoordinationStore {
   /** Who this store instance is in `work_claims.holder`: process id and a random part. */
   private readonly holder = `${process.pid}-${randomBytes(6).toString('hex')}`;
   private readonly held = new Map<string, SqliteClaim>();

@@ -26,10 +26,10 @@ type BaseRow = { seq: number; name: string | number; content?: string } & Partia
  * The vectors of every target in the SQLite store (the {@link EmbeddingStore} part): one vector table
  * per base table keyed by its seq, with the embedder beside each vector, and `run_text_vectors`, a cache
  * keyed by run-text key that remembers the hash of the text embedded. Message vectors also feed the
- * sqlite-vec KNN index once {@link EmbeddingTables.indexVectors} has moved it to their embedder, and
+ * sqlite-vec KNN index once {@link SqliteEmbeddings.indexVectors} has moved it to their embedder, and
  * carry the number of the write that saved them (message-vector-index.ts reads only what is new).
  */
-export class EmbeddingTables implements EmbeddingStore {
+export class SqliteEmbeddings implements EmbeddingStore {
   private readonly statements: Statements;
 
   constructor(

@@ -10,7 +10,8 @@ import type {
   ErrorRecord,
   ErrorRecordFilter,
   ErrorRecordWrite,
-  HistoryStore,
+  ErrorStore,
+  RunStore,
   KeywordCandidates,
   Run,
   RunSummary,
@@ -50,7 +51,7 @@ const RUN_TEXTS_SQL = `
   ORDER BY at DESC, key DESC LIMIT @limit`;
 
 /** The history tables of the SQLite store (runs, their tool calls, error records); the SqliteStore exposes it as `history`. */
-export class HistoryTables implements HistoryStore {
+export class SqliteHistory implements RunStore, ErrorStore {
   private readonly statements: Statements;
 
   constructor(

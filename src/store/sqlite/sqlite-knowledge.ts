@@ -21,7 +21,7 @@ const OWNED = 'user_id = ? AND agent_id = ?';
  * delegates to it. A resource belongs to the scope that created it: every read and write is filtered by
  * that scope in SQL, file records through their resource.
  */
-export class KnowledgeTables implements KnowledgeStore {
+export class SqliteKnowledge implements KnowledgeStore {
   constructor(
     private readonly db: Database.Database,
     private readonly writes: WriteLock,

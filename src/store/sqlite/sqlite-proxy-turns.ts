@@ -24,7 +24,7 @@ export const PROXY_TURNS_DDL = `
 `;
 
 /** The memory proxy's turns on SQLite; every query is filtered by its scope. */
-export class ProxyTurnTables implements ProxyTurnStore {
+export class SqliteProxyTurns implements ProxyTurnStore {
   constructor(
     private readonly statements: Statements,
     private readonly writes: WriteLock,

@@ -1,10 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { CairnError, describeError } from '../../errors.js';
 import { touchPrivateFile } from '../../private-files.js';
-import type { DataSnapshot, DumpRecord } from '../store.js';
+import type { DataSnapshot, DumpRecord, TransferStore } from '../store.js';
 import { indexAnalysedTerms } from './analysed-terms.js';
 import { indexStoredMessages } from './message-index.js';
+import type { Statements } from './statements.js';
+import type { WriteLock } from './write-lock.js';
 
 /**
  * The stored tables an export holds, in the order restore writes them, each under its record type.
@@ -267,5 +270,45 @@ export async function backupDatabase(db: Database.Database, path: string, onProg
     for (const file of [partial, `${partial}-wal`, `${partial}-shm`]) rmSync(file, { force: true });
     if (err instanceof CairnError) throw err;
     throw new CairnError('internal', `backup to ${path} failed: ${describeError(err)}`, { cause: err });
+  }
+}
+
+/** Export, restore and backup of an SQLite database (`store.transfer`), and its id as a migration source. */
+export class SqliteTransfer implements TransferStore {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly statements: Statements,
+    private readonly writes: WriteLock,
+    /** The database file, or ':memory:'. */
+    private readonly location: string,
+  ) {}
+
+  private stmt(sql: string): Database.Statement {
+    return this.statements.get(sql);
+  }
+
+  async exportSnapshot(): Promise<DataSnapshot> {
+    return openSnapshot(this.location, this.db);
+  }
+
+  async restoreRecords(records: AsyncIterable<DumpRecord>, onProgress?: (done: number) => void): Promise<Record<string, number>> {
+    return restoreRecords(this.db, records, onProgress);
+  }
+
+  /**
+   * This database's id as the source of `cairn migrate`: random, created on first use and kept in `meta`
+   * (`source_id`), so a target can tell a resumed run of this source from rows of another.
+   */
+  async sourceId(): Promise<string> {
+    const read = () => (this.stmt(`SELECT value FROM meta WHERE key = 'source_id'`).get() as { value: string } | undefined)?.value;
+    const held = read();
+    if (held !== undefined) return held;
+    await this.writes.run(() => this.stmt(`INSERT INTO meta (key, value) VALUES ('source_id', ?) ON CONFLICT (key) DO NOTHING`).run(randomUUID()));
+    return read()!;
+  }
+
+  async backup(path: string, onProgress?: (done: number, total: number) => void): Promise<void> {
+    if (this.location === ':memory:') throw new CairnError('invalid_input', 'an in-memory database has no file to back up');
+    return backupDatabase(this.db, path, onProgress);
   }
 }

@@ -1,0 +1,227 @@
+import type Database from 'better-sqlite3';
+import { CairnError } from '../../errors.js';
+import type { Memory, MemoryPatch, NewMemory, RankedHit, Scope } from '../../types.js';
+import { type MemoryRow, newId, orderBy, toMemory } from '../memory-rows.js';
+import type { KeywordCandidates, ListMemoriesQuery, MemoryAuditAction, MemoryFilter, MemoryStore } from '../store.js';
+import { storedTerms } from './analysed-terms.js';
+import { buildFtsQuery } from './fts-query.js';
+import { homeWorker, type ReadPool } from './read-pool.js';
+import type { Statements } from './statements.js';
+import { toBlob } from './vector-blob.js';
+import type { WriteLock } from './write-lock.js';
+
+const DEFAULT_PRIORITY = 50;
+/** Who the audit trail names for changes made through the plain memory API. */
+const API_ACTOR = 'api';
+
+/** Memories on SQLite (`store.memories`): rows, their FTS5 index and analysed terms, and the audit trail of each change. */
+export class SqliteMemories implements MemoryStore {
+  constructor(
+    private readonly statements: Statements,
+    private readonly writes: WriteLock,
+    private readonly readers: ReadPool | null,
+    private readonly vectorSearch: boolean,
+  ) {}
+
+  private stmt(sql: string): Database.Statement {
+    return this.statements.get(sql);
+  }
+
+  async createMemory(scope: Scope, input: NewMemory): Promise<Memory> {
+    const now = new Date().toISOString();
+    const id = input.id ?? newId('mem');
+    await this.writes.run(() => {
+      if (!insertMemory(this.statements, scope, { ...input, id }, 'manual', 1, now)) throw new CairnError('conflict', `memory ${id} already exists`);
+      auditMemory(this.statements, scope, id, 'create', API_ACTOR, now, { newVersion: 1, newContent: input.content });
+    });
+    const [memory] = await this.getMemories(scope, [id]);
+    return memory!;
+  }
+
+  async getMemories(scope: Scope, ids: readonly string[]): Promise<Memory[]> {
+    if (ids.length === 0) return [];
+    const rows = this.stmt(`SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id IN (SELECT value FROM json_each(?))`).all(scope.userId, scope.agentId, JSON.stringify(ids)) as MemoryRow[];
+    return orderBy(ids, rows.map(toMemory));
+  }
+
+  async listMemories(scope: Scope, query: ListMemoriesQuery): Promise<Memory[]> {
+    const { clause, params } = memoryFilterSql(query);
+    const rows = this.stmt(
+      `SELECT * FROM memories m WHERE m.user_id = ? AND m.agent_id = ? ${clause} ORDER BY m.updated_at DESC, m.seq DESC LIMIT ? OFFSET ?`,
+    ).all(scope.userId, scope.agentId, ...params, query.limit, query.offset ?? 0) as MemoryRow[];
+    return rows.map(toMemory);
+  }
+
+  async updateMemory(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory> {
+    // Read and write under the one lock, so the audit's old version is the one this update replaced.
+    await this.writes.run(() => {
+      const found = this.stmt('SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as MemoryRow | undefined;
+      if (!found) throw new CairnError('not_found', `memory ${id} not found`);
+      const current = toMemory(found);
+      const next = {
+      content: patch.content ?? current.content,
+      type: patch.type ?? current.type,
+      priority: patch.priority ?? current.priority,
+      sceneName: patch.sceneName ?? current.sceneName,
+      activityStart: patch.activityStart === undefined ? current.activityStart : patch.activityStart,
+      activityEnd: patch.activityEnd === undefined ? current.activityEnd : patch.activityEnd,
+      sourceMessageIds: patch.sourceMessageIds ?? current.sourceMessageIds,
+    };
+      const row = this.stmt(
+        `UPDATE memories SET content = ?, type = ?, priority = ?, scene_name = ?, activity_start = ?, activity_end = ?,
+           source_message_ids = ?, version = version + 1, updated_at = ?
+         WHERE user_id = ? AND agent_id = ? AND id = ? RETURNING seq`,
+      ).get(
+        next.content,
+        next.type,
+        next.priority,
+        next.sceneName,
+        next.activityStart,
+        next.activityEnd,
+        JSON.stringify(next.sourceMessageIds),
+        new Date().toISOString(),
+        scope.userId,
+        scope.agentId,
+        id,
+      ) as { seq: number } | undefined;
+      if (!row) throw new CairnError('not_found', `memory ${id} not found`);
+      auditMemory(this.statements, scope, id, 'update', API_ACTOR, new Date().toISOString(), {
+        oldVersion: current.version,
+        newVersion: current.version + 1,
+        oldContent: current.content,
+        newContent: next.content,
+      });
+      if (next.content !== current.content) {
+        this.stmt('DELETE FROM memories_fts WHERE rowid = ?').run(row.seq);
+        indexMemory(this.statements, row.seq, next.content);
+        // The old vector no longer describes the text; the embedding queue will make a new one.
+        this.stmt('DELETE FROM memory_vectors WHERE memory_seq = ?').run(row.seq);
+      }
+    });
+    const [updated] = await this.getMemories(scope, [id]);
+    return updated!;
+  }
+
+  async deleteMemory(scope: Scope, id: string): Promise<boolean> {
+    return this.writes.run(() => {
+      const old = this.stmt('DELETE FROM memories WHERE user_id = ? AND agent_id = ? AND id = ? RETURNING version, content').get(
+        scope.userId,
+        scope.agentId,
+        id,
+      ) as { version: number; content: string } | undefined;
+      if (old) auditMemory(this.statements, scope, id, 'delete', API_ACTOR, new Date().toISOString(), { oldVersion: old.version, oldContent: old.content });
+      return old !== undefined;
+    });
+  }
+
+  async memoryKeywordCandidates(scope: Scope, terms: readonly string[], filter: MemoryFilter): Promise<KeywordCandidates> {
+    if (this.readers?.usable) return this.readers.run('memoryKeywordCandidates', [scope, terms, filter], homeWorker(scope));
+    const match = buildFtsQuery(terms);
+    if (match === null) return { candidates: [], documents: 0, totalTerms: 0 };
+    const { clause, params } = memoryFilterSql(filter);
+    const rows = this.stmt(
+      `SELECT m.id AS id, t.terms AS terms FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid JOIN memory_terms t ON t.memory_seq = m.seq
+       WHERE memories_fts MATCH ? AND m.user_id = ? AND m.agent_id = ? ${clause} ORDER BY m.seq`,
+    ).all(match, scope.userId, scope.agentId, ...params) as { id: string; terms: string }[];
+    const totals = this.stmt(
+      `SELECT count(*) AS documents, coalesce(sum(t.term_count), 0) AS total FROM memories m JOIN memory_terms t ON t.memory_seq = m.seq
+       WHERE m.user_id = ? AND m.agent_id = ? ${clause}`,
+    ).get(scope.userId, scope.agentId, ...params) as { documents: number; total: number };
+    return { candidates: rows.map((r) => ({ id: r.id, terms: r.terms.split(' ') })), documents: totals.documents, totalTerms: totals.total };
+  }
+
+  async searchMemoriesByVector(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): Promise<RankedHit[]> {
+    this.requireVectors();
+    if (this.readers?.usable) return this.readers.run('searchMemoriesByVector', [scope, vector, embedderId, filter, limit], homeWorker(scope) + 1);
+    const { clause, params } = memoryFilterSql(filter);
+    const rows = this.stmt(
+      `SELECT m.id AS id, vec_distance_cosine(v.embedding, ?) AS distance
+       FROM memories m JOIN memory_vectors v ON v.memory_seq = m.seq
+       WHERE m.user_id = ? AND m.agent_id = ? AND v.embedder = ? AND v.embedding IS NOT NULL ${clause}
+       ORDER BY distance LIMIT ?`,
+    ).all(toBlob(vector), scope.userId, scope.agentId, embedderId, ...params, limit) as { id: string; distance: number }[];
+    return rows.map((r) => ({ id: r.id, score: 1 - r.distance }));
+  }
+
+  private requireVectors(): void {
+    if (!this.vectorSearch) throw new CairnError('unavailable', 'vector search is unavailable: the sqlite-vec extension did not load');
+  }
+}
+
+/** Inserts a memory row and its keyword index entry; false when the id exists already. */
+export function insertMemory(statements: Statements, scope: Scope, input: NewMemory & { id: string }, extractor: string, version: number, now: string): boolean {
+  const info = statements.get(
+    `INSERT INTO memories (id, user_id, agent_id, content, type, priority, scene_name, created_at, updated_at,
+       activity_start, activity_end, source_message_ids, version, extractor)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+  ).run(
+    input.id,
+    scope.userId,
+    scope.agentId,
+    input.content,
+    input.type,
+    input.priority ?? DEFAULT_PRIORITY,
+    input.sceneName ?? '',
+    now,
+    now,
+    input.activityStart ?? null,
+    input.activityEnd ?? null,
+    JSON.stringify(input.sourceMessageIds ?? []),
+    version,
+    extractor,
+  );
+  if (info.changes === 0) return false;
+  indexMemory(statements, info.lastInsertRowid, input.content);
+  return true;
+}
+
+/** Writes a memory's analysed terms and its FTS5 row (replacing none: the caller removed the old one). */
+export function indexMemory(statements: Statements, seq: number | bigint, content: string): void {
+  const { terms, count } = storedTerms(content);
+  statements.get('INSERT INTO memories_fts (rowid, terms) VALUES (?, ?)').run(seq, terms);
+  statements.get('INSERT OR REPLACE INTO memory_terms (memory_seq, terms, term_count) VALUES (?, ?, ?)').run(seq, terms, count);
+}
+
+export function auditMemory(
+  statements: Statements,
+  scope: Scope,
+  memoryId: string,
+  action: MemoryAuditAction,
+  actor: string,
+  at: string,
+  change: { oldVersion?: number; newVersion?: number; oldContent?: string; newContent?: string; relatedId?: string },
+): void {
+  statements.get(
+    `INSERT INTO memory_audit (memory_id, user_id, agent_id, action, actor, at, old_version, new_version, old_content, new_content, related_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(
+    memoryId,
+    scope.userId,
+    scope.agentId,
+    action,
+    actor,
+    at,
+    change.oldVersion ?? null,
+    change.newVersion ?? null,
+    change.oldContent ?? null,
+    change.newContent ?? null,
+    change.relatedId ?? null,
+  );
+}
+
+/** SQL for the optional memory filters, pushed into the candidate query so they never starve results. */
+export function memoryFilterSql(filter: MemoryFilter): { clause: string; params: unknown[] } {
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  if (filter.includeSuperseded !== true) parts.push('AND m.superseded_by IS NULL');
+  if (filter.type !== undefined) {
+    parts.push('AND m.type = ?');
+    params.push(filter.type);
+  }
+  if (filter.scene !== undefined && filter.scene !== '') {
+    // instr() rather than LIKE so that % and _ in the user's text are literal.
+    parts.push('AND instr(casefold(m.scene_name), casefold(?)) > 0');
+    params.push(filter.scene);
+  }
+  return { clause: parts.join(' '), params };
+}
