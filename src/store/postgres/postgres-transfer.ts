@@ -312,7 +312,7 @@ export class PostgresTransfer implements TransferStore {
   }
 
   /** An online copy of a PostgreSQL database is a job for its own tools. */
-  async backup(): Promise<void> {
+  async backup(_path: string, _onProgress?: (done: number, total: number) => void): Promise<void> {
     throw new CairnError(
       'invalid_input',
       'cairn backup copies an SQLite file; on PostgreSQL use pg_dump (e.g. pg_dump -Fc -f cairn.dump <database>) or `cairn export --out FILE`',
