@@ -89,8 +89,8 @@ export async function run({ log = () => {} } = {}) {
     const store = SqliteStore.open({ path: join(work, 'cairn.db') });
     const sourcesOf = await loadSamples(store, samples, observations);
     const targets = [
-      { name: 'conversation_search', kind: 'message', keyword: (...a) => store.searchMessagesByKeyword(...a), vector: (...a) => store.searchMessagesByVector(...a), covered: (id) => [id] },
-      { name: 'memory_search', kind: 'memory', keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memoryKeywordCandidates(scope, terms, filter), limit), vector: (...a) => store.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
+      { name: 'conversation_search', kind: 'message', keyword: (...a) => store.messages.searchMessagesByKeyword(...a), vector: (...a) => store.messages.searchMessagesByVector(...a), covered: (id) => [id] },
+      { name: 'memory_search', kind: 'memory', keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memories.memoryKeywordCandidates(scope, terms, filter), limit), vector: (...a) => store.memories.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
     ];
     const keywordLists = new Map();
     for (const target of targets) {
@@ -115,7 +115,7 @@ export async function run({ log = () => {} } = {}) {
         const vectors = await embedder.embed(texts, undefined, 'query');
         for (const [i, q] of queries.entries()) {
           vectorLists.set(q.key, vectors[i] ? await target.vector(scopeOf(q.scope), vectors[i], embedder.id, {}, DEPTH) : []);
-          const sample = await samples.sample(`${target.kind}|${q.scope}`, (limit) => store.sampleEmbeddings(target.kind, scopeOf(q.scope), embedder.id, limit));
+          const sample = await samples.sample(`${target.kind}|${q.scope}`, (limit) => store.embeddings.sampleEmbeddings(target.kind, scopeOf(q.scope), embedder.id, limit));
           querySims.set(q.key, vectors[i] ? similaritiesTo(vectors[i], sample) : null);
         }
         const keywordIds = (q) => new Set(keywordLists.get(`${target.name}|${q.key}`).map((h) => h.id));
@@ -200,9 +200,9 @@ export async function loadSamples(store, samples, observations) {
   const sourcesOf = new Map();
   for (const s of samples) {
     const scope = scopeOf(s.sampleId);
-    await store.addMessages(s.turns.map((t) => ({ id: t.id, scope, sessionKey: t.sessionKey, role: t.role, content: t.text, timestamp: t.timestamp })));
+    await store.messages.addMessages(s.turns.map((t) => ({ id: t.id, scope, sessionKey: t.sessionKey, role: t.role, content: t.text, timestamp: t.timestamp })));
     for (const fact of observations.get(s.sampleId) ?? []) {
-      const memory = await store.createMemory(scope, { content: fact.text, type: 'episodic', sourceMessageIds: fact.sources });
+      const memory = await store.memories.createMemory(scope, { content: fact.text, type: 'episodic', sourceMessageIds: fact.sources });
       sourcesOf.set(memory.id, fact.sources);
     }
   }
@@ -219,15 +219,15 @@ export async function embedAll(store, embedder) {
     let cursor = 0;
     const indexed = new Set();
     for (;;) {
-      const pending = await store.pendingEmbeddings(kind, embedder.id, { after: cursor, limit: 1000 });
+      const pending = await store.embeddings.pendingEmbeddings(kind, embedder.id, { after: cursor, limit: 1000 });
       if (pending.length === 0) break;
       const vectors = await embedder.embed(pending.map((p) => p.text));
       const dimensions = vectors.find((v) => v)?.length;
       if (dimensions !== undefined && !indexed.has(dimensions)) {
-        await store.indexVectors(kind, embedder.id, dimensions);
+        await store.embeddings.indexVectors(kind, embedder.id, dimensions);
         indexed.add(dimensions);
       }
-      await store.saveEmbeddings(kind, embedder.id, pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })));
+      await store.embeddings.saveEmbeddings(kind, embedder.id, pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })));
       cursor = pending.at(-1).position;
     }
   }

@@ -157,11 +157,11 @@ async function locomoAblation(lib, source, cachePath, samples, options, log) {
     const store = SqliteStore.open({ path: join(dir, 'cairn.db') });
     for (const s of samples) {
       const scope = { userId: s.sampleId, agentId: 'default' };
-      await store.addMessages(s.turns.map((t) => ({ id: t.id, scope, sessionKey: t.sessionKey, role: t.role, content: t.text, timestamp: t.timestamp })));
+      await store.messages.addMessages(s.turns.map((t) => ({ id: t.id, scope, sessionKey: t.sessionKey, role: t.role, content: t.text, timestamp: t.timestamp })));
     }
     for (const q of questions) {
       const terms = analyze(q.question);
-      const hits = terms.length === 0 ? [] : await store.searchMessagesByKeyword({ userId: q.sample.sampleId, agentId: 'default' }, terms, {}, depth);
+      const hits = terms.length === 0 ? [] : await store.messages.searchMessagesByKeyword({ userId: q.sample.sampleId, agentId: 'default' }, terms, {}, depth);
       keyword.set(q.qid, hits.map((h) => h.id));
     }
     await store.close();

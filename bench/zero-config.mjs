@@ -81,8 +81,8 @@ async function measureQuality({ cacheDir, work, log }) {
   const neighbours = nearestWords({ table: loadWordVectorCache(embedder.cachePath), findWord, wordAt, fromFloat16Bits, analyze });
 
   const targets = [
-    { name: 'conversation_search', kind: 'message', keyword: (...a) => store.searchMessagesByKeyword(...a), vector: (...a) => store.searchMessagesByVector(...a), covered: (id) => [id] },
-    { name: 'memory_search', kind: 'memory', keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memoryKeywordCandidates(scope, terms, filter), limit), vector: (...a) => store.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
+    { name: 'conversation_search', kind: 'message', keyword: (...a) => store.messages.searchMessagesByKeyword(...a), vector: (...a) => store.messages.searchMessagesByVector(...a), covered: (id) => [id] },
+    { name: 'memory_search', kind: 'memory', keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memories.memoryKeywordCandidates(scope, terms, filter), limit), vector: (...a) => store.memories.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
   ];
   const rows = [];
   const queryVectors = await embedder.embed(queries.map((q) => q.text), undefined, 'query');
@@ -106,7 +106,7 @@ async function measureQuality({ cacheDir, work, log }) {
     // The served floor: each query's robust floor against its scope's stored vectors (search/vector-floor.ts).
     const floors = new Map();
     for (const [i, q] of queries.entries()) {
-      const sample = await floorSamples.sample(`${target.kind}|${q.scope}`, (limit) => store.sampleEmbeddings(target.kind, scopeOf(q.scope), embedder.id, limit));
+      const sample = await floorSamples.sample(`${target.kind}|${q.scope}`, (limit) => store.embeddings.sampleEmbeddings(target.kind, scopeOf(q.scope), embedder.id, limit));
       floors.set(q.key, queryVectors[i] ? robustFloor(similaritiesTo(queryVectors[i], sample), FLOOR_Z) : Number.POSITIVE_INFINITY);
     }
     for (const [label, floorOf] of [

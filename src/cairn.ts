@@ -150,7 +150,7 @@ export class Cairn {
     this.metrics = new CairnMetrics({
       embedQueueDepth: async () => (this.queue ? this.queue.depth() : 0),
       pipelineBacklog: async () => {
-        const backlog = await store.pipelineBacklog();
+        const backlog = await store.pipeline.pipelineBacklog();
         return { sessions: backlog.filter((s) => s.pendingMessages > 0).length, messages: backlog.reduce((n, s) => n + s.pendingMessages, 0) };
       },
       storeBytes: () => store.sizeBytes(),
@@ -166,9 +166,9 @@ export class Cairn {
       floors: this.embedder ? new FloorSamples(referenceVectors(this.embedder)) : undefined,
     };
     this.history = new History({
-      store: store.history,
-      embeddings: store,
-      claims: store,
+      store: store,
+      embeddings: store.embeddings,
+      claims: store.coordination,
       config,
       embedder: this.embedder,
       judge: options.relevanceJudge,
@@ -191,10 +191,10 @@ export class Cairn {
       roots: config.knowledge.roots,
     });
     this.tools.addProvider(this.knowledge);
-    this.keys = new ApiKeys(store);
+    this.keys = new ApiKeys(store.keys);
     this.proxy = new ProxyTurns(store.proxyTurns, (messages, options) => this.recordMessages(messages, options));
     this.health = new Health({ config, store, embedder: this.embedder, queue: this.queue, describeEmbedding: embedding.describe });
-    this.budget = new TurnBudget(store, {
+    this.budget = new TurnBudget(store.coordination, {
       callsPerTurn: config.budget.calls_per_turn,
       maxTurns: config.budget.max_turns,
       idleTurnMs: config.budget.idle_turn_seconds * 1000,
@@ -251,7 +251,7 @@ export class Cairn {
     options: { onProgress?: (done: number, total: number) => void; connection?: string | undefined; commitEvery?: number } = {},
   ): Promise<AddMessagesResult> {
     const valid = messages.map((m, i) => parseInput(newMessageSchema, m, `message ${i}`));
-    const result = await this.store.addMessages(valid, { onProgress: options.onProgress, commitEvery: options.commitEvery });
+    const result = await this.store.messages.addMessages(valid, { onProgress: options.onProgress, commitEvery: options.commitEvery });
     if (result.inserted > 0) this.queue?.kick();
     // A captured user message ends the session's implicit turn (seed hosts send no turn ids).
     if (result.inserted > 0) {
@@ -270,26 +270,26 @@ export class Cairn {
 
   /** Messages of `scope`, oldest first. */
   async listMessages(scope: Scope, query: ListMessagesInput = {}): Promise<Message[]> {
-    return this.store.listMessages(checkScope(scope), parseInput(listMessagesSchema, query, 'message listing'));
+    return this.store.messages.listMessages(checkScope(scope), parseInput(listMessagesSchema, query, 'message listing'));
   }
 
   async deleteMessage(scope: Scope, id: string): Promise<boolean> {
-    return this.store.deleteMessage(checkScope(scope), id);
+    return this.store.messages.deleteMessage(checkScope(scope), id);
   }
 
   async deleteSession(scope: Scope, sessionKey: string): Promise<number> {
-    return this.store.deleteSession(checkScope(scope), sessionKey);
+    return this.store.messages.deleteSession(checkScope(scope), sessionKey);
   }
 
   /** A page of `scope`'s sessions with their counts and time span, the most recently written first (limit 1-1000, default 50). */
   async listSessions(scope: Scope, page: { limit?: number; offset?: number } = {}): Promise<SessionSummary[]> {
     const valid = parseInput(sessionPageSchema, page, 'session listing');
-    return this.store.listSessions(checkScope(scope), valid);
+    return this.store.messages.listSessions(checkScope(scope), valid);
   }
 
   /** How many messages, sessions and memories (by type) `scope` holds. */
   async scopeCounts(scope: Scope): Promise<ScopeCounts> {
-    return this.store.scopeCounts(checkScope(scope));
+    return this.store.messages.scopeCounts(checkScope(scope));
   }
 
   /**
@@ -320,31 +320,31 @@ export class Cairn {
 
   /** Stores one L1 memory written explicitly. */
   async remember(scope: Scope, input: NewMemory): Promise<Memory> {
-    const memory = await this.store.createMemory(checkScope(scope), parseInput(newMemorySchema, input, 'memory'));
+    const memory = await this.store.memories.createMemory(checkScope(scope), parseInput(newMemorySchema, input, 'memory'));
     this.queue?.kick();
     return memory;
   }
 
   /** One memory, or a `not_found` error. */
   async getMemory(scope: Scope, id: string): Promise<Memory> {
-    const [memory] = await this.store.getMemories(checkScope(scope), [id]);
+    const [memory] = await this.store.memories.getMemories(checkScope(scope), [id]);
     if (!memory) throw new CairnError('not_found', `memory ${id} not found`);
     return memory;
   }
 
   /** Memories of `scope`, newest first. */
   async listMemories(scope: Scope, query: ListMemoriesInput = {}): Promise<Memory[]> {
-    return this.store.listMemories(checkScope(scope), parseInput(listMemoriesSchema, query, 'memory listing'));
+    return this.store.memories.listMemories(checkScope(scope), parseInput(listMemoriesSchema, query, 'memory listing'));
   }
 
   async updateMemory(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory> {
-    const memory = await this.store.updateMemory(checkScope(scope), id, parseInput(memoryPatchSchema, patch, 'memory patch'));
+    const memory = await this.store.memories.updateMemory(checkScope(scope), id, parseInput(memoryPatchSchema, patch, 'memory patch'));
     this.queue?.kick();
     return memory;
   }
 
   async deleteMemory(scope: Scope, id: string): Promise<boolean> {
-    return this.store.deleteMemory(checkScope(scope), id);
+    return this.store.memories.deleteMemory(checkScope(scope), id);
   }
 
   // ---- agent tool calls (per-turn budget) --------------------------------------------------
@@ -435,17 +435,17 @@ export class Cairn {
 
   /** A consistent snapshot of every stored row, for `cairn export`; close it when done. */
   async exportSnapshot(): Promise<DataSnapshot> {
-    return this.store.exportSnapshot();
+    return this.store.transfer.exportSnapshot();
   }
 
   /** Restores exported records into this (empty) store; throws `conflict` and changes nothing when it holds rows. */
   async restoreRecords(records: AsyncIterable<DumpRecord>, onProgress?: (done: number) => void): Promise<Record<string, number>> {
-    return this.store.restoreRecords(records, onProgress);
+    return this.store.transfer.restoreRecords(records, onProgress);
   }
 
   /** Copies the live database to `path` (SQLite's online backup; writers go on); `path` must not exist. */
   async backup(path: string, onProgress?: (done: number, total: number) => void): Promise<void> {
-    return this.store.backup(path, onProgress);
+    return this.store.transfer.backup(path, onProgress);
   }
 
   /** Stops background work and closes the store. */

@@ -25,7 +25,7 @@ runCoordinationContract('sqlite', async () => {
   const path = sqliteFile();
   const a = SqliteStore.open({ path });
   const b = SqliteStore.open({ path });
-  return { a, b, close: async () => (await a.close(), await b.close()) };
+  return { a: a.coordination, b: b.coordination, close: async () => (await a.close(), await b.close()) };
 });
 
 runCoordinationContract('postgres', async () => {
@@ -54,7 +54,7 @@ describe('sqlite work claims are leases', () => {
     const a = SqliteStore.open({ path });
     const b = SqliteStore.open({ path });
     try {
-      const claim = await a.claimWork('embed:message:hash', { ttlMs: 150 });
+      const claim = await a.coordination.claimWork('embed:message:hash', { ttlMs: 150 });
       const raw = new Database(path);
       const expiresAt = () => (raw.prepare(`SELECT expires_at FROM work_claims WHERE name = 'embed:message:hash'`).get() as { expires_at: number }).expires_at;
       // Wait for the heartbeat to have carried the lease three periods past its first expiry (not for a time).
@@ -62,11 +62,11 @@ describe('sqlite work claims are leases', () => {
       for (const deadline = Date.now() + 20_000; expiresAt() < first + 3 * 150 && Date.now() < deadline; ) await sleep(10);
       expect(expiresAt()).toBeGreaterThanOrEqual(first + 3 * 150);
       expect(claim?.held).toBe(true);
-      expect(await b.claimWork('embed:message:hash', { ttlMs: 150 })).toBeNull();
+      expect(await b.coordination.claimWork('embed:message:hash', { ttlMs: 150 })).toBeNull();
       // A holder killed with kill -9 leaves its row behind, never renewed: here, one that expired.
       raw.prepare(`INSERT INTO work_claims (name, holder, expires_at) VALUES ('extract:u/a/s', 'dead-holder', ?)`).run(Date.now() - 1);
       raw.close();
-      const taken = await b.claimWork('extract:u/a/s');
+      const taken = await b.coordination.claimWork('extract:u/a/s');
       expect(taken?.held).toBe(true);
       await taken!.release();
       await claim!.release();
@@ -82,7 +82,7 @@ describe('sqlite work claims are leases', () => {
     const reader = new Database(path, { readonly: true });
     try {
       const before = reader.pragma('data_version', { simple: true });
-      expect((await store.chargeTurn({ scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', turnId: 't', connection: '', limit: 3, now: 1, idleMs: 0, maxTurns: 10 })).used).toBe(1);
+      expect((await store.coordination.chargeTurn({ scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', turnId: 't', connection: '', limit: 3, now: 1, idleMs: 0, maxTurns: 10 })).used).toBe(1);
       expect(reader.pragma('data_version', { simple: true })).toBe(before);
       expect(existsSync(path.replace(/\.db$/, '-turns.db'))).toBe(true);
     } finally {
@@ -96,9 +96,9 @@ describe('sqlite work claims are leases', () => {
     const a = SqliteStore.open({ path });
     const b = SqliteStore.open({ path });
     try {
-      expect(await a.claimWork('knowledge:wiki-0000aaaa')).not.toBeNull();
+      expect(await a.coordination.claimWork('knowledge:wiki-0000aaaa')).not.toBeNull();
       await a.close();
-      expect(await b.claimWork('knowledge:wiki-0000aaaa')).not.toBeNull();
+      expect(await b.coordination.claimWork('knowledge:wiki-0000aaaa')).not.toBeNull();
     } finally {
       await b.close();
     }

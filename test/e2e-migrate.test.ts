@@ -112,7 +112,7 @@ async function records(snapshotOf: () => Promise<{ records(): AsyncIterable<Dump
 async function sqliteRecords(data: string): Promise<Map<string, string[]>> {
   const store = SqliteStore.open({ path: join(data, 'cairn.db') });
   try {
-    return await records(() => store.exportSnapshot());
+    return await records(() => store.transfer.exportSnapshot());
   } finally {
     await store.close();
   }
@@ -121,7 +121,7 @@ async function sqliteRecords(data: string): Promise<Map<string, string[]>> {
 async function postgresRecords(url: string): Promise<Map<string, string[]>> {
   const store = await PostgresStore.open({ url });
   try {
-    return await records(() => store.exportSnapshot());
+    return await records(() => store.transfer.exportSnapshot());
   } finally {
     await store.close();
   }
@@ -162,12 +162,12 @@ describe('cairn migrate (real processes)', () => {
     ]);
     const store = await PostgresStore.open({ url: db.url });
     try {
-      const [run] = await store.history.getRuns({ userId: 'default', agentId: 'default' }, 'run-session', ['t1']);
+      const [run] = await store.runs.getRuns({ userId: 'default', agentId: 'default' }, 'run-session', ['t1']);
       expect(run?.toolCalls.map((c) => c.name)).toEqual(['timetable', 'fares']);
-      const errors = await store.history.errorKeywordCandidates({ userId: 'default', agentId: 'default' }, analyze('timetable dates'), {});
+      const errors = await store.errors.errorKeywordCandidates({ userId: 'default', agentId: 'default' }, analyze('timetable dates'), {});
       expect(errors.candidates).toHaveLength(1);
-      const [resource] = await store.listKnowledgeResources({ userId: 'default', agentId: 'default' });
-      expect((await store.listKnowledgeFiles(resource!.scope, resource!.id, { withData: false })).map((f) => f.path)).toEqual(['deploy.md', 'rollback.md']);
+      const [resource] = await store.knowledge.listKnowledgeResources({ userId: 'default', agentId: 'default' });
+      expect((await store.knowledge.listKnowledgeFiles(resource!.scope, resource!.id, { withData: false })).map((f) => f.path)).toEqual(['deploy.md', 'rollback.md']);
     } finally {
       await store.close();
     }
@@ -221,7 +221,7 @@ describe('cairn migrate (real processes)', () => {
 
     // A target that holds rows the source does not: the run names them, refuses and writes nothing.
     const extra = await PostgresStore.open({ url: db.url });
-    await extra.createKnowledgeResource({ userId: 'bob', agentId: 'default' }, { id: 'wiki-00000000', type: 'wiki', name: 'other', root: '/tmp/other' });
+    await extra.knowledge.createKnowledgeResource({ userId: 'bob', agentId: 'default' }, { id: 'wiki-00000000', type: 'wiki', name: 'other', root: '/tmp/other' });
     await extra.close();
     const before = await postgresRecords(db.url);
     const differing = await runCliAsync(['migrate', '--to', target, '--from', data], ENV);
@@ -264,7 +264,7 @@ describe('cairn migrate (real processes)', () => {
     await exited;
 
     const store = await PostgresStore.open({ url: db.url });
-    const partial = (await store.recordCounts()).message ?? 0;
+    const partial = (await store.transfer.recordCounts()).message ?? 0;
     await store.close();
     expect(partial).toBeGreaterThan(0);
     expect(partial).toBeLessThan(12_000);
@@ -284,12 +284,12 @@ describe('cairn migrate cannot merge', () => {
     const data = join(root, name);
     const store = SqliteStore.open({ path: join(data, 'cairn.db') });
     try {
-      await store.addMessages([
+      await store.messages.addMessages([
         { scope, id: 'm1', sessionKey: 's', role: 'user', content: 'the ferry leaves at nine' },
         { scope, id: 'm2', sessionKey: 's', role: 'assistant', content: 'then be at the pier by half past eight' },
       ]);
-      await store.createMemory(scope, { content: 'Takes the morning ferry', type: 'episodic' });
-      await store.createMemory(scope, { content: 'Lives on the island', type: 'persona' });
+      await store.memories.createMemory(scope, { content: 'Takes the morning ferry', type: 'episodic' });
+      await store.memories.createMemory(scope, { content: 'Lives on the island', type: 'persona' });
     } finally {
       await store.close();
     }
@@ -309,7 +309,7 @@ describe('cairn migrate cannot merge', () => {
     const data = await smallSource('foreign-source');
     const db = await database();
     const other = await PostgresStore.open({ url: db.url });
-    await other.addMessages([{ scope: { userId: 'bob', agentId: 'default' }, id: 'b1', sessionKey: 'x', role: 'user', content: 'somebody else entirely' }]);
+    await other.messages.addMessages([{ scope: { userId: 'bob', agentId: 'default' }, id: 'b1', sessionKey: 'x', role: 'user', content: 'somebody else entirely' }]);
     await other.close();
     const before = await postgresRecords(db.url);
 
@@ -318,7 +318,7 @@ describe('cairn migrate cannot merge', () => {
     expect(run.stderr).toMatch(/already holds rows not copied from .*never migrated into from this data directory\): message 1; nothing was written/);
     expect(await postgresRecords(db.url)).toEqual(before);
     const target = await PostgresStore.open({ url: db.url });
-    expect(await target.migratedFrom()).toBeNull();
+    expect(await target.transfer.migratedFrom()).toBeNull();
     await target.close();
 
     // Another source that was migrated into an empty database marks it: this source is refused there too.
@@ -361,9 +361,9 @@ describe('cairn migrate cannot merge', () => {
     expect((await runCliAsync(['migrate', '--to', db.url, '--from', data], ENV)).code).toBe(0);
 
     const edited = await withSource(data, async (store) => {
-      const [memory] = await store.listMemories(scope, { limit: 10, type: 'episodic' });
-      const updated = await store.updateMemory(scope, memory!.id, { content: 'Takes the evening ferry' });
-      await store.addMessages([{ scope, id: 'm3', sessionKey: 's', role: 'user', content: 'the evening ferry is quieter' }]);
+      const [memory] = await store.memories.listMemories(scope, { limit: 10, type: 'episodic' });
+      const updated = await store.memories.updateMemory(scope, memory!.id, { content: 'Takes the evening ferry' });
+      await store.messages.addMessages([{ scope, id: 'm3', sessionKey: 's', role: 'user', content: 'the evening ferry is quieter' }]);
       return updated;
     });
     expect(edited.version).toBe(2);
@@ -373,15 +373,15 @@ describe('cairn migrate cannot merge', () => {
     expect(await postgresRecords(db.url)).toEqual(await sqliteRecords(data));
     const target = await PostgresStore.open({ url: db.url });
     try {
-      expect(await target.getMemories(scope, [edited.id])).toMatchObject([{ content: 'Takes the evening ferry', version: 2 }]);
-      expect((await target.memoryKeywordCandidates(scope, analyze('evening'), {})).candidates.map((c) => c.id)).toEqual([edited.id]);
+      expect(await target.memories.getMemories(scope, [edited.id])).toMatchObject([{ content: 'Takes the evening ferry', version: 2 }]);
+      expect((await target.memories.memoryKeywordCandidates(scope, analyze('evening'), {})).candidates.map((c) => c.id)).toEqual([edited.id]);
     } finally {
       await target.close();
     }
 
     const gone = await withSource(data, async (store) => {
-      const [memory] = await store.listMemories(scope, { limit: 10, type: 'persona' });
-      await store.deleteMemory(scope, memory!.id);
+      const [memory] = await store.memories.listMemories(scope, { limit: 10, type: 'persona' });
+      await store.memories.deleteMemory(scope, memory!.id);
       return memory!;
     });
     const before = await postgresRecords(db.url);

@@ -31,17 +31,17 @@ const since = '1970-01-01T00:00:00.000Z';
 describe('history tables', () => {
   it('keeps the trigram index in step with updates (old text stops matching, new text matches)', async () => {
     const store = open(dbPath());
-    await store.history.saveRun(scope, { taskId: 't1', sessionKey: 's', objective: 'draft about penguins' });
-    expect(await store.history.searchRunTexts(scope, 's', ['penguin'], since, 10)).toHaveLength(1);
-    await store.history.saveRun(scope, { taskId: 't1', sessionKey: 's', objective: 'draft about walruses' });
-    expect(await store.history.searchRunTexts(scope, 's', ['penguin'], since, 10)).toEqual([]);
-    expect((await store.history.searchRunTexts(scope, 's', ['walrus'], since, 10)).map((t) => t.kind)).toEqual(['request']);
+    await store.runs.saveRun(scope, { taskId: 't1', sessionKey: 's', objective: 'draft about penguins' });
+    expect(await store.runs.searchRunTexts(scope, 's', ['penguin'], since, 10)).toHaveLength(1);
+    await store.runs.saveRun(scope, { taskId: 't1', sessionKey: 's', objective: 'draft about walruses' });
+    expect(await store.runs.searchRunTexts(scope, 's', ['penguin'], since, 10)).toEqual([]);
+    expect((await store.runs.searchRunTexts(scope, 's', ['walrus'], since, 10)).map((t) => t.kind)).toEqual(['request']);
   });
 
   it('rebuilds an index created with another tokenizer when the store opens', async () => {
     const path = dbPath();
     const first = open(path);
-    await first.history.saveRun(scope, { taskId: 't1', sessionKey: 's', objective: '東京タワーの高さ', toolCalls: [{ name: 'fetch_page', arguments: '{}', result: 'Tokyo Tower: 333 m' }] });
+    await first.runs.saveRun(scope, { taskId: 't1', sessionKey: 's', objective: '東京タワーの高さ', toolCalls: [{ name: 'fetch_page', arguments: '{}', result: 'Tokyo Tower: 333 m' }] });
     await first.close();
 
     // An older build's definition: the default unicode61 tokenizer, which cannot match inside words.
@@ -54,8 +54,8 @@ describe('history tables', () => {
     raw.close();
 
     const reopened = open(path);
-    expect((await reopened.history.searchRunTexts(scope, 's', ['京タワ'], since, 10)).map((t) => t.kind)).toEqual(['request']);
-    expect((await reopened.history.searchRunTexts(scope, 's', ['ower: 33'], since, 10)).map((t) => t.kind)).toEqual(['tool']);
+    expect((await reopened.runs.searchRunTexts(scope, 's', ['京タワ'], since, 10)).map((t) => t.kind)).toEqual(['request']);
+    expect((await reopened.runs.searchRunTexts(scope, 's', ['ower: 33'], since, 10)).map((t) => t.kind)).toEqual(['tool']);
     await reopened.close();
     const check = new Database(path);
     const sql = check.prepare(`SELECT group_concat(sql, ' ') AS s FROM sqlite_master WHERE name IN ('runs_fts', 'run_tool_calls_fts')`).get() as { s: string };
@@ -66,11 +66,11 @@ describe('history tables', () => {
   it('pruning a run removes its tool calls, index entries and withheld marks', async () => {
     const path = dbPath();
     const store = open(path);
-    await store.history.saveRun(scope, { taskId: 'old', sessionKey: 's', objective: 'old one', startedAt: '2020-01-01T00:00:00.000Z', endedAt: '2020-01-01T00:01:00.000Z', toolCalls: [{ name: 'fetch_page', arguments: '{}', result: 'ancient page', at: '2020-01-01T00:00:30.000Z' }] });
-    await store.history.markWithheld(scope, 's', 'old');
-    expect(await store.history.pruneRuns('2021-01-01T00:00:00.000Z')).toBe(1);
-    expect(await store.history.searchRunTexts(scope, 's', ['ancient'], since, 10)).toEqual([]);
-    expect(await store.history.withheldRuns(scope, 's', ['old'])).toEqual(new Set());
+    await store.runs.saveRun(scope, { taskId: 'old', sessionKey: 's', objective: 'old one', startedAt: '2020-01-01T00:00:00.000Z', endedAt: '2020-01-01T00:01:00.000Z', toolCalls: [{ name: 'fetch_page', arguments: '{}', result: 'ancient page', at: '2020-01-01T00:00:30.000Z' }] });
+    await store.runs.markWithheld(scope, 's', 'old');
+    expect(await store.runs.pruneRuns('2021-01-01T00:00:00.000Z')).toBe(1);
+    expect(await store.runs.searchRunTexts(scope, 's', ['ancient'], since, 10)).toEqual([]);
+    expect(await store.runs.withheldRuns(scope, 's', ['old'])).toEqual(new Set());
     await store.close();
     const raw = new Database(path);
     expect(raw.prepare('SELECT count(*) AS n FROM run_tool_calls').get()).toEqual({ n: 0 });
@@ -79,15 +79,15 @@ describe('history tables', () => {
 
   it('a run whose last activity is recent survives pruning even if it started long ago', async () => {
     const store = open(dbPath());
-    await store.history.saveRun(scope, { taskId: 't', sessionKey: 's', startedAt: '2020-01-01T00:00:00.000Z' });
-    await store.history.saveRun(scope, { taskId: 't', sessionKey: 's', toolCalls: [{ name: 'x', arguments: '{}', result: 'y' }] });
-    expect(await store.history.pruneRuns('2021-01-01T00:00:00.000Z')).toBe(0);
+    await store.runs.saveRun(scope, { taskId: 't', sessionKey: 's', startedAt: '2020-01-01T00:00:00.000Z' });
+    await store.runs.saveRun(scope, { taskId: 't', sessionKey: 's', toolCalls: [{ name: 'x', arguments: '{}', result: 'y' }] });
+    expect(await store.runs.pruneRuns('2021-01-01T00:00:00.000Z')).toBe(0);
   });
 
   it('marks a run withheld once per session', async () => {
     const store = open(dbPath());
-    expect(await store.history.markWithheld(scope, 's', 't')).toBe(true);
-    expect(await store.history.markWithheld(scope, 's', 't')).toBe(false);
-    expect(await store.history.markWithheld(scope, 'other', 't')).toBe(true);
+    expect(await store.runs.markWithheld(scope, 's', 't')).toBe(true);
+    expect(await store.runs.markWithheld(scope, 's', 't')).toBe(false);
+    expect(await store.runs.markWithheld(scope, 'other', 't')).toBe(true);
   });
 });

@@ -204,10 +204,10 @@ describe('knowledge registry', () => {
 describe('SqliteStore knowledge tables', () => {
   it('creates, patches, syncs file records in one transaction and deletes with its files', async () => {
     const store = SqliteStore.open({ path: ':memory:' });
-    const created = await store.createKnowledgeResource(LOCAL, { id: 'wiki-0000000a', type: 'wiki', name: 'w', root: '/tmp/w' });
+    const created = await store.knowledge.createKnowledgeResource(LOCAL, { id: 'wiki-0000000a', type: 'wiki', name: 'w', root: '/tmp/w' });
     expect(created).toMatchObject({ status: 'indexing', version: 0, stats: {}, summary: '', error: null, syncedAt: null });
-    await expect(store.createKnowledgeResource(LOCAL, { id: 'wiki-0000000a', type: 'wiki', name: 'w', root: '/tmp/w' })).rejects.toThrow(/already exists/);
-    const synced = await store.applyKnowledgeSync(LOCAL, 'wiki-0000000a', {
+    await expect(store.knowledge.createKnowledgeResource(LOCAL, { id: 'wiki-0000000a', type: 'wiki', name: 'w', root: '/tmp/w' })).rejects.toThrow(/already exists/);
+    const synced = await store.knowledge.applyKnowledgeSync(LOCAL, 'wiki-0000000a', {
       upserts: [
         { path: 'a.md', hash: 'h1', size: 1, mtimeMs: 1, data: '{"a":1}' },
         { path: 'b.md', hash: 'h2', size: 2, mtimeMs: 2, data: '{}' },
@@ -218,24 +218,24 @@ describe('SqliteStore knowledge tables', () => {
     expect(synced).toMatchObject({ version: 1, stats: { pages: 2 } });
     // Another scope sees nothing of it and changes nothing.
     const other = { userId: 'u2', agentId: 'a2' };
-    expect(await store.getKnowledgeResource(other, 'wiki-0000000a')).toBeNull();
-    expect(await store.listKnowledgeResources(other)).toEqual([]);
-    expect(await store.listKnowledgeFiles(other, 'wiki-0000000a')).toEqual([]);
-    expect(await store.updateKnowledgeResource(other, 'wiki-0000000a', { status: 'error' })).toBeNull();
-    expect(await store.applyKnowledgeSync(other, 'wiki-0000000a', { upserts: [], deletes: ['a.md'], patch: {} })).toBeNull();
-    expect(await store.deleteKnowledgeResource(other, 'wiki-0000000a')).toBe(false);
-    expect(await store.listKnowledgeFiles(LOCAL, 'wiki-0000000a')).toHaveLength(2);
-    expect((await store.listAllKnowledgeResources()).map((r) => [r.id, r.scope])).toEqual([['wiki-0000000a', LOCAL]]);
-    await store.applyKnowledgeSync(LOCAL, 'wiki-0000000a', { upserts: [{ path: 'a.md', hash: 'h3', size: 3, mtimeMs: 3, data: '{"a":2}' }], deletes: ['b.md'], patch: {} });
-    expect(await store.listKnowledgeFiles(LOCAL, 'wiki-0000000a')).toEqual([{ path: 'a.md', hash: 'h3', size: 3, mtimeMs: 3, data: '{"a":2}' }]);
-    expect(await store.listKnowledgeFiles(LOCAL, 'wiki-0000000a', { withData: false })).toEqual([{ path: 'a.md', hash: 'h3', size: 3, mtimeMs: 3, data: '' }]);
-    expect(await store.updateKnowledgeResource(LOCAL, 'wiki-0000000a', { status: 'ready', syncedAt: 'now' })).toMatchObject({ status: 'ready', syncedAt: 'now', version: 2 });
-    expect(await store.deleteKnowledgeResource(LOCAL, 'wiki-0000000a')).toBe(true);
-    expect(await store.listKnowledgeFiles(LOCAL, 'wiki-0000000a')).toEqual([]);
+    expect(await store.knowledge.getKnowledgeResource(other, 'wiki-0000000a')).toBeNull();
+    expect(await store.knowledge.listKnowledgeResources(other)).toEqual([]);
+    expect(await store.knowledge.listKnowledgeFiles(other, 'wiki-0000000a')).toEqual([]);
+    expect(await store.knowledge.updateKnowledgeResource(other, 'wiki-0000000a', { status: 'error' })).toBeNull();
+    expect(await store.knowledge.applyKnowledgeSync(other, 'wiki-0000000a', { upserts: [], deletes: ['a.md'], patch: {} })).toBeNull();
+    expect(await store.knowledge.deleteKnowledgeResource(other, 'wiki-0000000a')).toBe(false);
+    expect(await store.knowledge.listKnowledgeFiles(LOCAL, 'wiki-0000000a')).toHaveLength(2);
+    expect((await store.knowledge.listAllKnowledgeResources()).map((r) => [r.id, r.scope])).toEqual([['wiki-0000000a', LOCAL]]);
+    await store.knowledge.applyKnowledgeSync(LOCAL, 'wiki-0000000a', { upserts: [{ path: 'a.md', hash: 'h3', size: 3, mtimeMs: 3, data: '{"a":2}' }], deletes: ['b.md'], patch: {} });
+    expect(await store.knowledge.listKnowledgeFiles(LOCAL, 'wiki-0000000a')).toEqual([{ path: 'a.md', hash: 'h3', size: 3, mtimeMs: 3, data: '{"a":2}' }]);
+    expect(await store.knowledge.listKnowledgeFiles(LOCAL, 'wiki-0000000a', { withData: false })).toEqual([{ path: 'a.md', hash: 'h3', size: 3, mtimeMs: 3, data: '' }]);
+    expect(await store.knowledge.updateKnowledgeResource(LOCAL, 'wiki-0000000a', { status: 'ready', syncedAt: 'now' })).toMatchObject({ status: 'ready', syncedAt: 'now', version: 2 });
+    expect(await store.knowledge.deleteKnowledgeResource(LOCAL, 'wiki-0000000a')).toBe(true);
+    expect(await store.knowledge.listKnowledgeFiles(LOCAL, 'wiki-0000000a')).toEqual([]);
     // A sync that lands after the resource was removed writes nothing.
-    expect(await store.applyKnowledgeSync(LOCAL, 'wiki-0000000a', { upserts: [{ path: 'x.md', hash: 'h', size: 1, mtimeMs: 1, data: '{}' }], deletes: [], patch: {} })).toBeNull();
-    expect(await store.listKnowledgeFiles(LOCAL, 'wiki-0000000a')).toEqual([]);
-    expect(await store.updateKnowledgeResource(LOCAL, 'wiki-0000000a', { status: 'ready' })).toBeNull();
+    expect(await store.knowledge.applyKnowledgeSync(LOCAL, 'wiki-0000000a', { upserts: [{ path: 'x.md', hash: 'h', size: 1, mtimeMs: 1, data: '{}' }], deletes: [], patch: {} })).toBeNull();
+    expect(await store.knowledge.listKnowledgeFiles(LOCAL, 'wiki-0000000a')).toEqual([]);
+    expect(await store.knowledge.updateKnowledgeResource(LOCAL, 'wiki-0000000a', { status: 'ready' })).toBeNull();
     await store.close();
   });
 });

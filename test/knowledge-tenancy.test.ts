@@ -346,11 +346,11 @@ describe('migration', () => {
     raw.prepare(`INSERT INTO knowledge_resources (id, type, name, root, status, created_at) VALUES ('wiki-0000000b', 'wiki', 'w', ?, 'ready', 'then')`).run(join(dir, 'link'));
     raw.close();
     const store = SqliteStore.open({ path });
-    expect(await store.getKnowledgeResource({ userId: 'default', agentId: 'default' }, 'wiki-0000000b')).toMatchObject({
+    expect(await store.knowledge.getKnowledgeResource({ userId: 'default', agentId: 'default' }, 'wiki-0000000b')).toMatchObject({
       scope: { userId: 'default', agentId: 'default' },
       root: real,
     });
-    expect(await store.getKnowledgeResource({ userId: 'alice', agentId: 'agent' }, 'wiki-0000000b')).toBeNull();
+    expect(await store.knowledge.getKnowledgeResource({ userId: 'alice', agentId: 'agent' }, 'wiki-0000000b')).toBeNull();
     await store.close();
   });
 });

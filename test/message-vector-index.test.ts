@@ -49,11 +49,11 @@ function exactTop(stored: readonly Stored[], query: Float32Array, k: number): nu
 
 /** Writes messages with `vectors` (embedder `embedderId`) into `store`, in sessions s0..s4; returns them with their seqs. */
 async function write(store: SqliteStore, target: typeof scope, vectors: Float32Array[], embedderId: string, from: number): Promise<Stored[]> {
-  await store.addMessages(vectors.map((_, i) => ({ id: `m${from + i}`, scope: target, sessionKey: `s${(from + i) % 5}`, role: 'user' as const, content: `message ${from + i}` })));
+  await store.messages.addMessages(vectors.map((_, i) => ({ id: `m${from + i}`, scope: target, sessionKey: `s${(from + i) % 5}`, role: 'user' as const, content: `message ${from + i}` })));
   const byText = new Map(vectors.map((v, i) => [`message ${from + i}`, v]));
-  const pending = (await store.pendingEmbeddings('message', embedderId, { after: 0, limit: 1_000_000 })).filter((p) => byText.has(p.text));
-  await store.indexVectors('message', embedderId, vectors[0]!.length);
-  await store.saveEmbeddings('message', embedderId, pending.map((p) => ({ key: p.key, text: p.text, vector: byText.get(p.text)! })));
+  const pending = (await store.embeddings.pendingEmbeddings('message', embedderId, { after: 0, limit: 1_000_000 })).filter((p) => byText.has(p.text));
+  await store.embeddings.indexVectors('message', embedderId, vectors[0]!.length);
+  await store.embeddings.saveEmbeddings('message', embedderId, pending.map((p) => ({ key: p.key, text: p.text, vector: byText.get(p.text)! })));
   return pending.map((p) => {
     const n = Number(p.text.slice(8));
     return { id: `m${n}`, seq: p.position, session: `s${n % 5}`, vector: byText.get(p.text)! };
@@ -104,7 +104,7 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
     // Through the store (its own in-memory index), ids in the same order.
     const query = gaussianVectors(1, dims, 77)[0]!;
     const exact = exactTop(stored, query, 15).map((seq) => stored.find((s) => s.seq === seq)!.id);
-    expect((await store.searchMessagesByVector(scope, query, 'e', {}, 15)).map((h) => h.id)).toEqual(exact);
+    expect((await store.messages.searchMessagesByVector(scope, query, 'e', {}, 15)).map((h) => h.id)).toEqual(exact);
     reader.close();
     await store.close();
   });
@@ -204,20 +204,20 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
 
     // The nearest message of each query is deleted (and a whole session): the scope reloads.
     const nearest = new Set(queries.map((q) => exactTop(stored, q, 1)[0]!));
-    for (const s of stored.filter((s) => nearest.has(s.seq))) expect(await store.deleteMessage(scope, s.id)).toBe(true);
-    expect(await store.deleteSession(scope, 's3')).toBeGreaterThan(0);
+    for (const s of stored.filter((s) => nearest.has(s.seq))) expect(await store.messages.deleteMessage(scope, s.id)).toBe(true);
+    expect(await store.messages.deleteSession(scope, 's3')).toBeGreaterThan(0);
     stored = stored.filter((s) => !nearest.has(s.seq) && s.session !== 's3');
     check('e', stored);
 
     // A vector saved as "no vector" (null) leaves the index.
     const cleared = stored.slice(0, 30);
-    await store.saveEmbeddings('message', 'e', cleared.map((s) => ({ key: String(s.seq), text: `message ${s.id.slice(1)}`, vector: null })));
+    await store.embeddings.saveEmbeddings('message', 'e', cleared.map((s) => ({ key: String(s.seq), text: `message ${s.id.slice(1)}`, vector: null })));
     stored = stored.slice(30);
     check('e', stored);
 
     // Another embedder's vectors replace these: the old embedder has none left, the new one has them all.
     const replaced = gaussianVectors(stored.length, dims, 14);
-    await store.saveEmbeddings('message', 'f', stored.map((s, i) => ({ key: String(s.seq), text: `message ${s.id.slice(1)}`, vector: replaced[i]! })));
+    await store.embeddings.saveEmbeddings('message', 'f', stored.map((s, i) => ({ key: String(s.seq), text: `message ${s.id.slice(1)}`, vector: replaced[i]! })));
     expect(index.search(scope, 'e', queries[0]!, undefined, 5)).toEqual([]);
     check('f', stored.map((s, i) => ({ ...s, vector: replaced[i]! })));
     reader.close();
@@ -298,7 +298,7 @@ describe('vector snapshots', () => {
     answers.forEach((seqs, i) => expect(seqs).toEqual(exactTop(stored, queries[i]!, 10)));
     expect(first.made).toHaveLength(1);
     expect(first.index.counts.snapshots).toBe(0);
-    await store.saveVectorSnapshot(first.made[0]!);
+    await store.messages.saveVectorSnapshot(first.made[0]!);
 
     const second = openIndex(path);
     expect(queries.map((q) => seqsOf(second.index, q))).toEqual(answers);
@@ -324,14 +324,14 @@ describe('vector snapshots', () => {
     const first = openIndex(path);
     for (const q of queries) seqsOf(first.index, q);
     const before = first.made[0]!;
-    await store.saveVectorSnapshot(before);
+    await store.messages.saveVectorSnapshot(before);
     expect(count.get()).toBe(1);
 
     // Deleting each query's nearest message drops the snapshot; the one made before cannot come back.
     const nearest = new Set(queries.map((q) => exactTop(stored, q, 1)[0]!));
-    for (const s of stored.filter((s) => nearest.has(s.seq))) await store.deleteMessage(scope, s.id);
+    for (const s of stored.filter((s) => nearest.has(s.seq))) await store.messages.deleteMessage(scope, s.id);
     expect(count.get()).toBe(0);
-    await store.saveVectorSnapshot(before);
+    await store.messages.saveVectorSnapshot(before);
     expect(count.get()).toBe(0);
     const left = stored.filter((s) => !nearest.has(s.seq));
     const second = openIndex(path);
@@ -339,7 +339,7 @@ describe('vector snapshots', () => {
     expect(second.index.counts.snapshots).toBe(0);
 
     // A snapshot of the new generation is saved; damaged bytes are read as no snapshot.
-    await store.saveVectorSnapshot(second.made[0]!);
+    await store.messages.saveVectorSnapshot(second.made[0]!);
     expect(count.get()).toBe(1);
     raw.prepare(`UPDATE message_vector_snapshots SET data = X'0400000000ff00ff'`).run();
     const third = openIndex(path);
@@ -370,7 +370,7 @@ describe('vector snapshots in parts', () => {
     const first = MessageVectorIndex.open(reader, { ...options, onSnapshot: (s) => made.push(s) })!;
     const answers = queries.map((q) => first.search(scope, 'e', q, undefined, 10).map((h) => h.seq));
     expect(made).toHaveLength(1);
-    await store.saveVectorSnapshot(made[0]!);
+    await store.messages.saveVectorSnapshot(made[0]!);
     const raw = new Database(path);
     const parts = raw.prepare('SELECT part, parts, length(data) AS bytes FROM message_vector_snapshots ORDER BY part').all() as { part: number; parts: number; bytes: number }[];
     expect(parts.length).toBeGreaterThan(1);

@@ -111,8 +111,8 @@ describe('PostgresStore migrations', () => {
     const counts = await Promise.all([1, 2, 3].map(() => withClient(database.url, (client) => migrate(client))));
     expect(counts.sort()).toEqual([0, 0, SCHEMA_VERSION]);
     const stores = await Promise.all([1, 2].map(() => PostgresStore.open({ url: database.url })));
-    await stores[0]!.addMessages([{ id: 'm1', scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', role: 'user', content: 'hello from one server' }]);
-    expect((await stores[1]!.getMessages({ userId: 'u', agentId: 'a' }, ['m1']))[0]?.content).toBe('hello from one server');
+    await stores[0]!.messages.addMessages([{ id: 'm1', scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', role: 'user', content: 'hello from one server' }]);
+    expect((await stores[1]!.messages.getMessages({ userId: 'u', agentId: 'a' }, ['m1']))[0]?.content).toBe('hello from one server');
     await Promise.all(stores.map((s) => s.close()));
   });
 
@@ -130,12 +130,12 @@ describe('PostgresStore migrations', () => {
     await withClient(database.url, async (other) => {
       await other.query('BEGIN');
       await other.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE + POSITION_LOCKS.messages.id, scopeKey(scope)]);
-      await expect(store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'waiting' }])).rejects.toMatchObject({ code: 'busy' });
+      await expect(store.messages.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'waiting' }])).rejects.toMatchObject({ code: 'busy' });
       await other.query('ROLLBACK');
     });
-    expect(await store.getMessages(scope, ['m1'])).toEqual([]);
-    await store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'now it goes' }]);
-    expect((await store.getMessages(scope, ['m1']))[0]?.content).toBe('now it goes');
+    expect(await store.messages.getMessages(scope, ['m1'])).toEqual([]);
+    await store.messages.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'now it goes' }]);
+    expect((await store.messages.getMessages(scope, ['m1']))[0]?.content).toBe('now it goes');
     await store.close();
   });
 
@@ -148,12 +148,12 @@ describe('PostgresStore migrations', () => {
       await other.query('BEGIN');
       // Another server in the middle of a write to alice's scope, holding its ordering lock.
       await lockPositions(other, 'messages', [alice]);
-      await store.addMessages([{ id: 'b1', scope: bob, sessionKey: 's', role: 'user', content: 'bob goes on' }]);
-      await store.createMemory(bob, { content: 'bob likes tea', type: 'persona' });
-      await expect(store.addMessages([{ id: 'a1', scope: alice, sessionKey: 's', role: 'user', content: 'alice waits' }])).rejects.toMatchObject({ code: 'busy' });
+      await store.messages.addMessages([{ id: 'b1', scope: bob, sessionKey: 's', role: 'user', content: 'bob goes on' }]);
+      await store.memories.createMemory(bob, { content: 'bob likes tea', type: 'persona' });
+      await expect(store.messages.addMessages([{ id: 'a1', scope: alice, sessionKey: 's', role: 'user', content: 'alice waits' }])).rejects.toMatchObject({ code: 'busy' });
       await other.query('ROLLBACK');
     });
-    expect((await store.getMessages(bob, ['b1'])).map((m) => m.id)).toEqual(['b1']);
+    expect((await store.messages.getMessages(bob, ['b1'])).map((m) => m.id)).toEqual(['b1']);
     await store.close();
   });
 
@@ -166,12 +166,12 @@ describe('PostgresStore migrations', () => {
     await withClient(database.url, async (other) => {
       await other.query('BEGIN');
       await lockPositions(other, 'messages', [{ userId: 'alice', agentId: 'a' }]);
-      await store.addMessages(batch(few, 'few'));
-      await expect(store.addMessages(batch(many, 'many'))).rejects.toMatchObject({ code: 'busy' });
+      await store.messages.addMessages(batch(few, 'few'));
+      await expect(store.messages.addMessages(batch(many, 'many'))).rejects.toMatchObject({ code: 'busy' });
       await other.query('ROLLBACK');
     });
-    await store.addMessages(batch(many, 'many'));
-    expect(await store.getMessages(many.at(-1)!, ['few', 'many'])).toHaveLength(1);
+    await store.messages.addMessages(batch(many, 'many'));
+    expect(await store.messages.getMessages(many.at(-1)!, ['few', 'many'])).toHaveLength(1);
     await store.close();
   });
 
@@ -180,20 +180,20 @@ describe('PostgresStore migrations', () => {
     const store = await PostgresStore.open({ url: database.url });
     const alice = { userId: 'alice', agentId: 'a' };
     const bob = { userId: 'bob', agentId: 'a' };
-    await store.addMessages([{ id: 'a0', scope: alice, sessionKey: 's', role: 'user', content: 'first' }]);
-    const [first] = await store.messagesAfter(alice, 's', 0, 10);
-    expect(await store.lastEmbeddingPosition('message')).toBe(first!.seq);
+    await store.messages.addMessages([{ id: 'a0', scope: alice, sessionKey: 's', role: 'user', content: 'first' }]);
+    const [first] = await store.pipeline.messagesAfter(alice, 's', 0, 10);
+    expect(await store.embeddings.lastEmbeddingPosition('message')).toBe(first!.seq);
     await withClient(database.url, async (other) => {
       await other.query('BEGIN');
       await lockPositions(other, 'messages', [alice]);
       const drawn = Number((await other.query<{ seq: string }>(`SELECT nextval('messages_seq') AS seq`)).rows[0]!.seq);
       // Bob's row commits at a higher position while alice's is still to commit below it.
-      await store.addMessages([{ id: 'b1', scope: bob, sessionKey: 's', role: 'user', content: 'later' }]);
-      const [later] = await store.messagesAfter(bob, 's', 0, 10);
+      await store.messages.addMessages([{ id: 'b1', scope: bob, sessionKey: 's', role: 'user', content: 'later' }]);
+      const [later] = await store.pipeline.messagesAfter(bob, 's', 0, 10);
       expect(later!.seq).toBeGreaterThan(drawn);
-      expect(await store.lastEmbeddingPosition('message')).toBeLessThan(drawn);
+      expect(await store.embeddings.lastEmbeddingPosition('message')).toBeLessThan(drawn);
       await other.query('COMMIT');
-      expect(await store.lastEmbeddingPosition('message')).toBe(later!.seq);
+      expect(await store.embeddings.lastEmbeddingPosition('message')).toBe(later!.seq);
     });
     await store.close();
   });
@@ -207,13 +207,13 @@ describe('PostgresStore migrations', () => {
       await withClient(database.url, async (other) => {
         await other.query('BEGIN');
         await other.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_NAMESPACE + POSITION_LOCKS.messages.id, scopeKey(scope)]);
-        const write = store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'waited' }]);
+        const write = store.messages.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'waited' }]);
         // Held past the default lock timeout: with 5 s the write would have failed busy by now.
         await new Promise((resolve) => setTimeout(resolve, 6_000));
         await other.query('ROLLBACK');
         await write;
       });
-      expect((await store.getMessages(scope, ['m1']))[0]?.content).toBe('waited');
+      expect((await store.messages.getMessages(scope, ['m1']))[0]?.content).toBe('waited');
     } finally {
       await store.close();
     }
@@ -232,7 +232,7 @@ describe('PostgresStore migrations', () => {
     const messages = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `m${i}`, scope, sessionKey: 's', role: 'user' as const, content: `imported note ${i}` }));
     const small = await fresh();
     const few = await PostgresStore.open({ url: small.url });
-    await few.addMessages(messages(20));
+    await few.messages.addMessages(messages(20));
     await few.close();
     expect(await analysed(small.url)).toEqual([
       { name: 'message_terms', done: false },
@@ -240,7 +240,7 @@ describe('PostgresStore migrations', () => {
     ]);
     const large = await fresh();
     const many = await PostgresStore.open({ url: large.url });
-    for (let i = 0; i < 3; i++) await many.addMessages(messages(1_500).map((m) => ({ ...m, id: `${m.id}-${i}` })));
+    for (let i = 0; i < 3; i++) await many.messages.addMessages(messages(1_500).map((m) => ({ ...m, id: `${m.id}-${i}` })));
     await many.close();
     expect(await analysed(large.url)).toEqual([
       { name: 'message_terms', done: true },
@@ -253,13 +253,13 @@ describe('PostgresStore migrations', () => {
     const store = await PostgresStore.open({ url: database.url });
     const scope = { userId: 'u', agentId: 'a' };
     await expect(
-      store.addMessages([
+      store.messages.addMessages([
         { id: 'ok', scope, sessionKey: 's', role: 'user', content: 'fine' },
         { id: 'nul', scope, sessionKey: 's', role: 'user', content: 'a\u0000b' },
       ]),
     ).rejects.toMatchObject({ code: 'invalid_input' });
-    expect(await store.listMessages(scope, { limit: 10 })).toEqual([]);
-    await expect(store.createMemory(scope, { content: 'x', type: 'persona', priority: 2 ** 40 })).rejects.toMatchObject({ code: 'invalid_input' });
+    expect(await store.messages.listMessages(scope, { limit: 10 })).toEqual([]);
+    await expect(store.memories.createMemory(scope, { content: 'x', type: 'persona', priority: 2 ** 40 })).rejects.toMatchObject({ code: 'invalid_input' });
     await store.close();
   });
 
@@ -289,11 +289,11 @@ describe('PostgresStore vector index', () => {
     // The small tenant's rows sit among the big one's, as they would in a shared table.
     const messages = bigVectors.map((_, i) => ({ id: `b${i}`, scope: big, sessionKey: `s${i % 7}`, role: 'user' as const, content: `big message ${i}` }));
     smallVectors.forEach((_, i) => messages.splice(i * 300, 0, { id: `s${i}`, scope: small, sessionKey: 's', role: 'user' as const, content: `small message ${i}` }));
-    await store.addMessages(messages);
-    const pending = await store.pendingEmbeddings('message', embedder, { after: 0, limit: 10_000 });
+    await store.messages.addMessages(messages);
+    const pending = await store.embeddings.pendingEmbeddings('message', embedder, { after: 0, limit: 10_000 });
     const vectorOf = (text: string) => (text.startsWith('big') ? bigVectors : smallVectors)[Number(text.split(' ')[2])]!;
-    await store.saveEmbeddings('message', embedder, pending.map((p) => ({ key: p.key, text: p.text, vector: vectorOf(p.text) })));
-    expect(await store.indexVectors('message', embedder, dims)).toBe(true);
+    await store.embeddings.saveEmbeddings('message', embedder, pending.map((p) => ({ key: p.key, text: p.text, vector: vectorOf(p.text) })));
+    expect(await store.embeddings.indexVectors('message', embedder, dims)).toBe(true);
     await withClient(database.url, (client) => client.query('ANALYZE'));
   }, 120_000);
   afterAll(async () => {
@@ -302,10 +302,10 @@ describe('PostgresStore vector index', () => {
   });
 
   it('indexVectors creates one partial HNSW index per embedder, idempotently, deferring one whose rows all wait', async () => {
-    expect(await store.indexVectors('message', embedder, dims)).toBe(true);
-    expect(await store.indexVectors('memory', 'hash:other:8', 8)).toBe(true);
+    expect(await store.embeddings.indexVectors('message', embedder, dims)).toBe(true);
+    expect(await store.embeddings.indexVectors('memory', 'hash:other:8', 8)).toBe(true);
     // Every message would first be re-embedded by this one: its graph waits for them.
-    expect(await store.indexVectors('message', 'hash:other:8', 8)).toBe(false);
+    expect(await store.embeddings.indexVectors('message', 'hash:other:8', 8)).toBe(false);
     const indexes = await withClient(database.url, async (client) =>
       (await client.query<{ tablename: string; indexdef: string }>(`SELECT tablename, indexdef FROM pg_indexes WHERE indexdef LIKE '%hnsw%' ORDER BY tablename`)).rows,
     );
@@ -324,7 +324,7 @@ describe('PostgresStore vector index', () => {
       return explained.rows.map((r) => r['QUERY PLAN']).join('\n');
     });
     expect(plan).toMatch(/Index Scan using message_vectors_hnsw_[0-9a-f]{12}_32/);
-    const hits = await store.searchMessagesByVector(big, bigVectors[3]!, embedder, {}, 10);
+    const hits = await store.messages.searchMessagesByVector(big, bigVectors[3]!, embedder, {}, 10);
     expect(hits).toHaveLength(10);
     expect(hits[0]).toMatchObject({ id: 'b3' });
     expect(hits[0]!.score).toBeCloseTo(1, 5);
@@ -336,7 +336,7 @@ describe('PostgresStore vector index', () => {
       .map((v, i) => ({ id: `s${i}`, score: cosine(v, probe) }))
       .sort((a, b) => b.score - a.score)
       .slice(0, 10);
-    const hits = await store.searchMessagesByVector(small, probe, embedder, {}, 10);
+    const hits = await store.messages.searchMessagesByVector(small, probe, embedder, {}, 10);
     expect(hits.map((h) => h.id)).toEqual(exact.map((h) => h.id));
     hits.forEach((h, i) => expect(h.score).toBeCloseTo(exact[i]!.score, 5));
     // The planner reads so small a tenant through the btree. Through the HNSW index (sorting made
@@ -359,9 +359,9 @@ describe('PostgresStore vector index', () => {
     expect(iterative.ids).toEqual(exact.map((h) => h.id));
     expect((await throughIndex(false)).ids.length).toBeLessThan(10);
     // A session of the big tenant: filtered in the index scan, still k rows, all of that session.
-    const session = await store.searchMessagesByVector(big, probe, embedder, { sessionKey: 's3' }, 10);
+    const session = await store.messages.searchMessagesByVector(big, probe, embedder, { sessionKey: 's3' }, 10);
     expect(session).toHaveLength(10);
-    const sessions = await store.getMessages(big, session.map((h) => h.id));
+    const sessions = await store.messages.getMessages(big, session.map((h) => h.id));
     expect(new Set(sessions.map((m) => m.sessionKey))).toEqual(new Set(['s3']));
   });
 });
@@ -388,8 +388,8 @@ describe('PostgresStore keyword postings snapshots', () => {
       content: `${words[i % words.length]} and ${words[(i * 7 + 3) % words.length]} number ${i}`,
     }));
     const first = await PostgresStore.open({ url: database.url });
-    await first.addMessages(messages);
-    const answer = await first.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10);
+    await first.messages.addMessages(messages);
+    const answer = await first.messages.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10);
     await first.close();
     const saved = await postings();
     expect(saved).toHaveLength(1);
@@ -400,25 +400,25 @@ describe('PostgresStore keyword postings snapshots', () => {
     const original = await withClient(database.url, async (client) => (await client.query<{ terms: string }>('SELECT terms FROM message_terms WHERE seq = 1')).rows[0]!.terms);
     await withClient(database.url, (client) => client.query(`UPDATE message_terms SET terms = 'zebra' WHERE seq = 1`));
     const second = await PostgresStore.open({ url: database.url });
-    expect(await second.searchMessagesByKeyword(scope, ['zebra'], {}, 10)).toEqual([]);
+    expect(await second.messages.searchMessagesByKeyword(scope, ['zebra'], {}, 10)).toEqual([]);
     await withClient(database.url, (client) => client.query('UPDATE message_terms SET terms = $1 WHERE seq = 1', [original]));
     // A later row is read after the snapshot; the answer is the same as from the rows.
-    await second.addMessages([{ id: 'late', scope, sessionKey: 's0', role: 'user', content: 'kayak violin kayak violin' }]);
-    const withLate = await second.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10);
+    await second.messages.addMessages([{ id: 'late', scope, sessionKey: 's0', role: 'user', content: 'kayak violin kayak violin' }]);
+    const withLate = await second.messages.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10);
     expect(withLate[0]!.id).toBe('late');
     expect(withLate.slice(1).map((h) => h.id)).toEqual(answer.slice(0, 9).map((h) => h.id));
 
     // A deletion drops the snapshot (trigger) and every server rebuilds the scope without the row.
-    expect(await second.deleteMessage(scope, 'late')).toBe(true);
+    expect(await second.messages.deleteMessage(scope, 'late')).toBe(true);
     expect(await postings()).toHaveLength(0);
-    expect(await second.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10)).toEqual(answer);
+    expect(await second.messages.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10)).toEqual(answer);
     await second.close();
 
     // The rebuilt postings were saved again; damaged, a snapshot is only a lost cache.
     expect(await postings()).toHaveLength(1);
     await withClient(database.url, (client) => client.query(`UPDATE message_postings SET data = '\\x00ff'`));
     const third = await PostgresStore.open({ url: database.url });
-    expect(await third.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10)).toEqual(answer);
+    expect(await third.messages.searchMessagesByKeyword(scope, analyze('kayak violin'), {}, 10)).toEqual(answer);
     await third.close();
   });
 });
@@ -445,7 +445,7 @@ describe('PostgresStore deferred vector index', () => {
     const database = await freshPostgresDatabase('pgcore_deferred');
     databases.push(database);
     const store = await PostgresStore.open({ url: database.url });
-    await store.addMessages(Array.from({ length: count }, (_, i) => ({ id: `m${i}`, scope, sessionKey: 's', role: 'user' as const, content: `note ${i} about topic ${i % 37}` })));
+    await store.messages.addMessages(Array.from({ length: count }, (_, i) => ({ id: `m${i}`, scope, sessionKey: 's', role: 'user' as const, content: `note ${i} about topic ${i % 37}` })));
     return { store, url: database.url };
   };
 
@@ -465,20 +465,20 @@ describe('PostgresStore deferred vector index', () => {
     const queue = new EmbedQueue(store, embedder, { batchSize: 250 });
     try {
       // With the backlog waiting, the store defers the build.
-      expect(await store.indexVectors('message', hash.id, 16)).toBe(false);
+      expect(await store.embeddings.indexVectors('message', hash.id, 16)).toBe(false);
       queue.start();
       expect(await queue.drain(120_000)).toBe(true);
       expect(seenBeforeBatches).toHaveLength(Math.ceil(backlog / 250));
       expect(seenBeforeBatches.every((n) => n === 0)).toBe(true);
       expect(await hnswIndexes(url)).toEqual([{ name: expect.stringMatching(/^message_vectors_hnsw_[0-9a-f]{12}_16$/), valid: true }]);
-      expect(await store.countPendingEmbeddings('message', hash.id)).toBe(0);
+      expect(await store.embeddings.countPendingEmbeddings('message', hash.id)).toBe(0);
 
       // A row written later goes into the existing graph and is found through it.
-      await store.addMessages([{ id: 'late', scope, sessionKey: 's', role: 'user', content: 'penguins waddle across the ice shelf' }]);
+      await store.messages.addMessages([{ id: 'late', scope, sessionKey: 's', role: 'user', content: 'penguins waddle across the ice shelf' }]);
       queue.kick();
       expect(await queue.drain(60_000)).toBe(true);
       const [probe] = await hash.embed(['penguins waddle across the ice shelf']);
-      const hits = await store.searchMessagesByVector(scope, probe!, hash.id, {}, 5);
+      const hits = await store.messages.searchMessagesByVector(scope, probe!, hash.id, {}, 5);
       expect(hits[0]).toMatchObject({ id: 'late' });
       expect(hits[0]!.score).toBeCloseTo(1, 5);
       expect(seenBeforeBatches.at(-1)).toBe(1);
@@ -491,14 +491,14 @@ describe('PostgresStore deferred vector index', () => {
   it('builds at once over a small backlog, and replaces an index a failed build left invalid', async () => {
     const { store, url } = await storeWith(40);
     try {
-      expect(await store.indexVectors('message', hash.id, 16)).toBe(true);
+      expect(await store.embeddings.indexVectors('message', hash.id, 16)).toBe(true);
       const [index] = await hnswIndexes(url);
       expect(index).toMatchObject({ valid: true });
       // An interrupted CREATE INDEX CONCURRENTLY leaves its index invalid; the next server to look builds it again.
       await withClient(url, (client) => client.query('UPDATE pg_index SET indisvalid = false WHERE indexrelid = $1::regclass', [index!.name]));
       const next = await PostgresStore.open({ url });
       try {
-        expect(await next.indexVectors('message', hash.id, 16)).toBe(true);
+        expect(await next.embeddings.indexVectors('message', hash.id, 16)).toBe(true);
       } finally {
         await next.close();
       }

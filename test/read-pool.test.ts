@@ -132,7 +132,7 @@ describe('read workers', () => {
     const store = storeLib.SqliteStore.open({ path: join(dir, 'cairn.db'), readWorkers: 2 });
     const terms = textLib.analyze('hiking trip or pottery class');
     // Store calls reach the pool synchronously, so every one of these is in flight when close starts.
-    const inFlight = Promise.all(SCOPES.map((scope) => store.searchMessagesByKeyword(scope, terms, {}, 10)));
+    const inFlight = Promise.all(SCOPES.map((scope) => store.messages.searchMessagesByKeyword(scope, terms, {}, 10)));
     const closed = store.close();
     const answers = await inFlight;
     await closed;
@@ -141,7 +141,7 @@ describe('read workers', () => {
     expect(existsSync(join(dir, 'cairn.db-wal'))).toBe(false);
     const single = storeLib.SqliteStore.open({ path: join(dir, 'cairn.db') });
     try {
-      expect(answers).toEqual(await Promise.all(SCOPES.map((scope) => single.searchMessagesByKeyword(scope, terms, {}, 10))));
+      expect(answers).toEqual(await Promise.all(SCOPES.map((scope) => single.messages.searchMessagesByKeyword(scope, terms, {}, 10))));
     } finally {
       await single.close();
     }
@@ -153,7 +153,7 @@ describe('read workers', () => {
     const vectors = (await embedder.embed(QUERIES)).filter((v) => v !== null);
     // The sign-bit stage (which makes the codes, and so a snapshot) from the first row.
     const options = { readWorkers: 2, vectorIndex: { approximateFrom: 0, candidatesPerNeighbour: 64 } };
-    const searchAll = (store: StoreModule.SqliteStore) => Promise.all(vectors.map((v) => store.searchMessagesByVector(SCOPES[0]!, v, embedder.id, {}, 10)));
+    const searchAll = (store: StoreModule.SqliteStore) => Promise.all(vectors.map((v) => store.messages.searchMessagesByVector(SCOPES[0]!, v, embedder.id, {}, 10)));
     const single = storeLib.SqliteStore.open({ path });
     const exact = await searchAll(single);
     await single.close();

@@ -43,10 +43,10 @@ describe('SqliteStore message KNN index', () => {
 
   async function storeWithVectors(path: string, vectors: Float32Array[]): Promise<SqliteStore> {
     const store = SqliteStore.open({ path, memoryVectors: false });
-    await store.addMessages(vectors.map((_, i) => ({ id: `m${i}`, scope, sessionKey: `s${i % 3}`, role: 'user' as const, content: `message ${i}` })));
-    const pending = await store.pendingEmbeddings('message', 'e', { after: 0, limit: vectors.length });
-    await store.indexVectors('message', 'e', vectors[0]!.length);
-    await store.saveEmbeddings('message', 'e', pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i]! })));
+    await store.messages.addMessages(vectors.map((_, i) => ({ id: `m${i}`, scope, sessionKey: `s${i % 3}`, role: 'user' as const, content: `message ${i}` })));
+    const pending = await store.embeddings.pendingEmbeddings('message', 'e', { after: 0, limit: vectors.length });
+    await store.embeddings.indexVectors('message', 'e', vectors[0]!.length);
+    await store.embeddings.saveEmbeddings('message', 'e', pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i]! })));
     return store;
   }
 
@@ -57,10 +57,10 @@ describe('SqliteStore message KNN index', () => {
       const exact = vectors
         .map((v, i) => ({ id: `m${i}`, session: `s${i % 3}`, score: cosine(query, v) }))
         .sort((a, b) => b.score - a.score);
-      const hits = await store.searchMessagesByVector(scope, query, 'e', {}, 20);
+      const hits = await store.messages.searchMessagesByVector(scope, query, 'e', {}, 20);
       expect(hits.map((h) => h.id)).toEqual(exact.slice(0, 20).map((e) => e.id));
       hits.forEach((h, i) => expect(h.score).toBeCloseTo(exact[i]!.score, 5));
-      const inSession = await store.searchMessagesByVector(scope, query, 'e', { sessionKey: 's1' }, 5);
+      const inSession = await store.messages.searchMessagesByVector(scope, query, 'e', { sessionKey: 's1' }, 5);
       expect(inSession.map((h) => h.id)).toEqual(exact.filter((e) => e.session === 's1').slice(0, 5).map((e) => e.id));
     }
     await store.close();
@@ -71,14 +71,14 @@ describe('SqliteStore message KNN index', () => {
     const vectors = randomUnitVectors(50, 8, 3);
     const store = await storeWithVectors(path, vectors);
     const query = randomUnitVectors(1, 8, 5)[0]!;
-    const before = await store.searchMessagesByVector(scope, query, 'e', {}, 10);
+    const before = await store.messages.searchMessagesByVector(scope, query, 'e', {}, 10);
     await store.close();
     // What a database from before the index looks like: vectors, no index.
     const raw = new Database(path);
     raw.exec(`DROP TRIGGER message_knn_after_delete; DELETE FROM vector_indexes;`);
     raw.close();
     const reopened = SqliteStore.open({ path, memoryVectors: false });
-    const after = await reopened.searchMessagesByVector(scope, query, 'e', {}, 10);
+    const after = await reopened.messages.searchMessagesByVector(scope, query, 'e', {}, 10);
     expect(after.map((h) => h.id)).toEqual(before.map((h) => h.id));
     await reopened.close();
     const check = new Database(path, { readonly: true });
@@ -91,14 +91,14 @@ describe('SqliteStore specifics', () => {
   it('uses WAL, records the schema version, and reopens without re-migrating', async () => {
     const path = tempDb();
     const store = SqliteStore.open({ path });
-    await store.addMessages([{ id: 'k', scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', role: 'user', content: 'kept across reopen' }]);
+    await store.messages.addMessages([{ id: 'k', scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', role: 'user', content: 'kept across reopen' }]);
     await store.close();
     const raw = new Database(path, { readonly: true });
     expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(raw.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     raw.close();
     const again = SqliteStore.open({ path });
-    expect(await again.getMessages({ userId: 'u', agentId: 'a' }, ['k'])).toHaveLength(1);
+    expect(await again.messages.getMessages({ userId: 'u', agentId: 'a' }, ['k'])).toHaveLength(1);
     await again.close();
   });
 
@@ -120,13 +120,13 @@ describe('SqliteStore specifics', () => {
 
     const store = SqliteStore.open({ path });
     const scope = { userId: 'u', agentId: 'a' };
-    expect((await store.listMessages(scope, { sessionKey: 's', limit: 10, offset: 0 })).map((m) => [m.id, m.role, m.name])).toEqual([
+    expect((await store.messages.listMessages(scope, { sessionKey: 's', limit: 10, offset: 0 })).map((m) => [m.id, m.role, m.name])).toEqual([
       ['m1', 'user', null],
       ['m2', 'assistant', null],
     ]);
-    await store.addMessages([{ id: 't1', scope, sessionKey: 's', role: 'tool', name: 'weather__get_forecast', content: 'sunny words' }]);
-    expect((await store.getMessages(scope, ['t1']))[0]).toMatchObject({ role: 'tool', name: 'weather__get_forecast' });
-    expect(await store.deleteMessage(scope, 't1')).toBe(true);
+    await store.messages.addMessages([{ id: 't1', scope, sessionKey: 's', role: 'tool', name: 'weather__get_forecast', content: 'sunny words' }]);
+    expect((await store.messages.getMessages(scope, ['t1']))[0]).toMatchObject({ role: 'tool', name: 'weather__get_forecast' });
+    expect(await store.messages.deleteMessage(scope, 't1')).toBe(true);
     await store.close();
     const check = new Database(path, { readonly: true });
     // A deleted seq is never reused: the AUTOINCREMENT counter came across.
@@ -150,13 +150,13 @@ describe('SqliteStore specifics', () => {
     const store = SqliteStore.open({ path: tempDb() });
     const scope = { userId: 'u', agentId: 'a' };
     await expect(
-      store.addMessages([
+      store.messages.addMessages([
         { id: 'ok', scope, sessionKey: 's', role: 'user', content: 'fine' },
         // The façade validates roles; the store's CHECK constraint is the last line of defence.
         { id: 'bad', scope, sessionKey: 's', role: 'robot' as 'user', content: 'nope' },
       ]),
     ).rejects.toThrow();
-    expect(await store.listMessages(scope, { limit: 10 })).toEqual([]);
+    expect(await store.messages.listMessages(scope, { limit: 10 })).toEqual([]);
     await store.close();
   });
 });
@@ -167,32 +167,32 @@ describe('SqliteStore backup and the analysed-terms step', () => {
   it('backs up the live file to a new one (never over an existing file); an in-memory store has none', async () => {
     const path = tempDb();
     const store = SqliteStore.open({ path });
-    await store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'kept in the copy' }]);
-    await store.createMemory(scope, { id: 'mem-1', content: 'copied memory', type: 'persona' });
+    await store.messages.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'kept in the copy' }]);
+    await store.memories.createMemory(scope, { id: 'mem-1', content: 'copied memory', type: 'persona' });
     const copy = join(dirname(path), 'copy.db');
     const progress: [number, number][] = [];
-    await store.backup(copy, (done, total) => progress.push([done, total]));
+    await store.transfer.backup(copy, (done, total) => progress.push([done, total]));
     expect(progress.at(-1)![0]).toBe(progress.at(-1)![1]);
-    await expect(store.backup(copy)).rejects.toMatchObject({ code: 'conflict' });
+    await expect(store.transfer.backup(copy)).rejects.toMatchObject({ code: 'conflict' });
     // Writes go on after the backup; the copy holds what was there.
-    await store.addMessages([{ id: 'm2', scope, sessionKey: 's', role: 'user', content: 'after the backup' }]);
+    await store.messages.addMessages([{ id: 'm2', scope, sessionKey: 's', role: 'user', content: 'after the backup' }]);
     await store.close();
     const restored = SqliteStore.open({ path: copy });
-    expect((await restored.listMessages(scope, { limit: 10 })).map((m) => m.id)).toEqual(['m1']);
-    expect((await restored.memoryKeywordCandidates(scope, ['copi'], {})).candidates.map((c) => c.id)).toEqual(['mem-1']);
+    expect((await restored.messages.listMessages(scope, { limit: 10 })).map((m) => m.id)).toEqual(['m1']);
+    expect((await restored.memories.memoryKeywordCandidates(scope, ['copi'], {})).candidates.map((c) => c.id)).toEqual(['mem-1']);
     await restored.close();
     const memory = SqliteStore.open({ path: ':memory:' });
-    await expect(memory.backup(join(dirname(path), 'never.db'))).rejects.toMatchObject({ code: 'invalid_input' });
+    await expect(memory.transfer.backup(join(dirname(path), 'never.db'))).rejects.toMatchObject({ code: 'invalid_input' });
     await memory.close();
   });
 
   it('fills the analysed terms of memories and error records written before the step', async () => {
     const path = tempDb();
     const store = SqliteStore.open({ path });
-    await store.createMemory(scope, { id: 'mem-1', content: 'Sails from the harbour', type: 'persona' });
-    await store.history.saveErrorRecord(scope, { id: 'e'.repeat(64), toolName: 'fetch_page', keywords: ['timeout'], symptom: 'harbour site timeout', cause: null, action: 'retry', outcome: 'resolved' });
-    const before = await store.memoryKeywordCandidates(scope, ['harbour'], {});
-    const errorsBefore = await store.history.errorKeywordCandidates(scope, ['harbour'], {});
+    await store.memories.createMemory(scope, { id: 'mem-1', content: 'Sails from the harbour', type: 'persona' });
+    await store.errors.saveErrorRecord(scope, { id: 'e'.repeat(64), toolName: 'fetch_page', keywords: ['timeout'], symptom: 'harbour site timeout', cause: null, action: 'retry', outcome: 'resolved' });
+    const before = await store.memories.memoryKeywordCandidates(scope, ['harbour'], {});
+    const errorsBefore = await store.errors.errorKeywordCandidates(scope, ['harbour'], {});
     await store.close();
     // The file as the step before found it: no terms tables, no triggers.
     const raw = new Database(path);
@@ -200,12 +200,12 @@ describe('SqliteStore backup and the analysed-terms step', () => {
     raw.pragma(`user_version = ${BEFORE_ANALYSED_TERMS}`);
     raw.close();
     const migrated = SqliteStore.open({ path });
-    expect(await migrated.memoryKeywordCandidates(scope, ['harbour'], {})).toEqual(before);
-    expect(await migrated.history.errorKeywordCandidates(scope, ['harbour'], {})).toEqual(errorsBefore);
+    expect(await migrated.memories.memoryKeywordCandidates(scope, ['harbour'], {})).toEqual(before);
+    expect(await migrated.errors.errorKeywordCandidates(scope, ['harbour'], {})).toEqual(errorsBefore);
     expect(before.candidates[0]!.terms).toEqual(['sail', 'harbour']);
     // The delete triggers came back: a deleted memory leaves no terms behind in the totals.
-    await migrated.deleteMemory(scope, 'mem-1');
-    expect(await migrated.memoryKeywordCandidates(scope, ['harbour'], {})).toEqual({ candidates: [], documents: 0, totalTerms: 0 });
+    await migrated.memories.deleteMemory(scope, 'mem-1');
+    expect(await migrated.memories.memoryKeywordCandidates(scope, ['harbour'], {})).toEqual({ candidates: [], documents: 0, totalTerms: 0 });
     await migrated.close();
   });
 
@@ -215,12 +215,12 @@ describe('SqliteStore backup and the analysed-terms step', () => {
     const embedder = new HashEmbedder(16);
     const queue = new EmbedQueue(store, embedder);
     try {
-      await store.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'green tea ceremony' }]);
-      const record = await store.history.saveErrorRecord(scope, { id: 'a'.repeat(64), toolName: 'fetch_page', keywords: [], symptom: 'timeout', cause: null, action: 'retry', outcome: 'resolved' });
+      await store.messages.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'green tea ceremony' }]);
+      const record = await store.errors.saveErrorRecord(scope, { id: 'a'.repeat(64), toolName: 'fetch_page', keywords: [], symptom: 'timeout', cause: null, action: 'retry', outcome: 'resolved' });
       queue.start();
       expect(await queue.drain(30_000)).toBe(true);
-      expect(await store.countPendingEmbeddings('error_record', embedder.id)).toBe(0);
-      expect((await store.embeddingsOf('error_record', embedder.id, [{ key: record.id, text: errorRecordText(record) }])).size).toBe(1);
+      expect(await store.embeddings.countPendingEmbeddings('error_record', embedder.id)).toBe(0);
+      expect((await store.embeddings.embeddingsOf('error_record', embedder.id, [{ key: record.id, text: errorRecordText(record) }])).size).toBe(1);
     } finally {
       await queue.stop();
       await store.close();
@@ -230,7 +230,7 @@ describe('SqliteStore backup and the analysed-terms step', () => {
     check.close();
     const reopened = SqliteStore.open({ path, memoryVectors: false });
     const [query] = await embedder.embed(['green tea ceremony']);
-    expect((await reopened.searchMessagesByVector(scope, query!, embedder.id, {}, 5)).map((h) => h.id)).toEqual(['m1']);
+    expect((await reopened.messages.searchMessagesByVector(scope, query!, embedder.id, {}, 5)).map((h) => h.id)).toEqual(['m1']);
     await reopened.close();
   });
 });

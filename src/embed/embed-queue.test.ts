@@ -11,7 +11,7 @@ describe('EmbedQueue.depth', () => {
     const store = SqliteStore.open({ path: ':memory:' });
     const queue = new EmbedQueue(store, new HashEmbedder(32));
     try {
-      await store.addMessages([message('m1', 'green tea ceremony'), message('m2', 'espresso machine repair')]);
+      await store.messages.addMessages([message('m1', 'green tea ceremony'), message('m2', 'espresso machine repair')]);
       const first = queue.depth();
       // Callers in the same moment (a status endpoint polled by many clients) share one count.
       expect(queue.depth()).toBe(first);

@@ -101,7 +101,7 @@ export class EmbedQueue {
 
   private async countPending(): Promise<number> {
     let total = 0;
-    for (const target of TARGETS) total += await this.store.countPendingEmbeddings(target, this.embedder.id, target === 'message' ? this.messagesDone : 0);
+    for (const target of TARGETS) total += await this.store.embeddings.countPendingEmbeddings(target, this.embedder.id, target === 'message' ? this.messagesDone : 0);
     return total;
   }
 
@@ -178,7 +178,7 @@ export class EmbedQueue {
    * embedder at a time); false when another process holds it.
    */
   private async pass(target: QueuedEmbeddingTarget): Promise<boolean> {
-    const claim = await this.store.claimWork(workNames.embedding(target, this.embedder.id));
+    const claim = await this.store.coordination.claimWork(workNames.embedding(target, this.embedder.id));
     if (!claim) return false;
     try {
       await this.embedPending(target);
@@ -193,17 +193,17 @@ export class EmbedQueue {
     const start = target === 'message' && !sweep ? this.messagesDone : 0;
     // Every message up to here is visible now (the settled position): once the pass drains, all of them have
     // vectors. A row past it may still have a neighbour below it to commit (PostgreSQL orders per scope).
-    const ceiling = target === 'message' ? await this.store.lastEmbeddingPosition('message') : 0;
+    const ceiling = target === 'message' ? await this.store.embeddings.lastEmbeddingPosition('message') : 0;
     let cursor = start;
     /** Dimensions whose index the store deferred during this pass, to prepare once the pass has drained. */
     const deferred = new Set<number>();
     // A full first batch means a backlog: count it once, so its progress can be told.
     let backlog: { total: number; done: number } | null = null;
     while (!this.stopped) {
-      const pending = await this.store.pendingEmbeddings(target, this.embedder.id, { after: cursor, limit: this.batchSize });
+      const pending = await this.store.embeddings.pendingEmbeddings(target, this.embedder.id, { after: cursor, limit: this.batchSize });
       if (pending.length === 0) break;
       if (cursor === start && pending.length === this.batchSize && this.options.onProgress) {
-        backlog = { total: await this.store.countPendingEmbeddings(target, this.embedder.id, start), done: 0 };
+        backlog = { total: await this.store.embeddings.countPendingEmbeddings(target, this.embedder.id, start), done: 0 };
       }
       const vectors = await this.embedder.embed(pending.map((p) => p.text));
       // The explicit index step, before the first batch of each dimension this embedder produces.
@@ -211,7 +211,7 @@ export class EmbedQueue {
       if (dimensions !== undefined && !deferred.has(dimensions) && !this.indexed.has(`${target}:${dimensions}`)) {
         if (!(await this.prepareIndex(target, dimensions))) deferred.add(dimensions);
       }
-      await this.store.saveEmbeddings(
+      await this.store.embeddings.saveEmbeddings(
         target,
         this.embedder.id,
         pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })),
@@ -234,7 +234,7 @@ export class EmbedQueue {
 
   /** The store's index step for `target` at `dimensions`; remembered once the store says the index is ready. */
   private async prepareIndex(target: QueuedEmbeddingTarget, dimensions: number): Promise<boolean> {
-    const ready = await this.store.indexVectors(target, this.embedder.id, dimensions);
+    const ready = await this.store.embeddings.indexVectors(target, this.embedder.id, dimensions);
     if (ready) this.indexed.add(`${target}:${dimensions}`);
     return ready;
   }

@@ -153,14 +153,14 @@ export class ChatHistory {
   }
 
   private async list(caller: ChatHistoryCaller, limit: number): Promise<ChatHistoryResult> {
-    const runs = await this.deps.store.listRuns(caller.scope, caller.sessionKey, limit);
+    const runs = await this.deps.store.runs.listRuns(caller.scope, caller.sessionKey, limit);
     const rows = runs.map((r) => ({ task_id: r.taskId, at: r.startedAt, objective: r.objective, open: r.endedAt === null }));
     const text = rows.length === 0 ? 'no runs recorded in this session yet' : JSON.stringify(rows);
     return { mode: 'list', text, data: { runs: rows } };
   }
 
   private async read(caller: ChatHistoryCaller, ids: string[], scope: 'reference' | 'full'): Promise<ChatHistoryResult> {
-    const runs = await this.deps.store.getRuns(caller.scope, caller.sessionKey, ids);
+    const runs = await this.deps.store.runs.getRuns(caller.scope, caller.sessionKey, ids);
     if (runs.length === 0) throw new CairnError('not_found', `no run with task id ${ids.join(', ')} in this session`);
     const found = new Set(runs.map((r) => r.taskId));
     const notFound = ids.filter((id) => !found.has(id));
@@ -184,8 +184,8 @@ export class ChatHistory {
   }
 
   private async toolList(caller: ChatHistoryCaller, runsScanned: number): Promise<ChatHistoryResult> {
-    const summaries = await this.deps.store.listRuns(caller.scope, caller.sessionKey, runsScanned);
-    const runs = await this.deps.store.getRuns(
+    const summaries = await this.deps.store.runs.listRuns(caller.scope, caller.sessionKey, runsScanned);
+    const runs = await this.deps.store.runs.getRuns(
       caller.scope,
       caller.sessionKey,
       summaries.map((s) => s.taskId),
@@ -201,7 +201,7 @@ export class ChatHistory {
   }
 
   private async tool(caller: ChatHistoryCaller, taskId: string, name: string, args: ChatHistoryParams['args']): Promise<ChatHistoryResult> {
-    const [run] = await this.deps.store.getRuns(caller.scope, caller.sessionKey, [taskId]);
+    const [run] = await this.deps.store.runs.getRuns(caller.scope, caller.sessionKey, [taskId]);
     if (!run) throw new CairnError('not_found', `no run with task id ${taskId} in this session`);
     const calls = run.toolCalls.filter((c) => c.name === name);
     if (calls.length === 0) {
@@ -235,13 +235,13 @@ export class ChatHistory {
 
   private async keywordSearch(caller: ChatHistoryCaller, keyword: string, range: TimeRange, limit: number): Promise<ChatHistoryResult> {
     const terms = boundTerms(keyword.split(/\s+/).filter((t) => t !== ''));
-    const texts = await this.deps.store.searchRunTexts(caller.scope, caller.sessionKey, terms, since(range), limit);
+    const texts = await this.deps.store.runs.searchRunTexts(caller.scope, caller.sessionKey, terms, since(range), limit);
     return searchResult(keyword, range, 'keyword', 'trigram', texts, terms);
   }
 
   /** Recent texts ranked by BM25 ∥ the embedder's cosine, fused by the retrieval pipeline (search/pipeline.ts). */
   private async semanticSearch(caller: ChatHistoryCaller, keyword: string, range: TimeRange, limit: number): Promise<ChatHistoryResult> {
-    const recent = (await this.deps.store.recentRunTexts(caller.scope, caller.sessionKey, since(range), SEMANTIC_SCAN)).filter(
+    const recent = (await this.deps.store.runs.recentRunTexts(caller.scope, caller.sessionKey, since(range), SEMANTIC_SCAN)).filter(
       // The asking run is already in the agent's context.
       (t) => t.taskId !== caller.currentTaskId,
     );
@@ -297,12 +297,12 @@ export class ChatHistory {
     const judge = this.deps.judge;
     const policy = this.deps.withhold;
     if (!judge || caller.currentTaskId === null) return out;
-    const [current] = await this.deps.store.getRuns(caller.scope, caller.sessionKey, [caller.currentTaskId]);
+    const [current] = await this.deps.store.runs.getRuns(caller.scope, caller.sessionKey, [caller.currentTaskId]);
     const request = current?.objective.trim() ?? '';
     if (request === '') return out;
     const candidates = rendered.filter(({ run, text }) => run.taskId !== caller.currentTaskId && text.length >= policy.minChars);
     if (candidates.length === 0) return out;
-    const already = await this.deps.store.withheldRuns(
+    const already = await this.deps.store.runs.withheldRuns(
       caller.scope,
       caller.sessionKey,
       candidates.map((c) => c.run.taskId),
@@ -321,7 +321,7 @@ export class ChatHistory {
           }
           if (confidence === null || confidence < policy.confidence) return;
           // Marked before answering, so a second read (even a concurrent one) returns the run in full.
-          if (await this.deps.store.markWithheld(caller.scope, caller.sessionKey, run.taskId)) out.set(run.taskId, round2(confidence));
+          if (await this.deps.store.runs.markWithheld(caller.scope, caller.sessionKey, run.taskId)) out.set(run.taskId, round2(confidence));
         }),
     );
     return out;

@@ -99,7 +99,7 @@ export class ErrorHistory {
     const cause = params.cause === undefined || params.cause === '' ? null : params.cause;
     const errorClass = classifyError(`${params.symptom}\n${cause ?? ''}`);
     if (errorClass !== null) keywords.push(`error_type:${errorClass}`);
-    const record = await this.deps.store.saveErrorRecord(scope, {
+    const record = await this.deps.store.errors.saveErrorRecord(scope, {
       id: errorRecordId(scope, params.tool_name, params.symptom, params.action),
       toolName: params.tool_name,
       keywords: [...new Set(keywords)],
@@ -133,7 +133,7 @@ export class ErrorHistory {
     if (!/^[0-9a-f]+$/.test(prefix) || prefix.length < MIN_HASH_LENGTH || prefix.length > 64) {
       throw new CairnError('invalid_input', `hash must be ${MIN_HASH_LENGTH} to 64 hexadecimal characters (the 8-character hash a record was given), got "${hash}"`);
     }
-    const found = await this.deps.store.findErrorRecordsByPrefix(scope, prefix, 10);
+    const found = await this.deps.store.errors.findErrorRecordsByPrefix(scope, prefix, 10);
     if (found.length === 0) throw new CairnError('not_found', `no error record with hash ${prefix}`);
     if (found.length > 1) {
       const longer = found.map((r) => r.id.slice(0, Math.max(prefix.length + 4, HASH_LENGTH + 4))).join(', ');
@@ -151,7 +151,7 @@ export class ErrorHistory {
       query: keyword,
       paths: { keyword: true, vector: true },
       analyse: () => terms,
-      keyword: async (t) => rankKeywordCandidates(t, await this.deps.store.errorKeywordCandidates(scope, t, filter), limit * 4),
+      keyword: async (t) => rankKeywordCandidates(t, await this.deps.store.errors.errorKeywordCandidates(scope, t, filter), limit * 4),
       vector: (vector, embedder, signal) => this.vectorHits(scope, vector, embedder, signal, filter, limit * 4),
       trace,
     });
@@ -160,16 +160,16 @@ export class ErrorHistory {
       // A hint must not name records that merely share a common word ("error") with the failure.
       const floor = trace.vectorFloor ?? Number.NEGATIVE_INFINITY;
       const similar = new Set(trace.vector.filter((h) => h.score >= floor).map((h) => h.id));
-      const records = await this.deps.store.getErrorRecords(
+      const records = await this.deps.store.errors.getErrorRecords(
         scope,
         trace.keyword.map((h) => h.id),
       );
       for (const r of records) if (sharedTerms(terms, r) >= Math.min(2, new Set(terms).size)) similar.add(r.id);
       hits = hits.filter((h) => similar.has(h.id));
     } else if (hits.length === 0) {
-      hits = await this.deps.store.scanErrorRecords(scope, keyword, filter, limit);
+      hits = await this.deps.store.errors.scanErrorRecords(scope, keyword, filter, limit);
     }
-    return this.deps.store.getErrorRecords(
+    return this.deps.store.errors.getErrorRecords(
       scope,
       hits.slice(0, limit).map((h) => h.id),
     );
@@ -185,8 +185,8 @@ export class ErrorHistory {
       related = await this.search(scope, errorText.slice(0, 2000), { toolName }, HINT_LIMIT, { similarOnly: true });
       const errorClass = classifyError(errorText);
       if (related.length === 0 && errorClass !== null) {
-        const tagged = await this.deps.store.scanErrorRecords(scope, `error_type:${errorClass}`, { toolName }, HINT_LIMIT);
-        related = await this.deps.store.getErrorRecords(
+        const tagged = await this.deps.store.errors.scanErrorRecords(scope, `error_type:${errorClass}`, { toolName }, HINT_LIMIT);
+        related = await this.deps.store.errors.getErrorRecords(
           scope,
           tagged.map((h) => h.id),
         );
@@ -222,7 +222,7 @@ export class ErrorHistory {
         pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })),
       );
     }
-    const [hits, floor] = await Promise.all([this.deps.store.searchErrorRecordsByVector(scope, vector, embedder.id, filter, limit), this.deps.floorOf(scope, vector, embedder.id)]);
+    const [hits, floor] = await Promise.all([this.deps.store.errors.searchErrorRecordsByVector(scope, vector, embedder.id, filter, limit), this.deps.floorOf(scope, vector, embedder.id)]);
     return { hits, floor };
   }
 }

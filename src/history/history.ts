@@ -122,7 +122,7 @@ export class History implements ToolCallRecorder {
 
   /** Runs of the caller's session newest first, without their tool calls, one page at a time (the dashboard's list). */
   async listRuns(caller: HistoryCaller, page: { limit: number; offset: number }): Promise<RunSummary[]> {
-    return this.store.listRuns(checkScope(caller.scope), requireSession(caller.sessionKey), page.limit, page.offset);
+    return this.store.runs.listRuns(checkScope(caller.scope), requireSession(caller.sessionKey), page.limit, page.offset);
   }
 
   /** write_error: stores a resolved failure with its fix; other outcomes are discarded. */

@@ -95,7 +95,7 @@ export class RunLog {
   /** Creates or merges a run (already validated by {@link runInput}). */
   async record(scope: Scope, input: z.output<typeof runInput>): Promise<Run> {
     await this.pruneIfDue();
-    return this.store.saveRun(scope, {
+    return this.store.runs.saveRun(scope, {
       taskId: input.taskId,
       sessionKey: input.sessionKey,
       objective: input.objective,
@@ -112,16 +112,16 @@ export class RunLog {
    * session's newest open run, else a new open run. Returns that run's task id.
    */
   async appendToolCall(target: RunTarget, call: z.output<typeof toolCallInput>, source: ToolCallSource): Promise<string> {
-    const taskId = target.turnId ?? (await this.store.openRunId(target.scope, target.sessionKey)) ?? newTaskId();
+    const taskId = target.turnId ?? (await this.store.runs.openRunId(target.scope, target.sessionKey)) ?? newTaskId();
     await this.pruneIfDue();
-    await this.store.saveRun(target.scope, { taskId, sessionKey: target.sessionKey, toolCalls: [toNewToolCall(call, source)] });
+    await this.store.runs.saveRun(target.scope, { taskId, sessionKey: target.sessionKey, toolCalls: [toNewToolCall(call, source)] });
     return taskId;
   }
 
   /** The task id of the run a target names, or null when there is none yet. */
   async currentTaskId(target: RunTarget): Promise<string | null> {
     if (target.turnId !== undefined) return target.turnId;
-    return this.store.openRunId(target.scope, target.sessionKey);
+    return this.store.runs.openRunId(target.scope, target.sessionKey);
   }
 
   /**
@@ -134,7 +134,7 @@ export class RunLog {
     const claim = await this.options.claims.claimWork(workNames.runPruning());
     if (!claim) return 0;
     try {
-      return await this.store.pruneRuns(new Date(now.getTime() - this.options.retentionDays * DAY_MS).toISOString());
+      return await this.store.runs.pruneRuns(new Date(now.getTime() - this.options.retentionDays * DAY_MS).toISOString());
     } finally {
       await claim.release();
     }

@@ -14,7 +14,7 @@ afterEach(async () => {
 function budget(options: Partial<ConstructorParameters<typeof TurnBudget>[1]> = {}) {
   const store = SqliteStore.open({ path: ':memory:' });
   stores.push(store);
-  return new TurnBudget(store, { callsPerTurn: 3, maxTurns: 100, idleTurnMs: 0, ...options });
+  return new TurnBudget(store.coordination, { callsPerTurn: 3, maxTurns: 100, idleTurnMs: 0, ...options });
 }
 
 describe('TurnBudget', () => {

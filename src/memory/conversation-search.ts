@@ -44,13 +44,13 @@ export async function conversationSearch(
     query: params.query,
     limit: params.limit,
     candidates: (limit) => (sessionKey === undefined ? limit * 3 : limit * 4),
-    keyword: (terms, k) => ctx.store.searchMessagesByKeyword(scope, terms, filter, k),
+    keyword: (terms, k) => ctx.store.messages.searchMessagesByKeyword(scope, terms, filter, k),
     // The floor lets the store skip what hybrid search would drop; a trace shows the hits below it too.
     vector: (vector, embedderId, k, floor) =>
-      ctx.store.searchMessagesByVector(scope, vector, embedderId, trace === undefined ? { sessionKey, minSimilarity: floor } : filter, k),
+      ctx.store.messages.searchMessagesByVector(scope, vector, embedderId, trace === undefined ? { sessionKey, minSimilarity: floor } : filter, k),
     sample: { target: 'message', scope },
     trace,
-    load: (ids) => ctx.store.getMessages(scope, ids),
+    load: (ids) => ctx.store.messages.getMessages(scope, ids),
   });
   const results = outcome.hits.map(({ row: m, score, context }): ConversationHit => ({
     id: m.id,

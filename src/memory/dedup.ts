@@ -145,13 +145,13 @@ async function nearest(ctx: SearchContext, scope: Scope, content: string): Promi
     label: 'dedup',
     query: content,
     paths: pathsAvailable(ctx),
-    keyword: async (terms) => rankKeywordCandidates(terms, await ctx.store.memoryKeywordCandidates(scope, terms, {}), CANDIDATES_PER_MEMORY * 2),
+    keyword: async (terms) => rankKeywordCandidates(terms, await ctx.store.memories.memoryKeywordCandidates(scope, terms, {}), CANDIDATES_PER_MEMORY * 2),
     vector: async (vector, embedder) => {
       const floor = await queryFloor(ctx, { target: 'memory', scope }, vector, embedder.id);
-      return { hits: await ctx.store.searchMemoriesByVector(scope, vector, embedder.id, {}, CANDIDATES_PER_MEMORY * 2), floor };
+      return { hits: await ctx.store.memories.searchMemoriesByVector(scope, vector, embedder.id, {}, CANDIDATES_PER_MEMORY * 2), floor };
     },
   });
-  return ctx.store.getMemories(
+  return ctx.store.memories.getMemories(
     scope,
     hits.slice(0, CANDIDATES_PER_MEMORY).map((h) => h.id),
   );
@@ -160,8 +160,8 @@ async function nearest(ctx: SearchContext, scope: Scope, content: string): Promi
 /** Live memories holding the same single-valued fact as a new one (another name, another employer). */
 async function slotHolders(ctx: SearchContext, scope: Scope, slot: string, key: string): Promise<Memory[]> {
   const terms = analyze(slotProbe(slot));
-  const hits = rankKeywordCandidates(terms, await ctx.store.memoryKeywordCandidates(scope, terms, {}), SLOT_SCAN);
-  const memories = await ctx.store.getMemories(
+  const hits = rankKeywordCandidates(terms, await ctx.store.memories.memoryKeywordCandidates(scope, terms, {}), SLOT_SCAN);
+  const memories = await ctx.store.memories.getMemories(
     scope,
     hits.map((h) => h.id),
   );

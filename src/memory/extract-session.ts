@@ -35,12 +35,12 @@ export type ExtractionRun = {
  */
 export async function extractSession(deps: PipelineDeps, scope: Scope, sessionKey: string, signal?: AbortSignal): Promise<ExtractionRun> {
   const run: ExtractionRun = { batches: 0, messages: 0, created: 0, skipped: 0, superseded: 0 };
-  let { cursor } = await deps.store.pipelineState(scope, sessionKey);
+  let { cursor } = await deps.store.pipeline.pipelineState(scope, sessionKey);
   for (;;) {
     signal?.throwIfAborted();
-    const messages = await deps.store.messagesAfter(scope, sessionKey, cursor, deps.batchSize);
+    const messages = await deps.store.pipeline.messagesAfter(scope, sessionKey, cursor, deps.batchSize);
     if (messages.length === 0) return run;
-    const context = deps.contextSize > 0 && cursor > 0 ? await deps.store.messagesBefore(scope, sessionKey, cursor, deps.contextSize) : [];
+    const context = deps.contextSize > 0 && cursor > 0 ? await deps.store.pipeline.messagesBefore(scope, sessionKey, cursor, deps.contextSize) : [];
     const candidates = await deps.extractor.extract({ messages, context }, signal);
     const decisions = await dedupMemories(deps.dedup, scope, candidates, signal);
     const toCursor = messages.at(-1)!.seq;
@@ -54,11 +54,11 @@ export async function extractSession(deps: PipelineDeps, scope: Scope, sessionKe
     });
     signal?.throwIfAborted();
     try {
-      await deps.store.commitExtraction({ scope, sessionKey, fromCursor: cursor, toCursor, actor: `pipeline:${deps.extractor.name}`, memories: writes });
+      await deps.store.pipeline.commitExtraction({ scope, sessionKey, fromCursor: cursor, toCursor, actor: `pipeline:${deps.extractor.name}`, memories: writes });
     } catch (err) {
       // Another process committed this batch first: its result stands, and this run moves on from there.
       if (!isCairnError(err, 'conflict')) throw err;
-      ({ cursor } = await deps.store.pipelineState(scope, sessionKey));
+      ({ cursor } = await deps.store.pipeline.pipelineState(scope, sessionKey));
       continue;
     }
     cursor = toCursor;

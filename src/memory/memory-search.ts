@@ -37,11 +37,11 @@ export async function memorySearch(ctx: SearchContext, scope: Scope, params: Mem
     query: params.query,
     limit: params.limit,
     candidates: (limit) => limit * 3,
-    keyword: async (terms, k) => rankKeywordCandidates(terms, await ctx.store.memoryKeywordCandidates(scope, terms, filter), k),
-    vector: (vector, embedderId, k) => ctx.store.searchMemoriesByVector(scope, vector, embedderId, filter, k),
+    keyword: async (terms, k) => rankKeywordCandidates(terms, await ctx.store.memories.memoryKeywordCandidates(scope, terms, filter), k),
+    vector: (vector, embedderId, k) => ctx.store.memories.searchMemoriesByVector(scope, vector, embedderId, filter, k),
     sample: { target: 'memory', scope },
     trace,
-    load: (ids) => ctx.store.getMemories(scope, ids),
+    load: (ids) => ctx.store.memories.getMemories(scope, ids),
   });
   const results = outcome.hits.map(({ row: m, score }) => ({
     id: m.id,

@@ -110,16 +110,16 @@ export class Pipeline {
   /** The messages a memory was made from, which extractor made it, and every change since. */
   async memorySources(scope: Scope, id: string): Promise<MemorySources> {
     const valid = checkScope(scope);
-    const [memory] = await this.store.getMemories(valid, [id]);
+    const [memory] = await this.store.memories.getMemories(valid, [id]);
     if (!memory) throw new CairnError('not_found', `memory ${id} not found`);
-    const messages = await this.store.getMessages(valid, memory.sourceMessageIds);
+    const messages = await this.store.messages.getMessages(valid, memory.sourceMessageIds);
     const found = new Set(messages.map((m) => m.id));
     return {
       memory,
       extractor: memory.extractor,
       messages,
       missingMessageIds: memory.sourceMessageIds.filter((source) => !found.has(source)),
-      history: await this.store.memoryAudit(valid, id),
+      history: await this.store.pipeline.memoryAudit(valid, id),
     };
   }
 
@@ -128,7 +128,7 @@ export class Pipeline {
    * replacement is hidden. Returns the restored memories. `actor` is recorded in the audit trail.
    */
   async undoSupersession(scope: Scope, id: string, actor = 'api'): Promise<Memory[]> {
-    return this.store.restoreSuperseded(checkScope(scope), id, actor);
+    return this.store.pipeline.restoreSuperseded(checkScope(scope), id, actor);
   }
 
   /** Stops background extraction after the run in flight. */

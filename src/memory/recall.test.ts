@@ -13,7 +13,7 @@ afterEach(async () => {
 async function context(memories: NewMemory[]): Promise<SearchContext> {
   const store = SqliteStore.open({ path: ':memory:' });
   stores.push(store);
-  for (const m of memories) await store.createMemory(scope, m);
+  for (const m of memories) await store.memories.createMemory(scope, m);
   // No embedder: recall must still work, on the keyword path.
   return { store, embedder: null, queryTimeoutMs: 1000, warn: () => {} };
 }

@@ -54,7 +54,7 @@ const MIN_LINE_CHARS = [...TRUNCATION_SUFFIX].length + 20;
  * obeys the budget, and whatever does not fit is named with a pointer to the search tools.
  */
 export async function recallContext(ctx: SearchContext, scope: Scope, params: RecallParams, budget: RecallBudget): Promise<RecallResult> {
-  const stableMemories = budget.maxStableMemories > 0 ? await ctx.store.topMemories(scope, ['instruction', 'persona'], budget.maxStableMemories) : [];
+  const stableMemories = budget.maxStableMemories > 0 ? await ctx.store.pipeline.topMemories(scope, ['instruction', 'persona'], budget.maxStableMemories) : [];
   // Recall searches with the user's message, whatever its length: a long one is cut to the query limit.
   const query = clipQuery(params.query.trim());
   let strategy: SearchStrategy = 'none';
@@ -65,7 +65,7 @@ export async function recallContext(ctx: SearchContext, scope: Scope, params: Re
     const result = await memorySearch(ctx, scope, { query, limit });
     strategy = result.strategy;
     const ids = result.results.filter((hit) => !shown.has(hit.id)).slice(0, budget.maxMemories).map((hit) => hit.id);
-    turnMemories = await ctx.store.getMemories(scope, ids);
+    turnMemories = await ctx.store.memories.getMemories(scope, ids);
   }
 
   const lines = new LineBudget(budget.maxCharsPerMemory, budget.maxTotalChars);

@@ -40,7 +40,7 @@ function setup(options: Partial<SchedulerOptions> = {}, store = SqliteStore.open
   open.push({ store, scheduler });
   let n = 0;
   const say = async (text: string, sessionKey = 's1') => {
-    await store.addMessages([{ id: `m${++n}`, scope, sessionKey, role: 'user', content: text }]);
+    await store.messages.addMessages([{ id: `m${++n}`, scope, sessionKey, role: 'user', content: text }]);
     await scheduler.notify(scope, sessionKey);
   };
   return { store, scheduler, runs, say };
@@ -69,8 +69,8 @@ describe('ExtractionScheduler', () => {
     expect(await runsAfter('I love cats.')).toBe(2);
     expect(await runsAfter('I love dogs.')).toBe(2);
     expect(await runsAfter('I love snow.')).toBe(3);
-    expect((await store.pipelineState(scope, 's1')).pendingMessages).toBe(0);
-    expect((await store.listMemories(scope, { limit: 10 })).length).toBe(7);
+    expect((await store.pipeline.pipelineState(scope, 's1')).pendingMessages).toBe(0);
+    expect((await store.memories.listMemories(scope, { limit: 10 })).length).toBe(7);
   });
 
   it('extracts a backlog below the threshold once the session has been idle', async () => {
@@ -78,7 +78,7 @@ describe('ExtractionScheduler', () => {
     await say('My name is Ada.');
     expect((await scheduler.status())[0]).toMatchObject({ state: 'idle', pendingUserTurns: 1, threshold: 5 });
     scheduler.start();
-    await vi.waitFor(async () => expect(await store.listMemories(scope, { limit: 10 })).toHaveLength(1));
+    await vi.waitFor(async () => expect(await store.memories.listMemories(scope, { limit: 10 })).toHaveLength(1));
   });
 
   it('after a restart, start() finds every session with a backlog and resumes it', async () => {
@@ -101,18 +101,18 @@ describe('ExtractionScheduler', () => {
     expect(runs).toEqual(['s1']);
     await scheduler.stop();
     await expect(scheduler.flush(scope, 's1')).rejects.toThrow();
-    expect((await store.pipelineState(scope, 's1')).cursor).toBeGreaterThan(0);
+    expect((await store.pipeline.pipelineState(scope, 's1')).cursor).toBeGreaterThan(0);
   });
   it('leaves a session whose claim another holder has, asks again later, and takes it over once released', async () => {
     const real = SqliteStore.open({ path: ':memory:' });
-    const elsewhere = await real.claimWork('extract:u/a/s1');
+    const elsewhere = await real.coordination.claimWork('extract:u/a/s1');
     // The real store, passed through, counting the claims it refused the scheduler.
     let refused = 0;
     const counting = new Proxy(real, {
       get(target, key) {
         if (key === 'claimWork')
-          return async (...args: Parameters<SqliteStore['claimWork']>) => {
-            const claim = await target.claimWork(...args);
+          return async (...args: Parameters<SqliteStore['coordination']['claimWork']>) => {
+            const claim = await target.coordination.claimWork(...args);
             if (!claim) refused++;
             return claim;
           };
@@ -129,18 +129,18 @@ describe('ExtractionScheduler', () => {
     await vi.waitFor(() => expect(refused).toBeGreaterThanOrEqual(before + 3), { timeout: 20_000 });
     // Neither the background run (retrying) nor the flush (waiting) extracted anything meanwhile.
     expect(runs).toEqual([]);
-    expect(await store.listMemories(scope, { limit: 10 })).toHaveLength(0);
+    expect(await store.memories.listMemories(scope, { limit: 10 })).toHaveLength(0);
     await elsewhere!.release();
     expect(await flushed).toMatchObject({ messages: expect.any(Number) as number });
-    await vi.waitFor(async () => expect((await store.pipelineState(scope, 's1')).pendingMessages).toBe(0));
-    expect(await store.listMemories(scope, { limit: 10 })).toHaveLength(5);
+    await vi.waitFor(async () => expect((await store.pipeline.pipelineState(scope, 's1')).pendingMessages).toBe(0));
+    expect(await store.memories.listMemories(scope, { limit: 10 })).toHaveLength(5);
   });
 
   it('finds backlogs that reached the store without it (another process) by reading the backlog again', async () => {
     const { scheduler, store, runs } = setup({ warmup: false, rescanMs: 30 });
     scheduler.start();
-    await store.addMessages(Array.from({ length: 5 }, (_, i) => ({ id: `x${i}`, scope, sessionKey: 's2', role: 'user' as const, content: `I love thing ${i}.` })));
+    await store.messages.addMessages(Array.from({ length: 5 }, (_, i) => ({ id: `x${i}`, scope, sessionKey: 's2', role: 'user' as const, content: `I love thing ${i}.` })));
     await vi.waitFor(() => expect(runs).toEqual(['s2']));
-    await vi.waitFor(async () => expect((await store.pipelineState(scope, 's2')).pendingMessages).toBe(0));
+    await vi.waitFor(async () => expect((await store.pipeline.pipelineState(scope, 's2')).pendingMessages).toBe(0));
   });
 });

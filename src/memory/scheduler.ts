@@ -1,12 +1,12 @@
 import { describeError } from '../errors.js';
-import { claimWhenFree, CLAIM_RETRY_MS, workNames, type CoordinationStore } from '../store/coordination.js';
-import type { PipelineState, PipelineStore } from '../store/store.js';
+import { claimWhenFree, CLAIM_RETRY_MS, workNames } from '../store/coordination.js';
+import type { PipelineState, Store } from '../store/store.js';
 import type { Scope } from '../types.js';
 import type { ExtractionRun } from './extract-session.js';
 
 export type SchedulerOptions = {
   /** Extraction state, and the claims that keep two processes from extracting one session at once. */
-  store: PipelineStore & Pick<CoordinationStore, 'claimWork'>;
+  store: Pick<Store, 'pipeline' | 'coordination'>;
   /** Extracts one session's backlog (extract-session.ts); aborting `signal` stops it between batches. */
   run: (scope: Scope, sessionKey: string, signal: AbortSignal) => Promise<ExtractionRun>;
   /** User turns between runs once warmed up. */
@@ -92,7 +92,7 @@ export class ExtractionScheduler {
   /** Evaluates every session with a backlog (at start, then now and then for work other processes left). */
   private async rescan(): Promise<void> {
     await this.options.store
-      .pipelineBacklog()
+      .pipeline.pipelineBacklog()
       // A session's silence is measured from its last message: a rescan leaves a running idle timer alone.
       .then((states) => Promise.all(states.map((state) => this.evaluate(this.entry(state.scope, state.sessionKey), state, { restartIdle: false }))))
       .catch((err: unknown) => this.options.warn(`extraction scheduler: cannot read the backlog: ${describeError(err)}`));
@@ -120,7 +120,7 @@ export class ExtractionScheduler {
   /** Flushes every session, across scopes, that has messages past its cursor. */
   async flushAll(): Promise<ExtractionRun> {
     const total: ExtractionRun = { batches: 0, messages: 0, created: 0, skipped: 0, superseded: 0 };
-    for (const state of await this.options.store.pipelineBacklog()) {
+    for (const state of await this.options.store.pipeline.pipelineBacklog()) {
       if (state.pendingMessages === 0) continue;
       const run = await this.flush(state.scope, state.sessionKey);
       for (const key of Object.keys(total) as (keyof ExtractionRun)[]) total[key] += run[key];
@@ -131,10 +131,10 @@ export class ExtractionScheduler {
   /** Every session with a backlog, a failure or work in flight. */
   async status(): Promise<PipelineSessionStatus[]> {
     const states = new Map<string, PipelineState>();
-    for (const state of await this.options.store.pipelineBacklog()) states.set(keyOf(state.scope, state.sessionKey), state);
+    for (const state of await this.options.store.pipeline.pipelineBacklog()) states.set(keyOf(state.scope, state.sessionKey), state);
     for (const [key, entry] of this.entries) {
       if (!states.has(key) && (entry.queued || entry.running || entry.failed)) {
-        states.set(key, await this.options.store.pipelineState(entry.scope, entry.sessionKey));
+        states.set(key, await this.options.store.pipeline.pipelineState(entry.scope, entry.sessionKey));
       }
     }
     return [...states.entries()].map(([key, state]) => {
@@ -191,7 +191,7 @@ export class ExtractionScheduler {
   private async evaluate(entry: Entry, known?: PipelineState, { restartIdle = true } = {}): Promise<void> {
     // A queued run reads the backlog when it starts; a failed session waits for its retry timer.
     if (entry.queued || entry.retryTimer || this.stopped) return;
-    const state = known ?? (await this.options.store.pipelineState(entry.scope, entry.sessionKey));
+    const state = known ?? (await this.options.store.pipeline.pipelineState(entry.scope, entry.sessionKey));
     if (state.pendingMessages === 0) return;
     if (state.pendingUserTurns >= this.threshold(state.batches)) {
       this.enqueue(entry).catch(() => undefined);
@@ -229,7 +229,7 @@ export class ExtractionScheduler {
       // One process at a time extracts a session, for the whole run (LLM calls included); the commit's
       // cursor check stays the last guard should a claim be lost meanwhile.
       const name = workNames.extraction(entry.scope, entry.sessionKey);
-      const claim = wait ? await claimWhenFree(this.options.store, name, { signal: this.abort.signal }) : await this.options.store.claimWork(name);
+      const claim = wait ? await claimWhenFree(this.options.store.coordination, name, { signal: this.abort.signal }) : await this.options.store.coordination.claimWork(name);
       if (!claim) {
         // Another process is extracting it: look again later (its commits move the cursor meanwhile).
         this.retryLater(entry, this.options.claimRetryMs ?? CLAIM_RETRY_MS);
@@ -248,8 +248,8 @@ export class ExtractionScheduler {
       entry.failed = true;
       const message = describeError(err);
       const failures = await this.options.store
-        .recordPipelineFailure(entry.scope, entry.sessionKey, message)
-        .then(() => this.options.store.pipelineState(entry.scope, entry.sessionKey))
+        .pipeline.recordPipelineFailure(entry.scope, entry.sessionKey, message)
+        .then(() => this.options.store.pipeline.pipelineState(entry.scope, entry.sessionKey))
         .then((state) => state.failures)
         .catch(() => 1);
       if (this.started) {

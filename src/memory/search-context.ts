@@ -38,7 +38,7 @@ export async function queryFloor(ctx: SearchContext, sample: FloorSample | undef
   if (ctx.floors === undefined || sample === undefined) return undefined;
   const { target, scope } = sample;
   const key = `${target}\u0000${scope.userId}\u0000${scope.agentId}\u0000${embedderId}`;
-  return ctx.floors.floor(key, vector, (limit) => ctx.store.sampleEmbeddings(target, scope, embedderId, limit));
+  return ctx.floors.floor(key, vector, (limit) => ctx.store.embeddings.sampleEmbeddings(target, scope, embedderId, limit));
 }
 
 /** Whether a keyword or vector path can run at all in this context. */

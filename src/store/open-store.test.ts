@@ -58,15 +58,15 @@ describe('openStore', () => {
       const store = await openStore(parseConfig({ data_dir: dir, store: url === undefined ? {} : { url } }), { warn });
       try {
         expect(store.capabilities).toMatchObject({ backend: 'sqlite', location: join(dir, 'cairn.db') });
-        await store.addMessages([{ id: `m-${url ?? 'default'}`, scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', role: 'user', content: 'stored' }]);
+        await store.messages.addMessages([{ id: `m-${url ?? 'default'}`, scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', role: 'user', content: 'stored' }]);
       } finally {
         await store.close();
       }
     }
     const again = await openStore(parseConfig({ data_dir: dir }), { warn });
-    expect((await again.listMessages({ userId: 'u', agentId: 'a' }, { limit: 10 })).map((m) => m.id)).toEqual(['m-default', 'm-sqlite:']);
+    expect((await again.messages.listMessages({ userId: 'u', agentId: 'a' }, { limit: 10 })).map((m) => m.id)).toEqual(['m-default', 'm-sqlite:']);
     // Failures of the store come out as CairnErrors.
-    await expect(again.addMessages([{ id: 'x', scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', role: 'robot' as 'user', content: 'bad role' }])).rejects.toSatisfy(
+    await expect(again.messages.addMessages([{ id: 'x', scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', role: 'robot' as 'user', content: 'bad role' }])).rejects.toSatisfy(
       (err: unknown) => isCairnError(err),
     );
     await again.close();

@@ -67,17 +67,17 @@ export async function migrateToPostgres(options: MigrateOptions): Promise<Migrat
   const { PostgresStore } = await import('./postgres/postgres-store.js');
   const source = SqliteStore.open({ path, warn: options.warn });
   try {
-    const sourceId = await source.sourceId();
+    const sourceId = await source.transfer.sourceId();
     const target = await PostgresStore.open({ url: options.url, warn: options.warn });
     const where = target.capabilities.location;
     try {
-      const snapshot = await source.exportSnapshot();
+      const snapshot = await source.transfer.exportSnapshot();
       try {
         // The target's record types and their keys: every type it can hold, each by its primary key.
-        const keys = target.recordKeys();
+        const keys = target.transfer.recordKeys();
         const wanted = await fingerprints(snapshot.records(), keys);
-        const marked = await target.migratedFrom();
-        const held = await fingerprintsOf(() => target.exportSnapshot(), keys);
+        const marked = await target.transfer.migratedFrom();
+        const held = await fingerprintsOf(() => target.transfer.exportSnapshot(), keys);
         if (marked !== sourceId && rowsIn(held) > 0) {
           const found = [...held].filter(([, rows]) => rows.size > 0).map(([type, rows]) => `${type} ${rows.size}`);
           const whose = marked === null ? 'it was never migrated into from this data directory' : `it was migrated into from another source (${marked})`;
@@ -95,13 +95,13 @@ export async function migrateToPostgres(options: MigrateOptions): Promise<Migrat
             `${where} holds rows that ${options.dataDir} no longer has (deleted there since the last run, or written to the target since): ${detail}; nothing was written (delete them in the target, or migrate into an empty database)`,
           );
         }
-        if (marked !== sourceId) await target.markMigratedFrom(sourceId);
+        if (marked !== sourceId) await target.transfer.markMigratedFrom(sourceId);
         const toWrite = new Map(plan.map((d) => [d.type, d.write]));
         const total = plan.reduce((n, d) => n + d.write.size, 0);
         const report = options.onProgress ?? (() => {});
         report(0, total);
-        const merged = await target.mergeRecords(selected(snapshot.records(), toWrite, keys), (done) => report(done, total));
-        const after = await fingerprintsOf(() => target.exportSnapshot(), keys);
+        const merged = await target.transfer.mergeRecords(selected(snapshot.records(), toWrite, keys), (done) => report(done, total));
+        const after = await fingerprintsOf(() => target.transfer.exportSnapshot(), keys);
         return {
           target: where,
           source: countsOf(wanted),

@@ -31,7 +31,7 @@ export function unit(values: number[]): Float32Array {
 
 /** Memory keyword search as the memory tools run it: the store's candidates, ranked above the store. */
 export async function searchMemories(store: Store, scope: Scope, terms: readonly string[], filter: MemoryFilter = {}, limit = 10): Promise<RankedHit[]> {
-  return rankKeywordCandidates(terms, await store.memoryKeywordCandidates(scope, terms, filter), limit);
+  return rankKeywordCandidates(terms, await store.memories.memoryKeywordCandidates(scope, terms, filter), limit);
 }
 
 /** Registers the hooks that give each test a fresh store; call inside the suite's `describe`. */

@@ -45,10 +45,10 @@ export function proxyTurnContract(ctx: ContractContext): void {
 
   it('deleting a session deletes its turns', async () => {
     const { store } = ctx;
-    await store.addMessages([msg(alice, 'm1', 'hello', 's1')]);
+    await store.messages.addMessages([msg(alice, 'm1', 'hello', 's1')]);
     await store.proxyTurns.save(alice, turn('f1', 's1'));
     await store.proxyTurns.save(alice, turn('f2', 's2'));
-    expect(await store.deleteSession(alice, 's1')).toBe(1);
+    expect(await store.messages.deleteSession(alice, 's1')).toBe(1);
     expect(await store.proxyTurns.find(alice, 'f1')).toBeNull();
     expect(await store.proxyTurns.find(alice, 'f2')).not.toBeNull();
   });

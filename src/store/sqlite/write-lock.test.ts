@@ -82,12 +82,12 @@ describe('SqliteStore under another process holding the lock', () => {
     const messages = Array.from({ length: 10 }, (_, i) => ({ id: `m${i}`, scope, sessionKey: 's', role: 'user' as const, content: `message number ${i}` }));
     try {
       other.exec('BEGIN IMMEDIATE');
-      const refused = await store.addMessages(messages).catch((err: unknown) => err);
+      const refused = await store.messages.addMessages(messages).catch((err: unknown) => err);
       expect(isCairnError(refused, 'busy')).toBe(true);
       other.exec('COMMIT');
       // Chunks of 3: each commit is seen by the other connection as it lands.
       const seen: number[] = [];
-      const result = await store.addMessages(messages, {
+      const result = await store.messages.addMessages(messages, {
         commitEvery: 3,
         onProgress: () => seen.push((other.prepare('SELECT count(*) AS n FROM messages').get() as { n: number }).n),
       });
@@ -95,7 +95,7 @@ describe('SqliteStore under another process holding the lock', () => {
       expect(result.ids).toEqual(messages.map((m) => m.id));
       // Inside chunk k the other connection sees the k earlier chunks only: 0, 3, 6, 9.
       expect(seen).toEqual([0, 3, 6, 9]);
-      expect(await store.addMessages(messages, { commitEvery: 4 })).toMatchObject({ inserted: 0, skipped: 10 });
+      expect(await store.messages.addMessages(messages, { commitEvery: 4 })).toMatchObject({ inserted: 0, skipped: 10 });
     } finally {
       await store.close();
     }
