@@ -77,21 +77,21 @@ describe('PostgreSQL transfer (history and knowledge)', () => {
     const counts = await transfer.transfer.restoreRecords(from(records));
     expect(counts).toMatchObject({ run: 1, run_tool_call: 2, run_withheld: 1, run_text_vector: 4, error_record: 1, error_record_vector: 1, knowledge_resource: 1, knowledge_file: 1 });
 
-    expect(await history.getRuns(scope, 's', ['t1'])).toEqual(await sqlite.runs.getRuns(scope, 's', ['t1']));
-    expect(await history.searchRunTexts(scope, 's', ['depth'], since, 10)).toEqual(await sqlite.runs.searchRunTexts(scope, 's', ['depth'], since, 10));
-    expect([...(await history.withheldRuns(scope, 's', ['t1']))]).toEqual(['t1']);
+    expect(await history.runs.getRuns(scope, 's', ['t1'])).toEqual(await sqlite.runs.getRuns(scope, 's', ['t1']));
+    expect(await history.runs.searchRunTexts(scope, 's', ['depth'], since, 10)).toEqual(await sqlite.runs.searchRunTexts(scope, 's', ['depth'], since, 10));
+    expect([...(await history.runs.withheldRuns(scope, 's', ['t1']))]).toEqual(['t1']);
     const texts = await sqlite.runs.recentRunTexts(scope, 's', since, 10);
     const items = texts.map((t) => ({ key: t.key, text: t.content }));
     expect(await transfer.embeddings.embeddingsOf('run_text', 'e', items)).toEqual(await sqlite.embeddings.embeddingsOf('run_text', 'e', items));
-    expect(await history.getErrorRecords(scope, ['ab'.repeat(32)])).toEqual(await sqlite.errors.getErrorRecords(scope, ['ab'.repeat(32)]));
-    expect(await history.errorKeywordCandidates(scope, ['boom'], {})).toEqual(await sqlite.errors.errorKeywordCandidates(scope, ['boom'], {}));
-    expect((await history.errorKeywordCandidates(scope, ['boom'], {})).candidates.map((c) => c.id)).toEqual(['ab'.repeat(32)]);
-    expect((await history.searchErrorRecordsByVector(scope, Float32Array.from([0.1, 0.2, 0.3]), 'e', {}, 5))[0]!.score).toBeCloseTo(1, 5);
+    expect(await history.errors.getErrorRecords(scope, ['ab'.repeat(32)])).toEqual(await sqlite.errors.getErrorRecords(scope, ['ab'.repeat(32)]));
+    expect(await history.errors.errorKeywordCandidates(scope, ['boom'], {})).toEqual(await sqlite.errors.errorKeywordCandidates(scope, ['boom'], {}));
+    expect((await history.errors.errorKeywordCandidates(scope, ['boom'], {})).candidates.map((c) => c.id)).toEqual(['ab'.repeat(32)]);
+    expect((await history.errors.searchErrorRecordsByVector(scope, Float32Array.from([0.1, 0.2, 0.3]), 'e', {}, 5))[0]!.score).toBeCloseTo(1, 5);
     expect(await knowledge.knowledge.listKnowledgeResources(scope)).toEqual(await sqlite.knowledge.listKnowledgeResources(scope));
     expect(await knowledge.knowledge.listKnowledgeFiles(scope, 'wiki-1')).toEqual(await sqlite.knowledge.listKnowledgeFiles(scope, 'wiki-1'));
 
     // The sequences moved past the source's counters: the pruned run's position is not handed out again.
-    const run = await history.saveRun(scope, { taskId: 't2', sessionKey: 's', objective: 'after restore', toolCalls: [{ name: 'x', arguments: '{}', result: '' }] });
+    const run = await history.runs.saveRun(scope, { taskId: 't2', sessionKey: 's', objective: 'after restore', toolCalls: [{ name: 'x', arguments: '{}', result: '' }] });
     const sourceCalls = records.filter((r) => r.type === 'run_tool_call').map((r) => r.row.seq as number);
     expect(run.toolCalls[0]!.seq).toBeGreaterThan(Math.max(...sourceCalls));
 
@@ -101,7 +101,7 @@ describe('PostgreSQL transfer (history and knowledge)', () => {
     const exported = await collect(await transfer.transfer.exportSnapshot());
     const back = SqliteStore.open({ path: join(dir, 'back.db') });
     await back.transfer.restoreRecords(from(exported));
-    expect(await back.runs.getRuns(scope, 's', ['t1', 't2'])).toEqual(await history.getRuns(scope, 's', ['t1', 't2']));
+    expect(await back.runs.getRuns(scope, 's', ['t1', 't2'])).toEqual(await history.runs.getRuns(scope, 's', ['t1', 't2']));
     expect(await back.embeddings.embeddingsOf('run_text', 'e', items)).toEqual(await sqlite.embeddings.embeddingsOf('run_text', 'e', items));
     expect(await back.knowledge.listKnowledgeFiles(scope, 'wiki-1')).toEqual(await sqlite.knowledge.listKnowledgeFiles(scope, 'wiki-1'));
     expect(await back.errors.searchErrorRecordsByVector(scope, Float32Array.from([0.1, 0.2, 0.3]), 'e', {}, 5)).toEqual(
@@ -115,7 +115,7 @@ describe('PostgreSQL transfer (history and knowledge)', () => {
     const bad = [...records.slice(0, 2), { type: 'run', row: { seq: 99, nonsense: 1 } }];
     await expect(transfer.transfer.restoreRecords(from(bad))).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringContaining('unknown column(s) nonsense') });
     await expect(transfer.transfer.restoreRecords(from([{ type: 'rumour', row: {} }]))).rejects.toMatchObject({ message: expect.stringContaining('unknown type "rumour"') });
-    expect(await history.listRuns(scope, 's', 10)).toEqual([]);
+    expect(await history.runs.listRuns(scope, 's', 10)).toEqual([]);
   });
 
   it('merges: a partial first pass, then the rest; a second full pass inserts nothing', async () => {
@@ -127,7 +127,7 @@ describe('PostgreSQL transfer (history and knowledge)', () => {
     const third = await transfer.transfer.mergeRecords(from(records));
     expect(Object.values(third.inserted).every((n) => n === 0)).toBe(true);
     expect(await transfer.transfer.recordCounts()).toMatchObject({ run: 1, run_tool_call: 2, run_text_vector: 4, knowledge_file: 1 });
-    expect(await history.getRuns(scope, 's', ['t1'])).toEqual(await sqlite.runs.getRuns(scope, 's', ['t1']));
+    expect(await history.runs.getRuns(scope, 's', ['t1'])).toEqual(await sqlite.runs.getRuns(scope, 's', ['t1']));
   });
 
   it('merged messages below positions a reader already indexed are found: the scope postings are rebuilt', async () => {
