@@ -106,16 +106,23 @@ describe('ExtractionScheduler', () => {
   it('leaves a session whose claim another holder has, asks again later, and takes it over once released', async () => {
     const real = SqliteStore.open({ path: ':memory:' });
     const elsewhere = await real.coordination.claimWork('extract:u/a/s1');
-    // The real store, passed through, counting the claims it refused the scheduler.
+    // The real store, passed through, its coordination part counting the claims it refused the scheduler.
     let refused = 0;
-    const counting = new Proxy(real, {
+    const coordination = new Proxy(real.coordination, {
       get(target, key) {
         if (key === 'claimWork')
           return async (...args: Parameters<SqliteStore['coordination']['claimWork']>) => {
-            const claim = await target.coordination.claimWork(...args);
+            const claim = await target.claimWork(...args);
             if (!claim) refused++;
             return claim;
           };
+        const value: unknown = Reflect.get(target, key, target);
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const counting = new Proxy(real, {
+      get(target, key) {
+        if (key === 'coordination') return coordination;
         const value: unknown = Reflect.get(target, key, target);
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
