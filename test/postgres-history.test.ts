@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorRecordText } from '../src/history/error-record-text.js';
+import { errorRecordText } from '../src/store/error-record-text.js';
 import { rankKeywordCandidates } from '../src/search/bm25.js';
 import { PostgresStore } from '../src/store/postgres/postgres-store.js';
 import type { HistoryStore, KnowledgeStore } from '../src/store/store.js';

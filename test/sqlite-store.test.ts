@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbedQueue } from '../src/embed/embed-queue.js';
 import { HashEmbedder } from '../src/embed/hash-embedder.js';
-import { errorRecordText } from '../src/history/error-record-text.js';
+import { errorRecordText } from '../src/store/error-record-text.js';
 import { SqliteStore } from '../src/store/sqlite/sqlite-store.js';
 import { BEFORE_ANALYSED_TERMS, migrate, SCHEMA_VERSION } from '../src/store/sqlite/sqlite-migrations.js';
 import { runStoreContract } from './store-contract.js';

@@ -375,7 +375,7 @@ export interface RunStore {
   withheldRuns(scope: Scope, sessionKey: string, taskIds: readonly string[]): Promise<Set<string>>;
 }
 
-/** Tool failures with the fix that resolved them; searched by {@link errorRecordText} (history/error-record-text.ts). */
+/** Tool failures with the fix that resolved them; searched by {@link errorRecordText} (store/error-record-text.ts). */
 export interface ErrorStore {
   /** Stores an error record; a record with the same id is refreshed (keywords merged, cause replaced when given, `updatedAt` moved). */
   saveErrorRecord(scope: Scope, record: ErrorRecordWrite): Promise<ErrorRecord>;

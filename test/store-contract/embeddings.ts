@@ -1,5 +1,5 @@
 import { expect, it } from 'vitest';
-import { errorRecordText } from '../../src/history/error-record-text.js';
+import { errorRecordText } from '../../src/store/error-record-text.js';
 import type { ErrorRecordWrite } from '../../src/store/store.js';
 import { alice, bob, type ContractContext, EPOCH, msg, unit } from './context.js';
 

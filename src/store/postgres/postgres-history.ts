@@ -1,4 +1,4 @@
-import { errorRecordText } from '../../history/error-record-text.js';
+import { errorRecordText } from '../error-record-text.js';
 import { analyze } from '../../text/analyze.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { PostgresMigration } from './postgres-migrations.js';

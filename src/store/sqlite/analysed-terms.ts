@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3';
-import { errorRecordText } from '../../history/error-record-text.js';
+import { errorRecordText } from '../error-record-text.js';
 import { analyzeForIndex } from '../../text/analyze.js';
 
 /** The analysed terms of a memory or error record as stored: space-separated, with their count. */
@@ -14,7 +14,7 @@ export function storedTerms(text: string): StoredTerms {
   return { terms, count: terms === '' ? 0 : terms.split(' ').length };
 }
 
-/** The text an error row is searched and embedded by (history/error-record-text.ts). */
+/** The text an error row is searched and embedded by (store/error-record-text.ts). */
 export function errorRowText(row: ErrorTextRow): string {
   return errorRecordText({ toolName: row.tool_name, keywords: JSON.parse(row.keywords) as string[], symptom: row.symptom, cause: row.cause, action: row.action });
 }

@@ -1,4 +1,4 @@
-import type { ErrorRecord } from '../store/store.js';
+import type { ErrorRecord } from './store.js';
 
 /**
  * The text an error record is searched and embedded by: tool, keywords, symptom, cause and the fix. Every
