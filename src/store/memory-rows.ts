@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Memory, MemoryType, Message, MessageRole } from '../types.js';
+import type { Memory, MemoryType, Message, MessageRole, Scope } from '../types.js';
+import type { MemoryAuditAction, MemoryAuditEntry, MemoryFilter } from './store.js';
 
 /*
  * Rows of the messages and memories tables and their mapping to the contract's types, for both engines
@@ -91,4 +92,85 @@ export function orderBy<T extends { id: string }>(ids: readonly string[], items:
 /** A generated id: `<prefix>_<time base 36><12 hex>`. */
 export function newId(prefix: string): string {
   return `${prefix}_${Date.now().toString(36)}${randomBytes(6).toString('hex')}`;
+}
+
+/** The priority of a memory written without one. */
+export const DEFAULT_PRIORITY = 50;
+/** Who the audit trail names for changes made through the plain memory API. */
+export const API_ACTOR = 'api';
+
+/** One change to the audit trail of a memory. */
+export type AuditChange = { oldVersion?: number; newVersion?: number; oldContent?: string; newContent?: string; relatedId?: string | null };
+
+/** The audit insert both engines run, with `?` placeholders (PostgreSQL numbers them), and its parameters in order. */
+export const MEMORY_AUDIT_INSERT = `INSERT INTO memory_audit (memory_id, user_id, agent_id, action, actor, at, old_version, new_version, old_content, new_content, related_id)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
+export function memoryAuditParams(scope: Scope, memoryId: string, action: MemoryAuditAction, actor: string, at: string, change: AuditChange): unknown[] {
+  return [
+    memoryId,
+    scope.userId,
+    scope.agentId,
+    action,
+    actor,
+    at,
+    change.oldVersion ?? null,
+    change.newVersion ?? null,
+    change.oldContent ?? null,
+    change.newContent ?? null,
+    change.relatedId ?? null,
+  ];
+}
+
+/** A `memory_audit` row as {@link toMemoryAuditEntry} reads it. */
+export type MemoryAuditRow = {
+  memory_id: string;
+  action: MemoryAuditAction;
+  actor: string;
+  at: string;
+  old_version: number | null;
+  new_version: number | null;
+  old_content: string | null;
+  new_content: string | null;
+  related_id: string | null;
+};
+
+export function toMemoryAuditEntry(row: MemoryAuditRow): MemoryAuditEntry {
+  return {
+    memoryId: row.memory_id,
+    action: row.action,
+    actor: row.actor,
+    at: row.at,
+    oldVersion: row.old_version,
+    newVersion: row.new_version,
+    oldContent: row.old_content,
+    newContent: row.new_content,
+    relatedId: row.related_id,
+  };
+}
+
+/** How an engine writes the memory filter: its placeholder for the value just appended, and its case-insensitive scene match. */
+export type MemoryFilterDialect = {
+  placeholder(values: readonly unknown[]): string;
+  /** The predicate that `m`'s scene contains the value at `placeholder`, and the value to bind for `scene`. */
+  scene(placeholder: string): string;
+  sceneValue(scene: string): string;
+};
+
+/**
+ * SQL for the optional memory filters over alias `m`, pushed into the candidate query so they never
+ * starve results; their values are appended to `values`.
+ */
+export function memoryFilterSql(filter: MemoryFilter, values: unknown[], dialect: MemoryFilterDialect): string {
+  const parts: string[] = [];
+  if (filter.includeSuperseded !== true) parts.push('AND m.superseded_by IS NULL');
+  if (filter.type !== undefined) {
+    values.push(filter.type);
+    parts.push(`AND m.type = ${dialect.placeholder(values)}`);
+  }
+  if (filter.scene !== undefined && filter.scene !== '') {
+    values.push(dialect.sceneValue(filter.scene));
+    parts.push(`AND ${dialect.scene(dialect.placeholder(values))}`);
+  }
+  return parts.join(' ');
 }

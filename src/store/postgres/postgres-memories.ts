@@ -4,11 +4,21 @@ import type { Memory, MemoryPatch, NewMemory, RankedHit, Scope } from '../../typ
 import type { KeywordCandidates, ListMemoriesQuery, MemoryAuditAction, MemoryFilter, MemoryStore } from '../store.js';
 import type { VectorTables } from './vector-tables.js';
 import { lockPositions, type PostgresDatabase, type Queryable, rows } from './postgres-db.js';
-import { MEMORY_COLUMNS, type MemoryRow, newId, orderBy, toMemory } from '../memory-rows.js';
-
-const DEFAULT_PRIORITY = 50;
-/** Who the audit trail names for changes made through the plain memory API. */
-const API_ACTOR = 'api';
+import {
+  API_ACTOR,
+  type AuditChange,
+  DEFAULT_PRIORITY,
+  MEMORY_AUDIT_INSERT,
+  MEMORY_COLUMNS,
+  type MemoryFilterDialect,
+  type MemoryRow,
+  memoryAuditParams,
+  memoryFilterSql as sharedMemoryFilterSql,
+  newId,
+  orderBy,
+  toMemory,
+} from '../memory-rows.js';
+import { numbered } from './sql-text.js';
 
 /**
  * L1 memories: writes with their audit trail, reads, and the filters every memory query shares. Each
@@ -190,44 +200,18 @@ export async function insertMemory(
   return row ?? null;
 }
 
-/** One change to the audit trail of a memory. */
-export type AuditChange = { oldVersion?: number; newVersion?: number; oldContent?: string; newContent?: string; relatedId?: string | null };
-
 export async function audit(client: Queryable, scope: Scope, memoryId: string, action: MemoryAuditAction, actor: string, at: string, change: AuditChange): Promise<void> {
-  await client.query(
-    `INSERT INTO memory_audit (memory_id, user_id, agent_id, action, actor, at, old_version, new_version, old_content, new_content, related_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    [
-      memoryId,
-      scope.userId,
-      scope.agentId,
-      action,
-      actor,
-      at,
-      change.oldVersion ?? null,
-      change.newVersion ?? null,
-      change.oldContent ?? null,
-      change.newContent ?? null,
-      change.relatedId ?? null,
-    ],
-  );
+  await client.query(numbered(MEMORY_AUDIT_INSERT), memoryAuditParams(scope, memoryId, action, actor, at, change));
 }
 
-/**
- * SQL for the optional memory filters over alias `m`, pushed into the candidate query so they never
- * starve results; their values are appended to `values` and referenced by position.
- */
+/** The memory filter on PostgreSQL: numbered placeholders; strpos() on the folded scene rather than LIKE, so that % and _ in the user's text are literal. */
+const POSTGRES_MEMORY_FILTER: MemoryFilterDialect = {
+  placeholder: (values) => `$${values.length}`,
+  scene: (placeholder) => `strpos(m.scene_folded, ${placeholder}) > 0`,
+  sceneValue: (scene) => scene.toLowerCase(),
+};
+
+/** SQL for the optional memory filters over alias `m` (memory-rows.ts); their values are appended to `values`. */
 export function memoryFilterSql(filter: MemoryFilter, values: unknown[]): string {
-  const parts: string[] = [];
-  if (filter.includeSuperseded !== true) parts.push('AND m.superseded_by IS NULL');
-  if (filter.type !== undefined) {
-    values.push(filter.type);
-    parts.push(`AND m.type = $${values.length}`);
-  }
-  if (filter.scene !== undefined && filter.scene !== '') {
-    // strpos() rather than LIKE so that % and _ in the user's text are literal.
-    values.push(filter.scene.toLowerCase());
-    parts.push(`AND strpos(m.scene_folded, $${values.length}) > 0`);
-  }
-  return parts.join(' ');
+  return sharedMemoryFilterSql(filter, values, POSTGRES_MEMORY_FILTER);
 }

@@ -1,10 +1,10 @@
 import { CairnError } from '../../errors.js';
 import type { Memory, MemoryType, Scope } from '../../types.js';
 import type { PostgresMessages } from './postgres-messages.js';
-import type { ExtractionCommit, MemoryAuditAction, MemoryAuditEntry, PipelineState, PipelineStore, SequencedMessage } from '../store.js';
+import type { ExtractionCommit, MemoryAuditEntry, PipelineState, PipelineStore, SequencedMessage } from '../store.js';
 import { audit, getMemories, insertMemory } from './postgres-memories.js';
 import { lockPositions, type PostgresDatabase, rows } from './postgres-db.js';
-import { MEMORY_COLUMNS, type MemoryRow, toMemory } from '../memory-rows.js';
+import { MEMORY_COLUMNS, type MemoryAuditRow, type MemoryRow, toMemory, toMemoryAuditEntry } from '../memory-rows.js';
 
 /** Prefix of the decision id an undo supersedes a replacement with: `undo:<the decision it reversed>`. */
 const UNDO_DECISION = 'undo:';
@@ -20,18 +20,6 @@ type CursorRow = {
   last_run_at: string | null;
   pending_messages: number;
   pending_user_turns: number;
-};
-
-type AuditRow = {
-  memory_id: string;
-  action: MemoryAuditAction;
-  actor: string;
-  at: string;
-  old_version: number | null;
-  new_version: number | null;
-  old_content: string | null;
-  new_content: string | null;
-  related_id: string | null;
 };
 
 /** Messages past a session's cursor (`c` the cursor row, or NULL), and how many are the user's. */
@@ -201,22 +189,12 @@ export class PostgresPipeline implements PipelineStore {
   }
 
   async memoryAudit(scope: Scope, id: string): Promise<MemoryAuditEntry[]> {
-    const found = await this.db.query<AuditRow>(
+    const found = await this.db.query<MemoryAuditRow>(
       `SELECT memory_id, action, actor, at, old_version, new_version, old_content, new_content, related_id
        FROM memory_audit WHERE user_id = $1 AND agent_id = $2 AND memory_id = $3 ORDER BY seq`,
       [scope.userId, scope.agentId, id],
     );
-    return found.map((row) => ({
-      memoryId: row.memory_id,
-      action: row.action,
-      actor: row.actor,
-      at: row.at,
-      oldVersion: row.old_version,
-      newVersion: row.new_version,
-      oldContent: row.old_content,
-      newContent: row.new_content,
-      relatedId: row.related_id,
-    }));
+    return found.map(toMemoryAuditEntry);
   }
 }
 

@@ -1,7 +1,19 @@
 import type Database from 'better-sqlite3';
 import { CairnError } from '../../errors.js';
 import type { Memory, MemoryPatch, NewMemory, RankedHit, Scope } from '../../types.js';
-import { type MemoryRow, newId, orderBy, toMemory } from '../memory-rows.js';
+import {
+  API_ACTOR,
+  type AuditChange,
+  DEFAULT_PRIORITY,
+  MEMORY_AUDIT_INSERT,
+  type MemoryFilterDialect,
+  type MemoryRow,
+  memoryAuditParams,
+  memoryFilterSql as sharedMemoryFilterSql,
+  newId,
+  orderBy,
+  toMemory,
+} from '../memory-rows.js';
 import type { KeywordCandidates, ListMemoriesQuery, MemoryAuditAction, MemoryFilter, MemoryStore } from '../store.js';
 import { storedTerms } from './analysed-terms.js';
 import { buildFtsQuery } from './fts-query.js';
@@ -9,10 +21,6 @@ import { homeWorker, type ReadPool } from './read-pool.js';
 import type { Statements } from './statements.js';
 import { toBlob } from './vector-blob.js';
 import type { WriteLock } from './write-lock.js';
-
-const DEFAULT_PRIORITY = 50;
-/** Who the audit trail names for changes made through the plain memory API. */
-const API_ACTOR = 'api';
 
 /** Memories on SQLite (`store.memories`): rows, their FTS5 index and analysed terms, and the audit trail of each change. */
 export class SqliteMemories implements MemoryStore {
@@ -182,46 +190,20 @@ export function indexMemory(statements: Statements, seq: number | bigint, conten
   statements.get('INSERT OR REPLACE INTO memory_terms (memory_seq, terms, term_count) VALUES (?, ?, ?)').run(seq, terms, count);
 }
 
-export function auditMemory(
-  statements: Statements,
-  scope: Scope,
-  memoryId: string,
-  action: MemoryAuditAction,
-  actor: string,
-  at: string,
-  change: { oldVersion?: number; newVersion?: number; oldContent?: string; newContent?: string; relatedId?: string },
-): void {
-  statements.get(
-    `INSERT INTO memory_audit (memory_id, user_id, agent_id, action, actor, at, old_version, new_version, old_content, new_content, related_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(
-    memoryId,
-    scope.userId,
-    scope.agentId,
-    action,
-    actor,
-    at,
-    change.oldVersion ?? null,
-    change.newVersion ?? null,
-    change.oldContent ?? null,
-    change.newContent ?? null,
-    change.relatedId ?? null,
-  );
+/** Appends one change to a memory's audit trail. */
+export function auditMemory(statements: Statements, scope: Scope, memoryId: string, action: MemoryAuditAction, actor: string, at: string, change: AuditChange): void {
+  statements.get(MEMORY_AUDIT_INSERT).run(...memoryAuditParams(scope, memoryId, action, actor, at, change));
 }
 
-/** SQL for the optional memory filters, pushed into the candidate query so they never starve results. */
-export function memoryFilterSql(filter: MemoryFilter): { clause: string; params: unknown[] } {
-  const parts: string[] = [];
+/** The memory filter on SQLite: `?` placeholders; instr() on casefold()ed text rather than LIKE, so that % and _ in the user's text are literal. */
+const SQLITE_MEMORY_FILTER: MemoryFilterDialect = {
+  placeholder: () => '?',
+  scene: (placeholder) => `instr(casefold(m.scene_name), casefold(${placeholder})) > 0`,
+  sceneValue: (scene) => scene,
+};
+
+/** SQL for the optional memory filters over alias `m` (memory-rows.ts), with the values to bind after the scope. */
+function memoryFilterSql(filter: MemoryFilter): { clause: string; params: unknown[] } {
   const params: unknown[] = [];
-  if (filter.includeSuperseded !== true) parts.push('AND m.superseded_by IS NULL');
-  if (filter.type !== undefined) {
-    parts.push('AND m.type = ?');
-    params.push(filter.type);
-  }
-  if (filter.scene !== undefined && filter.scene !== '') {
-    // instr() rather than LIKE so that % and _ in the user's text are literal.
-    parts.push('AND instr(casefold(m.scene_name), casefold(?)) > 0');
-    params.push(filter.scene);
-  }
-  return { clause: parts.join(' '), params };
+  return { clause: sharedMemoryFilterSql(filter, params, SQLITE_MEMORY_FILTER), params };
 }

@@ -1,8 +1,8 @@
 import type Database from 'better-sqlite3';
 import { CairnError } from '../../errors.js';
 import type { Memory, MemoryType, Scope } from '../../types.js';
-import { type MemoryRow, type MessageRow, toMemory, toMessage } from '../memory-rows.js';
-import type { ExtractionCommit, MemoryAuditAction, MemoryAuditEntry, PipelineState, PipelineStore, SequencedMessage } from '../store.js';
+import { type MemoryAuditRow, type MemoryRow, type MessageRow, toMemory, toMemoryAuditEntry, toMessage } from '../memory-rows.js';
+import type { ExtractionCommit, MemoryAuditEntry, PipelineState, PipelineStore, SequencedMessage } from '../store.js';
 import { auditMemory, insertMemory, type SqliteMemories } from './sqlite-memories.js';
 import type { Statements } from './statements.js';
 import type { WriteLock } from './write-lock.js';
@@ -174,18 +174,8 @@ export class SqlitePipeline implements PipelineStore {
       scope.userId,
       scope.agentId,
       id,
-    ) as AuditRow[];
-    return rows.map((row) => ({
-      memoryId: row.memory_id,
-      action: row.action,
-      actor: row.actor,
-      at: row.at,
-      oldVersion: row.old_version,
-      newVersion: row.new_version,
-      oldContent: row.old_content,
-      newContent: row.new_content,
-      relatedId: row.related_id,
-    }));
+    ) as MemoryAuditRow[];
+    return rows.map(toMemoryAuditEntry);
   }
 
   private toPipelineState(scope: Scope, sessionKey: string, row: CursorRow | undefined): PipelineState {
@@ -214,16 +204,4 @@ type CursorRow = {
   failures: number;
   last_error: string | null;
   last_run_at: string | null;
-};
-
-type AuditRow = {
-  memory_id: string;
-  action: MemoryAuditAction;
-  actor: string;
-  at: string;
-  old_version: number | null;
-  new_version: number | null;
-  old_content: string | null;
-  new_content: string | null;
-  related_id: string | null;
 };
