@@ -1,4 +1,5 @@
-import type { ErrorRecord, NewRunToolCall, RunSummary, RunText, RunToolCall, ToolCallSource } from './store.js';
+import type { Scope } from '../types.js';
+import type { ErrorRecord, ErrorRecordWrite, NewRunToolCall, RunSummary, RunText, RunToolCall, ToolCallSource } from './store.js';
 
 /*
  * Rows of the history tables and their mapping to the contract's types. Both engines use the same column
@@ -101,3 +102,9 @@ export function toFlag(value: NewRunToolCall['reusable']): number | null {
   return value === undefined || value === null ? null : value ? 1 : 0;
 }
 
+/** The columns a new error record's insert starts with, on both engines; {@link errorRecordValues} gives their values in this order. */
+export const ERROR_INSERT_COLUMNS = 'id, user_id, agent_id, tool_name, keywords, symptom, cause, action, outcome';
+
+export function errorRecordValues(scope: Scope, record: ErrorRecordWrite): unknown[] {
+  return [record.id, scope.userId, scope.agentId, record.toolName, JSON.stringify(record.keywords), record.symptom, record.cause, record.action, record.outcome];
+}

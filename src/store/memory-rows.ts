@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Memory, MemoryType, Message, MessageRole, Scope } from '../types.js';
+import type { Memory, MemoryPatch, MemoryType, Message, MessageRole, Scope } from '../types.js';
 import type { MemoryAuditAction, MemoryAuditEntry, MemoryFilter } from './store.js';
 
 /*
@@ -173,4 +173,17 @@ export function memoryFilterSql(filter: MemoryFilter, values: unknown[], dialect
     parts.push(`AND ${dialect.scene(dialect.placeholder(values))}`);
   }
   return parts.join(' ');
+}
+
+/** The fields an update writes: `patch` over `current` (a null activity time in the patch clears it). */
+export function patchedMemory(current: Memory, patch: MemoryPatch): Pick<Memory, 'content' | 'type' | 'priority' | 'sceneName' | 'activityStart' | 'activityEnd' | 'sourceMessageIds'> {
+  return {
+    content: patch.content ?? current.content,
+    type: patch.type ?? current.type,
+    priority: patch.priority ?? current.priority,
+    sceneName: patch.sceneName ?? current.sceneName,
+    activityStart: patch.activityStart === undefined ? current.activityStart : patch.activityStart,
+    activityEnd: patch.activityEnd === undefined ? current.activityEnd : patch.activityEnd,
+    sourceMessageIds: patch.sourceMessageIds ?? current.sourceMessageIds,
+  };
 }

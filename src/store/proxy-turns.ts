@@ -65,3 +65,37 @@ export function toProxyTurn(row: ProxyTurnRow): ProxyTurn {
 
 /** The columns {@link toProxyTurn} reads. */
 export const PROXY_TURN_COLUMNS = 'fingerprint, session_key, provider, model, status, injected, recorded, created_at, updated_at';
+
+/** The column types an engine writes the `proxy_turns` table with (see {@link proxyTurnsDdl}). */
+export type ProxyTurnsColumnTypes = {
+  /** The storage position column's whole definition, primary key included. */
+  seq: string;
+  /** Text compared byte for byte (scope, fingerprint and session key). */
+  key: string;
+  text: string;
+  integer: string;
+  /** `IF NOT EXISTS ` where the engine re-runs its DDL on every open, else ''. */
+  ifNotExists: string;
+};
+
+/** The `proxy_turns` table and its session index, the same on both engines apart from the column types. */
+export function proxyTurnsDdl(t: ProxyTurnsColumnTypes): string {
+  return `
+  CREATE TABLE ${t.ifNotExists}proxy_turns (
+    seq ${t.seq},
+    user_id ${t.key} NOT NULL,
+    agent_id ${t.key} NOT NULL,
+    fingerprint ${t.key} NOT NULL,
+    session_key ${t.key} NOT NULL,
+    provider ${t.text} NOT NULL CHECK (provider IN ('openai', 'anthropic')),
+    model ${t.text} NOT NULL,
+    status ${t.text} NOT NULL CHECK (status IN ('complete', 'aborted', 'failed')),
+    injected ${t.text} NOT NULL,
+    recorded ${t.integer} NOT NULL,
+    created_at ${t.text} NOT NULL,
+    updated_at ${t.text} NOT NULL,
+    UNIQUE (user_id, agent_id, fingerprint)
+  );
+  CREATE INDEX ${t.ifNotExists}proxy_turns_by_session ON proxy_turns (user_id, agent_id, session_key, seq);
+`;
+}

@@ -3,7 +3,7 @@ import { analyze } from '../../text/analyze.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { PostgresMigration } from './postgres-migrations.js';
 import { lockPositions, type PostgresDatabase } from './postgres-db.js';
-import { type ErrorRow, type RunRow, type RunTextRow, type ToolCallRow, toErrorRecord, toFlag, toRunSummary, toRunText, toToolCall } from '../history-rows.js';
+import { ERROR_INSERT_COLUMNS, type ErrorRow, errorRecordValues, type RunRow, type RunTextRow, type ToolCallRow, toErrorRecord, toFlag, toRunSummary, toRunText, toToolCall } from '../history-rows.js';
 import { likeLiteral } from './sql-text.js';
 import { toVector } from './history-embeddings.js';
 import type {
@@ -308,21 +308,9 @@ export class PostgresHistory implements RunStore, ErrorStore {
         return rows[0]!;
       }
       const { rows } = await client.query<ErrorRow>(
-        `INSERT INTO error_records (id, user_id, agent_id, tool_name, keywords, symptom, cause, action, outcome, created_at, updated_at, terms)
+        `INSERT INTO error_records (${ERROR_INSERT_COLUMNS}, created_at, updated_at, terms)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11) RETURNING ${ERROR_COLUMNS}`,
-        [
-          record.id,
-          scope.userId,
-          scope.agentId,
-          record.toolName,
-          JSON.stringify(record.keywords),
-          record.symptom,
-          record.cause,
-          record.action,
-          record.outcome,
-          now,
-          errorTerms(record),
-        ],
+        [...errorRecordValues(scope, record), now, errorTerms(record)],
       );
       return rows[0]!;
     });

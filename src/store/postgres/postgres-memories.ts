@@ -16,6 +16,7 @@ import {
   memoryFilterSql as sharedMemoryFilterSql,
   newId,
   orderBy,
+  patchedMemory,
   toMemory,
 } from '../memory-rows.js';
 import { numbered } from './sql-text.js';
@@ -69,15 +70,7 @@ export class PostgresMemories implements MemoryStore {
       ]);
       if (found === undefined) throw new CairnError('not_found', `memory ${id} not found`);
       const current = toMemory(found);
-      const next = {
-        content: patch.content ?? current.content,
-        type: patch.type ?? current.type,
-        priority: patch.priority ?? current.priority,
-        sceneName: patch.sceneName ?? current.sceneName,
-        activityStart: patch.activityStart === undefined ? current.activityStart : patch.activityStart,
-        activityEnd: patch.activityEnd === undefined ? current.activityEnd : patch.activityEnd,
-        sourceMessageIds: patch.sourceMessageIds ?? current.sourceMessageIds,
-      };
+      const next = patchedMemory(current, patch);
       const now = new Date().toISOString();
       const changed = next.content !== current.content;
       const [row] = await rows<MemoryRow>(

@@ -18,7 +18,7 @@ import type {
   RunText,
   RunWrite,
 } from '../store.js';
-import { type ErrorRow, type RunRow, type RunTextRow, type ToolCallRow, toErrorRecord, toFlag, toRunSummary, toRunText, toToolCall } from '../history-rows.js';
+import { ERROR_INSERT_COLUMNS, type ErrorRow, errorRecordValues, type RunRow, type RunTextRow, type ToolCallRow, toErrorRecord, toFlag, toRunSummary, toRunText, toToolCall } from '../history-rows.js';
 
 /**
  * The current definitions of the trigram indexes. When a database holds another definition (an older
@@ -225,21 +225,8 @@ export class SqliteHistory implements RunStore, ErrorStore {
       }
       const seq = Number(
         this.stmt(
-          `INSERT INTO error_records (id, user_id, agent_id, tool_name, keywords, symptom, cause, action, outcome, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        ).run(
-          record.id,
-          scope.userId,
-          scope.agentId,
-          record.toolName,
-          JSON.stringify(record.keywords),
-          record.symptom,
-          record.cause,
-          record.action,
-          record.outcome,
-          now,
-          now,
-        ).lastInsertRowid,
+          `INSERT INTO error_records (${ERROR_INSERT_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        ).run(...errorRecordValues(scope, record), now, now).lastInsertRowid,
       );
       this.indexError(this.stmt('SELECT * FROM error_records WHERE seq = ?').get(seq) as ErrorRow);
     });

@@ -12,6 +12,7 @@ import {
   memoryFilterSql as sharedMemoryFilterSql,
   newId,
   orderBy,
+  patchedMemory,
   toMemory,
 } from '../memory-rows.js';
 import type { KeywordCandidates, ListMemoriesQuery, MemoryAuditAction, MemoryFilter, MemoryStore } from '../store.js';
@@ -66,15 +67,7 @@ export class SqliteMemories implements MemoryStore {
       const found = this.stmt('SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as MemoryRow | undefined;
       if (!found) throw new CairnError('not_found', `memory ${id} not found`);
       const current = toMemory(found);
-      const next = {
-      content: patch.content ?? current.content,
-      type: patch.type ?? current.type,
-      priority: patch.priority ?? current.priority,
-      sceneName: patch.sceneName ?? current.sceneName,
-      activityStart: patch.activityStart === undefined ? current.activityStart : patch.activityStart,
-      activityEnd: patch.activityEnd === undefined ? current.activityEnd : patch.activityEnd,
-      sourceMessageIds: patch.sourceMessageIds ?? current.sourceMessageIds,
-    };
+      const next = patchedMemory(current, patch);
       const row = this.stmt(
         `UPDATE memories SET content = ?, type = ?, priority = ?, scene_name = ?, activity_start = ?, activity_end = ?,
            source_message_ids = ?, version = version + 1, updated_at = ?

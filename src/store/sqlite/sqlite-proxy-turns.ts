@@ -1,27 +1,10 @@
-import { PROXY_TURN_COLUMNS, toProxyTurn, type NewProxyTurn, type ProxyTurn, type ProxyTurnRow, type ProxyTurnStore } from '../proxy-turns.js';
+import { PROXY_TURN_COLUMNS, proxyTurnsDdl, toProxyTurn, type NewProxyTurn, type ProxyTurn, type ProxyTurnRow, type ProxyTurnStore } from '../proxy-turns.js';
 import type { Scope } from '../../types.js';
 import type { Statements } from './statements.js';
 import type { WriteLock } from './write-lock.js';
 
 /** The `proxy_turns` table step of sqlite-migrations.ts. */
-export const PROXY_TURNS_DDL = `
-  CREATE TABLE IF NOT EXISTS proxy_turns (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    user_id TEXT NOT NULL,
-    agent_id TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    session_key TEXT NOT NULL,
-    provider TEXT NOT NULL CHECK (provider IN ('openai', 'anthropic')),
-    model TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('complete', 'aborted', 'failed')),
-    injected TEXT NOT NULL,
-    recorded INTEGER NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    UNIQUE (user_id, agent_id, fingerprint)
-  );
-  CREATE INDEX IF NOT EXISTS proxy_turns_by_session ON proxy_turns (user_id, agent_id, session_key, seq);
-`;
+export const PROXY_TURNS_DDL = proxyTurnsDdl({ seq: 'INTEGER PRIMARY KEY AUTOINCREMENT', key: 'TEXT', text: 'TEXT', integer: 'INTEGER', ifNotExists: 'IF NOT EXISTS ' });
 
 /** The memory proxy's turns on SQLite; every query is filtered by its scope. */
 export class SqliteProxyTurns implements ProxyTurnStore {
