@@ -2,7 +2,7 @@ import type { Scope } from '../types.js';
 
 /**
  * The memory proxy's record of the requests it forwarded (DESIGN.md, "Memory proxy"), a part of the store
- * (`store.proxyTurns`) like `store.history`: one row per distinct request of a scope, keyed by its
+ * (`store.proxyTurns`): one row per distinct request of a scope, keyed by its
  * fingerprint, so a client's retry of a request whose exchange was captured captures nothing again; and the
  * recall block the model was given, which the dashboard shows beside the session.
  */

@@ -23,7 +23,7 @@ function classify(sqlite: string, detail: string, location: string): [CairnError
 }
 
 /**
- * `target` with every method (and every method of its object-valued properties, such as `history`)
+ * `target` with every method (and every method of its object-valued properties: the store's parts)
  * rethrowing failures through {@link toStoreError}: one place for the whole store contract, so no
  * façade method can leak a raw `SqliteError`. Synchronous methods stay synchronous.
  */
