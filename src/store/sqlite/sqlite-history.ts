@@ -50,7 +50,7 @@ const RUN_TEXTS_SQL = `
   WHERE r.user_id = @user AND r.agent_id = @agent AND r.session_key = @session AND c.at >= @since {calls}
   ORDER BY at DESC, key DESC LIMIT @limit`;
 
-/** The history tables of the SQLite store (runs, their tool calls, error records); the SqliteStore exposes it as `history`. */
+/** The history tables of the SQLite store (runs, their tool calls, error records); the SqliteStore exposes it as both `runs` and `errors`. */
 export class SqliteHistory implements RunStore, ErrorStore {
   private readonly statements: Statements;
 
