@@ -13,12 +13,12 @@ import type { Memory, MemoryPatch, MemoryType, Message, NewMemory, NewMessage, R
  * keyword candidates; BM25 ranking of candidates, hydration and fusion happen above the store (DESIGN.md,
  * "The store contract").
  *
- * **Ordering guarantee.** Every storage position (message seq, memory seq, error record seq, tool-call
- * seq, the vector save counter) becomes visible in increasing order: a reader that has seen position p
- * never later sees a new row with a position <= p. Cursors (`messagesAfter`, `commitExtraction`,
- * `pendingEmbeddings`' `after`) rely on it. SQLite holds it with its single writer; PostgreSQL by taking a
- * per-table advisory transaction lock before drawing the next position, so positions are handed out in
- * commit order.
+ * **Ordering guarantee.** Within one scope every storage position (message, memory, error record and
+ * tool-call seq) becomes visible in increasing order: a reader of that scope that has seen position p never
+ * later sees a new row of it at a position <= p. Across scopes positions may become visible out of order, so
+ * a cursor over every scope stops at the settled position (`lastEmbeddingPosition`). SQLite holds it with its
+ * single writer; PostgreSQL by an advisory transaction lock per (table, scope) taken before drawing the next
+ * position, plus an in-flight key that marks the settled position (DESIGN.md, "Ordering guarantee").
  */
 export interface Store {
   readonly capabilities: StoreCapabilities;

@@ -34,8 +34,8 @@ const MIN_EF_SEARCH = 100;
 const MAX_EF_SEARCH = 1_000;
 /**
  * Rows still waiting for a vector above which {@link VectorTables.indexVectors} defers the HNSW build until
- * the queue has drained. Measured on 384-dimensional vectors, 2 cores: inserting into an existing graph
- * went at ~270 rows/s, one parallel build at ~1,500; a thousand rows is a few seconds either way.
+ * the queue has drained: inserting row by row into an existing HNSW graph is several times slower than one
+ * parallel build over the same rows, and a thousand rows take a few seconds either way.
  */
 export const DEFER_BUILD_PENDING = 1_000;
 

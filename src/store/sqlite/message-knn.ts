@@ -9,7 +9,7 @@ const MAX_K = 4096;
 export type KnnHit = { seq: number; distance: number };
 
 /**
- * A sqlite-vec `vec0` index over the message vectors of one embedder (DESIGN.md, "The store contract"),
+ * A sqlite-vec `vec0` index over the message vectors of one embedder (DESIGN.md, "Vector search"),
  * so that the vector path scans a scope's vectors in C instead of decoding BLOBs row by row in SQL.
  *
  * `message_vectors` stays the record of every vector; `message_knn` is derived from it and can always be
