@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { SCHEMA_VERSION } from './store/sqlite/migrations.js';
+import { SCHEMA_VERSION } from './store/sqlite/sqlite-migrations.js';
 
 /** This build's version, from package.json (reported by `/health`, MCP and the CLI). */
 export const CAIRN_VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;

@@ -5,8 +5,8 @@ import { z } from 'zod';
 import { CairnError, describeError, isCairnError } from '../errors.js';
 import { parseInput } from '../parse-input.js';
 import { errorResult, textResult, type ToolResult } from '../tool-result.js';
-import { claimWhenFree, workNames, type CoordinationStore } from '../store/coordination.js';
-import type { KnowledgeResourceRecord, KnowledgeStore, KnowledgeType } from '../store/store.js';
+import { claimWhenFree, workNames } from '../store/coordination.js';
+import type { KnowledgeResourceRecord, KnowledgeType, Store } from '../store/store.js';
 import type { Scope } from '../types.js';
 import { CodeGraph, isCodePath, type CodeFileData } from './code-graph.js';
 import { FolderWatcher } from './folder-watcher.js';
@@ -116,7 +116,7 @@ export class KnowledgeRegistry {
 
   constructor(
     /** The resources, and the claims that keep two processes from syncing one resource at once. */
-    private readonly store: KnowledgeStore & Pick<CoordinationStore, 'claimWork'>,
+    private readonly store: Pick<Store, 'knowledge' | 'coordination'>,
     private readonly options: KnowledgeRegistryOptions,
   ) {}
 
@@ -155,14 +155,14 @@ export class KnowledgeRegistry {
     }
     if (roots && !roots.some((r) => isUnder(root, r.real))) throw outsideRoots(root, roots);
     // Another process (a second server on the store) registering at once holds the claim until its insert.
-    const claim = grants ? await claimWhenFree(this.store, workNames.knowledgeRegistration(), { signal: this.closing.signal }) : null;
+    const claim = grants ? await claimWhenFree(this.store.coordination, workNames.knowledgeRegistration(), { signal: this.closing.signal }) : null;
     let record: KnowledgeResourceRecord;
     try {
       if (grants) await this.requireUnshared(scope, root, grants);
-      const existing = (await this.store.listKnowledgeResources(scope)).find((r) => r.type === valid.type && r.root === root);
+      const existing = (await this.store.knowledge.listKnowledgeResources(scope)).find((r) => r.type === valid.type && r.root === root);
       if (existing) throw new CairnError('conflict', `${root} is already registered as ${existing.id}`);
       const id = `${valid.type === 'wiki' ? 'wiki' : 'cg'}-${randomBytes(4).toString('hex')}`;
-      record = await this.store.createKnowledgeResource(scope, { id, type: valid.type, name: valid.name ?? basename(root), root });
+      record = await this.store.knowledge.createKnowledgeResource(scope, { id, type: valid.type, name: valid.name ?? basename(root), root });
     } finally {
       await claim?.release().catch((err: unknown) => this.options.warn(`knowledge: cannot release the registration claim: ${describeError(err)}`));
     }
@@ -174,12 +174,12 @@ export class KnowledgeRegistry {
 
   /** Every scope's resources, oldest first: for the operator's own work (restore), never a caller's request. */
   async listAll(): Promise<KnowledgeResource[]> {
-    return (await this.store.listAllKnowledgeResources()).map((r) => this.view(r));
+    return (await this.store.knowledge.listAllKnowledgeResources()).map((r) => this.view(r));
   }
 
   /** The resources of `scope`, oldest first. */
   async list(scope: Scope): Promise<KnowledgeResource[]> {
-    return (await this.store.listKnowledgeResources(scope)).map((r) => this.view(r));
+    return (await this.store.knowledge.listKnowledgeResources(scope)).map((r) => this.view(r));
   }
 
   /** One resource of `scope`; `invalid_input` for a malformed id, `not_found` for an unknown one or another scope's. */
@@ -191,7 +191,7 @@ export class KnowledgeRegistry {
   async remove(scope: Scope, id: string): Promise<void> {
     const record = await this.record(scope, id);
     this.unwatch(record.id);
-    if (!(await this.store.deleteKnowledgeResource(scope, record.id))) throw new CairnError('not_found', `knowledge resource ${record.id} not found`);
+    if (!(await this.store.knowledge.deleteKnowledgeResource(scope, record.id))) throw new CairnError('not_found', `knowledge resource ${record.id} not found`);
     this.loaded.delete(record.id);
     this.reports.delete(record.id);
     await this.refreshCatalog();
@@ -274,7 +274,7 @@ export class KnowledgeRegistry {
   private async refreshCatalog(): Promise<void> {
     let resources: KnowledgeResourceRecord[];
     try {
-      resources = await this.store.listAllKnowledgeResources();
+      resources = await this.store.knowledge.listAllKnowledgeResources();
     } catch (err) {
       if (!this.closed) this.options.warn(`knowledge: cannot list resources: ${describeError(err)}`);
       return;
@@ -310,7 +310,7 @@ export class KnowledgeRegistry {
   watch(): void {
     if (this.watching || this.closed) return;
     this.watching = true;
-    void this.store.listAllKnowledgeResources().then(
+    void this.store.knowledge.listAllKnowledgeResources().then(
       (records) => {
         for (const record of records) {
           if (this.closed) return;
@@ -325,7 +325,7 @@ export class KnowledgeRegistry {
 
   private async pollResources(): Promise<void> {
     if (this.closed) return;
-    const records = await this.store.listAllKnowledgeResources().catch(() => null);
+    const records = await this.store.knowledge.listAllKnowledgeResources().catch(() => null);
     if (!records || this.closed) return;
     const ids = new Set(records.map((r) => r.id));
     for (const record of records) {
@@ -376,7 +376,7 @@ export class KnowledgeRegistry {
   private async runSync(target: Pick<KnowledgeResourceRecord, 'id' | 'scope'>): Promise<void> {
     let claim;
     try {
-      claim = await claimWhenFree(this.store, workNames.knowledgeSync(target.id), { signal: this.closing.signal });
+      claim = await claimWhenFree(this.store.coordination, workNames.knowledgeSync(target.id), { signal: this.closing.signal });
     } catch (err) {
       if (!this.closed) this.options.warn(`knowledge ${target.id}: cannot claim the sync: ${describeError(err)}`);
       return;
@@ -391,7 +391,7 @@ export class KnowledgeRegistry {
   /** Index what changed, store it, reload; for a code graph, re-resolve files whose references broke. */
   private async syncClaimed({ id, scope }: Pick<KnowledgeResourceRecord, 'id' | 'scope'>): Promise<void> {
     const started = performance.now();
-    const record = await this.store.getKnowledgeResource(scope, id);
+    const record = await this.store.knowledge.getKnowledgeResource(scope, id);
     if (!record) return;
     const report: SyncReport = { at: new Date().toISOString(), reindexed: [], removed: [], unchanged: 0, skipped: [], binary: [], ignored: [], otherFiles: 0, durationMs: 0, error: null };
     try {
@@ -411,12 +411,12 @@ export class KnowledgeRegistry {
           index = await this.load(applied);
         }
       }
-      await this.store.updateKnowledgeResource(scope, id, { status: 'ready', error: null, stats: index.stats(), summary: index.summary(), syncedAt: new Date().toISOString() });
+      await this.store.knowledge.updateKnowledgeResource(scope, id, { status: 'ready', error: null, stats: index.stats(), summary: index.summary(), syncedAt: new Date().toISOString() });
     } catch (err) {
       if (this.closed) return;
       report.error = describeError(err);
       this.options.warn(`knowledge ${id}: sync failed: ${report.error}`);
-      await this.store.updateKnowledgeResource(scope, id, { status: 'error', error: report.error });
+      await this.store.knowledge.updateKnowledgeResource(scope, id, { status: 'error', error: report.error });
     } finally {
       report.durationMs = Math.round(performance.now() - started);
       if (!this.closed) this.reports.set(id, report);
@@ -426,7 +426,7 @@ export class KnowledgeRegistry {
   }
 
   private async index(record: KnowledgeResourceRecord, force: readonly string[]): Promise<IndexJobResult> {
-    const known = Object.fromEntries((await this.store.listKnowledgeFiles(record.scope, record.id, { withData: false })).map((f) => [f.path, f.hash]));
+    const known = Object.fromEntries((await this.store.knowledge.listKnowledgeFiles(record.scope, record.id, { withData: false })).map((f) => [f.path, f.hash]));
     const onProgress = (p: IndexProgress) => {
       this.progress.set(record.id, p);
       for (const listener of this.listeners.get(record.id) ?? []) listener(p);
@@ -446,14 +446,14 @@ export class KnowledgeRegistry {
     report.binary = result.binary;
     report.ignored = result.ignored;
     report.otherFiles = result.otherFiles;
-    return this.store.applyKnowledgeSync(record.scope, record.id, { upserts: result.upserts, deletes: result.deletes, patch: {} });
+    return this.store.knowledge.applyKnowledgeSync(record.scope, record.id, { upserts: result.upserts, deletes: result.deletes, patch: {} });
   }
 
   /** The in-memory index of a resource at its stored version (loaded once per version, shared by concurrent calls). */
   private load(record: KnowledgeResourceRecord): Promise<Index> {
     const cached = this.loaded.get(record.id);
     if (cached && cached.version === record.version) return cached.index;
-    const index = this.store.listKnowledgeFiles(record.scope, record.id).then((files) =>
+    const index = this.store.knowledge.listKnowledgeFiles(record.scope, record.id).then((files) =>
       record.type === 'wiki'
         ? new WikiIndex(files.map((f) => ({ path: f.path, size: f.size, mtimeMs: f.mtimeMs, data: JSON.parse(f.data) as WikiFileData })))
         : new CodeGraph(files.map((f) => ({ path: f.path, size: f.size, mtimeMs: f.mtimeMs, data: JSON.parse(f.data) as CodeFileData }))),
@@ -512,7 +512,7 @@ export class KnowledgeRegistry {
     if (typeof id !== 'string' || !KNOWLEDGE_ID_PATTERN.test(id)) {
       throw new CairnError('invalid_input', `invalid knowledge_id format: ${JSON.stringify(id)} (expected wiki-xxxxxxxx or cg-xxxxxxxx)`);
     }
-    const record = await this.store.getKnowledgeResource(scope, id);
+    const record = await this.store.knowledge.getKnowledgeResource(scope, id);
     if (!record) throw new CairnError('not_found', `knowledge resource ${id} not found`);
     return record;
   }
@@ -544,7 +544,7 @@ export class KnowledgeRegistry {
   private async requireUnshared(scope: Scope, root: string, grants: Grants): Promise<void> {
     const holds = (folders: readonly AllowedRoot[], a: string, b: string) => folders.some((r) => isUnder(a, r.real) && isUnder(b, r.real));
     const mine = grants.named(scope);
-    for (const other of await this.store.listAllKnowledgeResources()) {
+    for (const other of await this.store.knowledge.listAllKnowledgeResources()) {
       if (other.scope.userId === scope.userId && other.scope.agentId === scope.agentId) continue;
       if (!isUnder(root, other.root) && !isUnder(other.root, root)) continue;
       if (holds(mine, root, other.root) && holds(grants.named(other.scope), root, other.root)) continue;
