@@ -89,8 +89,20 @@ export async function run({ log = () => {} } = {}) {
     const store = SqliteStore.open({ path: join(work, 'cairn.db') });
     const sourcesOf = await loadSamples(store, samples, observations);
     const targets = [
-      { name: 'conversation_search', kind: 'message', keyword: (...a) => store.messages.searchMessagesByKeyword(...a), vector: (...a) => store.messages.searchMessagesByVector(...a), covered: (id) => [id] },
-      { name: 'memory_search', kind: 'memory', keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memories.memoryKeywordCandidates(scope, terms, filter), limit), vector: (...a) => store.memories.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
+      {
+        name: 'conversation_search',
+        kind: 'message',
+        keyword: (...a) => store.messages.searchMessagesByKeyword(...a),
+        vector: (...a) => store.messages.searchMessagesByVector(...a),
+        covered: (id) => [id],
+      },
+      {
+        name: 'memory_search',
+        kind: 'memory',
+        keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memories.memoryKeywordCandidates(scope, terms, filter), limit),
+        vector: (...a) => store.memories.searchMemoriesByVector(...a),
+        covered: (id) => sourcesOf.get(id) ?? [],
+      },
     ];
     const keywordLists = new Map();
     for (const target of targets) {
@@ -101,7 +113,18 @@ export async function run({ log = () => {} } = {}) {
     const zRows = [];
     const zChosen = [];
     // Keyword only: the floor does not apply.
-    for (const target of targets) rows.push({ embedder: 'none (keyword only)', target: target.name, floor: null, ...evaluate(queries, target, (q) => keywordLists.get(`${target.name}|${q.key}`).slice(0, LIMIT), () => false) });
+    for (const target of targets)
+      rows.push({
+        embedder: 'none (keyword only)',
+        target: target.name,
+        floor: null,
+        ...evaluate(
+          queries,
+          target,
+          (q) => keywordLists.get(`${target.name}|${q.key}`).slice(0, LIMIT),
+          () => false,
+        ),
+      });
     for (const e of embedders) {
       const embedder = createEmbedder(parseConfig({ data_dir: work, embedding: { ...e.config, ...(cacheDir ? { cache_dir: cacheDir } : {}) } }).embedding, { dataDir: work });
       await embedder.prepare?.();
@@ -126,10 +149,26 @@ export async function run({ log = () => {} } = {}) {
             const keyword = keywordLists.get(`${target.name}|${q.key}`);
             const sims = querySims.get(q.key);
             const floor = sims === null ? Number.POSITIVE_INFINITY : robustFloor(sims, z);
-            const { hits } = await hybridSearch({ keyword: async () => keyword, vector: async () => ({ hits: vectorLists.get(q.key), floor }), embeddingConfigured: true, vectorWeight: weight });
+            const { hits } = await hybridSearch({
+              keyword: async () => keyword,
+              vector: async () => ({ hits: vectorLists.get(q.key), floor }),
+              embeddingConfigured: true,
+              vectorWeight: weight,
+            });
             served.set(q.key, hits.slice(0, LIMIT));
           }
-          zSweep.push({ embedder: e.name, id: embedder.id, target: target.name, z, ...evaluate(queries, target, (q) => served.get(q.key), (q, id) => !keywordIds(q).has(id)) });
+          zSweep.push({
+            embedder: e.name,
+            id: embedder.id,
+            target: target.name,
+            z,
+            ...evaluate(
+              queries,
+              target,
+              (q) => served.get(q.key),
+              (q, id) => !keywordIds(q).has(id),
+            ),
+          });
         }
         zRows.push(...zSweep);
         const zPick = zSweep.find((r) => r.tune.foreignVectorRate <= FOREIGN_VECTOR_RATE) ?? zSweep.at(-1);
@@ -140,10 +179,21 @@ export async function run({ log = () => {} } = {}) {
           const served = new Map();
           for (const q of queries) {
             const keyword = keywordLists.get(`${target.name}|${q.key}`);
-            const { hits } = await hybridSearch({ keyword: async () => keyword, vector: async () => vectorLists.get(q.key), embeddingConfigured: true, vectorWeight: weight, vectorFloor: floor });
+            const { hits } = await hybridSearch({
+              keyword: async () => keyword,
+              vector: async () => vectorLists.get(q.key),
+              embeddingConfigured: true,
+              vectorWeight: weight,
+              vectorFloor: floor,
+            });
             served.set(q.key, hits.slice(0, LIMIT));
           }
-          const result = evaluate(queries, target, (q) => served.get(q.key), (q, id) => !keywordIds(q).has(id));
+          const result = evaluate(
+            queries,
+            target,
+            (q) => served.get(q.key),
+            (q, id) => !keywordIds(q).has(id),
+          );
           sweep.push({ embedder: e.name, id: embedder.id, target: target.name, floor, ...result });
         }
         rows.push(...sweep);
@@ -189,7 +239,10 @@ export const scopeOf = (sampleId) => ({ userId: sampleId, agentId: 'bench' });
 function conversationWords(samples) {
   const counts = new Map();
   for (const s of samples) for (const t of s.turns) for (const w of t.text.toLowerCase().match(/[a-z]+/g) ?? []) counts.set(w, (counts.get(w) ?? 0) + 1);
-  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 20_000).map(([w]) => w);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 20_000)
+    .map(([w]) => w);
 }
 
 /**
@@ -227,7 +280,11 @@ export async function embedAll(store, embedder) {
         await store.embeddings.indexVectors(kind, embedder.id, dimensions);
         indexed.add(dimensions);
       }
-      await store.embeddings.saveEmbeddings(kind, embedder.id, pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })));
+      await store.embeddings.saveEmbeddings(
+        kind,
+        embedder.id,
+        pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })),
+      );
       cursor = pending.at(-1).position;
     }
   }
@@ -239,7 +296,17 @@ export function evaluate(queries, target, servedOf, isVectorOnly) {
   for (const splitName of ['tune', 'held-out']) {
     const mine = queries.filter((q) => q.split === splitName);
     const own = mine.filter((q) => q.kind === 'own');
-    const recall = own.reduce((sum, q) => sum + recallAt((servedOf(q) ?? []).flatMap((h) => target.covered(h.id)), q.gold, Infinity), 0) / own.length;
+    const recall =
+      own.reduce(
+        (sum, q) =>
+          sum +
+          recallAt(
+            (servedOf(q) ?? []).flatMap((h) => target.covered(h.id)),
+            q.gold,
+            Infinity,
+          ),
+        0,
+      ) / own.length;
     const rate = (kind, test) => {
       const set = mine.filter((q) => kind.includes(q.kind));
       return round(set.filter(test).length / set.length, 4);
@@ -267,10 +334,13 @@ async function servedCheck({ createCairn, parseConfig, samples, observations, qu
   const rows = [];
   for (const config of configs) {
     const dataDir = join(work, `served-${config.name.replace(/\W+/g, '-')}`);
-    const cairn = await createCairn(parseConfig({ data_dir: dataDir, embedding: { ...config.embedding, ...(cacheDir ? { cache_dir: cacheDir } : {}) }, pipeline: { enabled: false } }), {
-      backgroundPipeline: false,
-      warn: (m) => log(`abstention: ${m}`),
-    });
+    const cairn = await createCairn(
+      parseConfig({ data_dir: dataDir, embedding: { ...config.embedding, ...(cacheDir ? { cache_dir: cacheDir } : {}) }, pipeline: { enabled: false } }),
+      {
+        backgroundPipeline: false,
+        warn: (m) => log(`abstention: ${m}`),
+      },
+    );
     try {
       const sourcesOf = new Map();
       for (const s of samples.filter((s) => s.split === 'held-out')) {
@@ -292,7 +362,12 @@ async function servedCheck({ createCairn, parseConfig, samples, observations, qu
           texts.set(q.key, result.text);
         }
         const covered = target === 'conversation_search' ? (id) => [id] : (id) => sourcesOf.get(id) ?? [];
-        const result = evaluate(heldOut, { covered }, (q) => served.get(q.key), () => false)['held-out'];
+        const result = evaluate(
+          heldOut,
+          { covered },
+          (q) => served.get(q.key),
+          () => false,
+        )['held-out'];
         const emptyText = target === 'conversation_search' ? 'No matching conversation messages found.' : 'No matching memories found.';
         const emptyTexts = heldOut.filter((q) => served.get(q.key).length === 0).every((q) => texts.get(q.key) === emptyText);
         rows.push({ embedder: config.name, target, ...result, emptyTexts });
@@ -351,7 +426,7 @@ function document({ samples, queries, rows, chosen, zRows, zChosen, ruleZ, codeZ
       `queries are served a vector-only hit; one z for every embedder, the highest that word vectors and the generated models need: **${ruleZ}** (the code's FLOOR_Z: **${codeZ}**).`,
       'Hash vectors are shown but not in the rule: they hash the tokens the keyword path already matches, so each hit only they find is a bucket collision.',
       'The same rule on a fixed cosine floor is shown beside it: the floor it needs differs by embedder, which is why a fixed floor had to be calibrated per model.',
-      'Embedders: word vectors, hash, and two models generated in the real file formats with random weights (a static model of potion-base-8M\'s width; a small BERT encoder whose cosines crowd near one level).',
+      "Embedders: word vectors, hash, and two models generated in the real file formats with random weights (a static model of potion-base-8M's width; a small BERT encoder whose cosines crowd near one level).",
       'A keyword hit shares an analysed term with the query and is always served, so keyword search abstains only when no stored text shares a term.',
     ].join(' '),
     data: { chosen, zChosen, ruleZ, codeZ, served },

@@ -144,9 +144,12 @@ export function lineChart({ title, xLabel, yLabel, series }) {
   series.forEach((s, i) => {
     const colour = PALETTE[i % PALETTE.length];
     const points = s.points.filter((p) => p[1] != null).sort((a, b) => a[0] - b[0]);
-    if (points.length > 1) out.push(`<polyline class="series" fill="none" stroke="${colour}" stroke-width="2" points="${points.map((p) => `${fmt(x(p[0]))},${fmt(y(p[1]))}`).join(' ')}"/>`);
+    if (points.length > 1)
+      out.push(`<polyline class="series" fill="none" stroke="${colour}" stroke-width="2" points="${points.map((p) => `${fmt(x(p[0]))},${fmt(y(p[1]))}`).join(' ')}"/>`);
     for (const p of points) {
-      out.push(`<circle class="point" cx="${fmt(x(p[0]))}" cy="${fmt(y(p[1]))}" r="3.5" fill="${colour}"><title>${escape(`${s.name}, ${p[0].toLocaleString('en-US')}: ${p[1]}`)}</title></circle>`);
+      out.push(
+        `<circle class="point" cx="${fmt(x(p[0]))}" cy="${fmt(y(p[1]))}" r="3.5" fill="${colour}"><title>${escape(`${s.name}, ${p[0].toLocaleString('en-US')}: ${p[1]}`)}</title></circle>`,
+      );
     }
   });
   out.push(...legend(series, width, legendTop, 'line'));
@@ -190,7 +193,10 @@ function legend(series, width, top, mark) {
     const x = 20 + (i % columns) * columnWidth;
     const y = top + Math.floor(i / columns) * LEGEND_ROW;
     const colour = PALETTE[i % PALETTE.length];
-    const swatch = mark === 'rect' ? `<rect x="${fmt(x)}" y="${fmt(y - 10)}" width="12" height="12" fill="${colour}"/>` : `<line x1="${fmt(x)}" y1="${fmt(y - 4)}" x2="${fmt(x + 14)}" y2="${fmt(y - 4)}" stroke="${colour}" stroke-width="2"/>`;
+    const swatch =
+      mark === 'rect'
+        ? `<rect x="${fmt(x)}" y="${fmt(y - 10)}" width="12" height="12" fill="${colour}"/>`
+        : `<line x1="${fmt(x)}" y1="${fmt(y - 4)}" x2="${fmt(x + 14)}" y2="${fmt(y - 4)}" stroke="${colour}" stroke-width="2"/>`;
     return `<g class="legend">${swatch}${text(x + 20, y, s.name, 'start')}</g>`;
   });
 }

@@ -7,8 +7,5 @@ export interface Evidence {
 }
 export function decisionRecords(decisionsDir: string): string[];
 export function valueAt(document: unknown, path: string): unknown;
-export function readRecord(
-  recordFile: string,
-  resultsDir: string,
-): { text: string; evidence: Evidence[]; stale: string[]; unreadable: string[]; refreshed: string };
+export function readRecord(recordFile: string, resultsDir: string): { text: string; evidence: Evidence[]; stale: string[]; unreadable: string[]; refreshed: string };
 export function refreshDecisions(decisionsDir: string, resultsDir: string): { record: string; stale: string[] }[];

@@ -87,7 +87,13 @@ export async function run({ log = (line) => process.stderr.write(`${line}\n`) } 
       const pid = await post(`${u}/v3/tools/call`, { tool_name: 'hostile__pid', params: {} });
       const row = [name, outcome, round(median(answers), 1), round(Math.max(...answers), 1), round(median(health), 1), round(Math.max(...health), 1)];
       rows.push(row);
-      data.push({ case: name, outcome, answer_ms: answers.map((v) => round(v, 1)), health_ms: health.map((v) => round(v, 1)), downstream_pid: pid.body?.content?.[0]?.text ?? null });
+      data.push({
+        case: name,
+        outcome,
+        answer_ms: answers.map((v) => round(v, 1)),
+        health_ms: health.map((v) => round(v, 1)),
+        downstream_pid: pid.body?.content?.[0]?.text ?? null,
+      });
       log(`faults-query: ${name}: ${outcome}, median ${row[2]} ms, /health median ${row[4]} ms`);
     }
     const pids = new Set(data.map((d) => d.downstream_pid));
@@ -97,7 +103,7 @@ export async function run({ log = (line) => process.stderr.write(`${line}\n`) } 
       summary:
         `Each case ${REPEATS} times against the built \`cairn serve\` on loopback (${MESSAGES} messages stored), with one downstream server ` +
         'that misbehaves on purpose (`test/fixtures/hostile-tool-server.mjs`) and one that never answers `initialize`. ' +
-        '`/health` is requested 5 ms after each case\'s request starts, while it is in flight. ' +
+        "`/health` is requested 5 ms after each case's request starts, while it is in flight. " +
         `The hostile server's process id stayed the same through every case: ${pids.size === 1 ? 'yes' : 'no'}. ` +
         `\`serve\` listened ${round(listenMs / 1000, 1)} s after start with the hanging server configured (\`tools.startup_wait_ms\`).`,
       tables: [

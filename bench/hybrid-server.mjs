@@ -121,7 +121,8 @@ function check(dir, count, snapshot) {
     const problems = [];
     if (found.messages !== count) problems.push(`${found.messages} messages, expected ${count}`);
     if (found.vector_rows !== count) problems.push(`${found.vector_rows} vectors of ${EMBEDDER}, expected ${count}`);
-    if (found.vector_snapshot_whole !== snapshot || (!snapshot && found.vector_snapshot_parts > 0)) problems.push(snapshot ? 'no whole vector snapshot' : 'a vector snapshot is present');
+    if (found.vector_snapshot_whole !== snapshot || (!snapshot && found.vector_snapshot_parts > 0))
+      problems.push(snapshot ? 'no whole vector snapshot' : 'a vector snapshot is present');
     if (problems.length > 0) throw new Error(`hybrid server bench: precondition failed: ${problems.join('; ')}`);
     return found;
   } finally {
@@ -169,8 +170,8 @@ function document(count, load, runs) {
     summary: [
       `${messages} messages of the realistic corpus in one scope with 384-dimensional vectors from the hash embedder (a stand-in for a model of that size;`,
       `import ${load.import_s} s, embedding ${load.embed_s} s), served by the built \`cairn serve\` with its default read workers and searched over REST`,
-      '`/search/conversations` (limit 10, LoCoMo questions). One server starts without the vector snapshot (the scope\'s first search ever reads',
-      'and quantises every vector), the next with the snapshot that search left. Memory is the server process\'s, read from /proc: anonymous pages',
+      "`/search/conversations` (limit 10, LoCoMo questions). One server starts without the vector snapshot (the scope's first search ever reads",
+      "and quantises every vector), the next with the snapshot that search left. Memory is the server process's, read from /proc: anonymous pages",
       'are what it allocated (keyword postings, vector rows); file-backed pages are the memory-mapped database as far as searches touched it, the',
       'OS page cache, shared and reclaimable. A scope this large is held once per path: its searches stay on the worker that holds it (DESIGN.md, "Concurrency").',
     ].join(' '),
@@ -179,7 +180,17 @@ function document(count, load, runs) {
     tables: [
       {
         title: 'Start-up and memory',
-        columns: ['vector snapshot', 'start → first answer s', 'RSS after it MB', 'anonymous MB', 'file MB', `RSS after ${CONNECTIONS} connections MB`, 'anonymous MB', 'file MB', 'peak RSS MB'],
+        columns: [
+          'vector snapshot',
+          'start → first answer s',
+          'RSS after it MB',
+          'anonymous MB',
+          'file MB',
+          `RSS after ${CONNECTIONS} connections MB`,
+          'anonymous MB',
+          'file MB',
+          'peak RSS MB',
+        ],
         digits: [null, 2, 0, 0, 0, 0, 0, 0, 0],
         rows: runs.map((r) => [
           r.vector_snapshot ? 'present' : 'absent (first search ever)',
@@ -192,13 +203,22 @@ function document(count, load, runs) {
           r.memory_after_concurrent.file_mb,
           r.memory_after_concurrent.peak_mb,
         ]),
-        notes: 'Start → first answer runs from spawning the process to the first search\'s response. The peak (VmHWM) counts file-backed pages too.',
+        notes: "Start → first answer runs from spawning the process to the first search's response. The peak (VmHWM) counts file-backed pages too.",
       },
       {
         title: 'Hybrid search latency and throughput',
         columns: ['vector snapshot', 'sequential p50 ms', 'p95 ms', 'mean ms', 'queries', `${CONNECTIONS} connections req/s`, 'p50 ms', 'p99 ms'],
         digits: [null, 2, 2, 2, 0, 1, 2, 2],
-        rows: runs.map((r) => [r.vector_snapshot ? 'present' : 'absent', r.sequential.p50_ms, r.sequential.p95_ms, r.sequential.mean_ms, r.sequential.queries, r.concurrent.rps, r.concurrent.p50_ms, r.concurrent.p99_ms]),
+        rows: runs.map((r) => [
+          r.vector_snapshot ? 'present' : 'absent',
+          r.sequential.p50_ms,
+          r.sequential.p95_ms,
+          r.sequential.mean_ms,
+          r.sequential.queries,
+          r.concurrent.rps,
+          r.concurrent.p50_ms,
+          r.concurrent.p99_ms,
+        ]),
         notes: `Sequential: ${SEQUENTIAL} questions one at a time after ${WARMUP} warm-up, each over HTTP. Then ${CONNECTIONS} connections for ${SECONDS} s (autocannon).`,
       },
     ],

@@ -53,7 +53,9 @@ export async function run({ log = (line) => process.stderr.write(`${line}\n`) } 
     const load = await loadCorpus(dir, count, log);
     const served = parseConfig({}).server.read_workers;
     const first = await firstSearches(dir, served, queries, count);
-    log(`hybrid bench: first hybrid search of a new process, median of ${first.runs}: ${first.without_snapshot_ms} ms reading the vectors, ${first.with_snapshot_ms} ms from the snapshot`);
+    log(
+      `hybrid bench: first hybrid search of a new process, median of ${first.runs}: ${first.without_snapshot_ms} ms reading the vectors, ${first.with_snapshot_ms} ms from the snapshot`,
+    );
     const rows = [];
     for (const readWorkers of [served, 0]) {
       // As served, also with embedding.similarity_floor 0 (nearly every vector hit is kept, and the
@@ -78,7 +80,9 @@ export async function run({ log = (line) => process.stderr.write(`${line}\n`) } 
             ...timing,
             rss_growth_mb: rssGrowth,
           });
-          log(`hybrid bench: ${rows.at(-1).config}, ${readWorkers} read workers: first ${timing.first_ms} ms, p50 ${timing.p50_ms} ms, p95 ${timing.p95_ms} ms, RSS +${rssGrowth} MB`);
+          log(
+            `hybrid bench: ${rows.at(-1).config}, ${readWorkers} read workers: first ${timing.first_ms} ms, p50 ${timing.p50_ms} ms, p95 ${timing.p95_ms} ms, RSS +${rssGrowth} MB`,
+          );
         } finally {
           await cairn.close();
         }
@@ -113,7 +117,11 @@ function graphStages(dir, seqs, matrix, vectors, { timed, record, floorRecall, e
   const config = { dimensions: DIMENSIONS, metric: 'cos', quantization: 'i8', ...GRAPH };
   const started = performance.now();
   const built = new Index({ ...config, expansion_search: 64 });
-  built.add(BigUint64Array.from(seqs, (seq) => BigInt(seq)), matrix, 2);
+  built.add(
+    BigUint64Array.from(seqs, (seq) => BigInt(seq)),
+    matrix,
+    2,
+  );
   const buildS = (performance.now() - started) / 1000;
   built.save(file);
   for (const expansion of [64, 128, 256]) {
@@ -143,8 +151,7 @@ function loadUsearch() {
 const FLOOR_ZERO = 'hash, floor 0';
 
 function open(dir, provider, readWorkers) {
-  const embedding =
-    provider === 'none' ? { provider } : { provider: 'hash', dimensions: DIMENSIONS, similarity_floor: provider === FLOOR_ZERO ? 0 : undefined };
+  const embedding = provider === 'none' ? { provider } : { provider: 'hash', dimensions: DIMENSIONS, similarity_floor: provider === FLOOR_ZERO ? 0 : undefined };
   const config = parseConfig({ data_dir: dir, embedding, pipeline: { enabled: false } });
   return createCairn(config, { backgroundEmbedding: false, readWorkers, warn: () => {} });
 }
@@ -201,7 +208,8 @@ async function precondition(cairn, dir, count, vectors, snapshot = vectors) {
     if (check.vector_snapshot_whole !== snapshot) problems.push(snapshot ? 'no whole vector snapshot' : 'a vector snapshot is present');
     if (check.vector_rows !== count) problems.push(`${check.vector_rows} vector rows for ${count} messages`);
     // The in-memory index reads message_vectors itself; the sqlite-vec fallback needs its index for this embedder.
-    if (check.message_vector_index === 'memory' ? !check.wasm_simd : check.knn_index !== EMBEDDER) problems.push(`vector index ${check.message_vector_index}, KNN index holds ${check.knn_index}`);
+    if (check.message_vector_index === 'memory' ? !check.wasm_simd : check.knn_index !== EMBEDDER)
+      problems.push(`vector index ${check.message_vector_index}, KNN index holds ${check.knn_index}`);
   } else if (check.embedder_id !== null) problems.push(`keyword row has embedder ${check.embedder_id}`);
   if (problems.length > 0) throw new Error(`hybrid bench: precondition failed: ${problems.join('; ')}`);
   return check;
@@ -224,7 +232,8 @@ async function firstSearches(dir, readWorkers, queries, count) {
     for (let run = 0; run < RUNS; run++) {
       for (const state of ['without', 'with']) {
         if (state === 'without') raw.prepare('DELETE FROM message_vector_snapshots').run();
-        if ((snapshots.get(EMBEDDER) > 0 && complete.get(EMBEDDER) === 1) !== (state === 'with')) throw new Error(`hybrid bench: precondition failed: snapshot ${state === 'with' ? 'missing' : 'present'}`);
+        if ((snapshots.get(EMBEDDER) > 0 && complete.get(EMBEDDER) === 1) !== (state === 'with'))
+          throw new Error(`hybrid bench: precondition failed: snapshot ${state === 'with' ? 'missing' : 'present'}`);
         const cairn = await open(dir, 'hash', readWorkers);
         try {
           await precondition(cairn, dir, count, true, state === 'with');
@@ -302,7 +311,15 @@ function candidateStages(dir, queryVectors, tuningVectors, log) {
     const record = (stage, oversample, timings, results, extra = {}) => {
       const recall = mean(results.map((top, q) => overlap(top, exact[q].seqs)));
       const tieAware = mean(results.map((top, q) => top.filter((seq) => dot(queryVectors[q], vectors.get(seq)) >= exact[q].kth - 1e-6).length / K));
-      rows.push({ stage, oversample, p50_ms: round(quantile(timings, 0.5), 2), p95_ms: round(quantile(timings, 0.95), 2), recall_at_k: round(recall, 3), tie_aware_recall_at_k: round(tieAware, 3), ...extra });
+      rows.push({
+        stage,
+        oversample,
+        p50_ms: round(quantile(timings, 0.5), 2),
+        p95_ms: round(quantile(timings, 0.95), 2),
+        recall_at_k: round(recall, 3),
+        tie_aware_recall_at_k: round(tieAware, 3),
+        ...extra,
+      });
       log(`hybrid bench: ${stage} ×${oversample}: p95 ${rows.at(-1).p95_ms} ms, recall ${rows.at(-1).recall_at_k} (tie-aware ${rows.at(-1).tie_aware_recall_at_k})`);
     };
     const timed = (search) => {
@@ -319,7 +336,10 @@ function candidateStages(dir, queryVectors, tuningVectors, log) {
     // What Cairn serves: the in-memory index of one read connection (its first search loads the scope),
     // then the same index searching every row exactly, then other candidate counts of its sign-bit stage.
     const cairn = [
-      { stage: `Cairn (served): sign bits (512) pick ${CANDIDATES_PER_NEIGHBOUR} × k rows, int8 scan of those, re-ranked from message_vectors until provably exact among them`, options: {} },
+      {
+        stage: `Cairn (served): sign bits (512) pick ${CANDIDATES_PER_NEIGHBOUR} × k rows, int8 scan of those, re-ranked from message_vectors until provably exact among them`,
+        options: {},
+      },
       { stage: 'Cairn exact: int8 scan of every row (WebAssembly SIMD), re-ranked from message_vectors until provably exact', options: { approximateFrom: Infinity } },
       ...[16, 32, 128].map((c) => ({ stage: `Cairn, sign bits picking ${c} × k rows`, options: { candidatesPerNeighbour: c } })),
       // As conversation_search calls it: the hash embedder's floor, below which hybrid search drops hits, so they are not read.
@@ -349,7 +369,8 @@ function candidateStages(dir, queryVectors, tuningVectors, log) {
       const { timings, results } = timed((q) => index.search(SCOPE, EMBEDDER, q, undefined, K, floor).map((h) => h.seq));
       const searches = index.counts.searches - before.searches;
       const tuningResults = tuningVectors.map((q) => index.search(SCOPE, EMBEDDER, q, undefined, K, floor).map((h) => h.seq));
-      const tuningRecall = floor === undefined ? mean(tuningResults.map((top, i) => overlap(top, tuningExact[i].seqs))) : floorRecall(tuningResults, tuningExact, tuningVectors, floor);
+      const tuningRecall =
+        floor === undefined ? mean(tuningResults.map((top, i) => overlap(top, tuningExact[i].seqs))) : floorRecall(tuningResults, tuningExact, tuningVectors, floor);
       // With a floor, recall counts only the exact hits that reach it (the others are dropped by hybrid search anyway).
       const floored = floor === undefined ? {} : { recall_at_k: round(floorRecall(results, exact, queryVectors, floor), 3), tie_aware_recall_at_k: null, floor };
       const perNeighbour = options.approximateFrom === Infinity ? null : (options.candidatesPerNeighbour ?? CANDIDATES_PER_NEIGHBOUR);
@@ -374,7 +395,13 @@ function candidateStages(dir, queryVectors, tuningVectors, log) {
       const f32 = timed((q) => Array.from(exactSearch(matrix, q, DIMENSIONS, K, 'cos', 1).keys, (row) => seqs[Number(row)]));
       record('usearch float32 brute force (exact, in memory)', 1, f32.timings, f32.results);
       for (const oversample of [1, OVERSAMPLE]) {
-        const i8 = timed((q) => rerank(q, Array.from(exactSearch(codes, int8(q), DIMENSIONS, K * oversample, 'cos', 1).keys, (row) => seqs[Number(row)]), vectors));
+        const i8 = timed((q) =>
+          rerank(
+            q,
+            Array.from(exactSearch(codes, int8(q), DIMENSIONS, K * oversample, 'cos', 1).keys, (row) => seqs[Number(row)]),
+            vectors,
+          ),
+        );
         record('usearch int8 brute force, fixed candidates re-ranked (no bound)', oversample, i8.timings, i8.results);
       }
       graphStages(dir, seqs, matrix, vectors, { timed, record, floorRecall, exact, queryVectors });
@@ -382,8 +409,20 @@ function candidateStages(dir, queryVectors, tuningVectors, log) {
 
     const hyperplanes = gaussianMatrix(768, DIMENSIONS, 99);
     const stages = [
-      { name: 'vec0 float32 (exact; the fallback without WebAssembly SIMD)', column: `float[${DIMENSIONS}] distance_metric=cosine`, encode: (v) => blobOf(v), wrap: '?', oversample: [1] },
-      { name: 'vec0 int8 (vec_quantize_int8)', column: `int8[${DIMENSIONS}] distance_metric=cosine`, encode: (v) => blobOf(v), wrap: "vec_quantize_int8(?, 'unit')", oversample: [1, 4] },
+      {
+        name: 'vec0 float32 (exact; the fallback without WebAssembly SIMD)',
+        column: `float[${DIMENSIONS}] distance_metric=cosine`,
+        encode: (v) => blobOf(v),
+        wrap: '?',
+        oversample: [1],
+      },
+      {
+        name: 'vec0 int8 (vec_quantize_int8)',
+        column: `int8[${DIMENSIONS}] distance_metric=cosine`,
+        encode: (v) => blobOf(v),
+        wrap: "vec_quantize_int8(?, 'unit')",
+        oversample: [1, 4],
+      },
       { name: 'vec0 sign bits (vec_quantize_binary)', column: `bit[${DIMENSIONS}]`, encode: (v) => blobOf(v), wrap: 'vec_quantize_binary(?)', oversample: [4, 10] },
       { name: 'vec0 random-hyperplane bits (768)', column: 'bit[768]', encode: (v) => signBits(hyperplanes, v), wrap: 'vec_bit(?)', oversample: [4, 10] },
     ];
@@ -490,8 +529,8 @@ function document(count, load, first, rows, stages) {
       `limit ${LIMIT}, library API. The first rows run with the read workers \`cairn serve\` starts (\`server.read_workers\` default): the keyword and vector`,
       'paths of one search run at the same time on two threads. Keyword and hybrid rows run back to back, so their ratio is what counts on a loaded machine.',
       '"first ms" is the first search of a fresh process, which loads the scope\'s keyword postings and (hybrid) its vector rows, both from their snapshots; "RSS growth" is the process',
-      'RSS after the row minus before it opened (the workers are threads of the process). Each query\'s vector hits must reach its robust floor against',
-      'the scope\'s stored vectors (search/vector-floor.ts), which lets the re-rank skip the float vectors of rows that cannot reach it; the row with',
+      "RSS after the row minus before it opened (the workers are threads of the process). Each query's vector hits must reach its robust floor against",
+      "the scope's stored vectors (search/vector-floor.ts), which lets the re-rank skip the float vectors of rows that cannot reach it; the row with",
       '`embedding.similarity_floor` 0 keeps nearly every hit, the most the vector path can cost as served.',
       'Each row checks first that the corpus is complete and, for hybrid rows, that every message has its vector from this embedder, the queue is',
       'drained and which vector index answers (recorded in bench/results/hybrid.json).',

@@ -25,7 +25,9 @@ const SESSIONS = 20;
 const HEALTH_EVERY_MS = 25;
 const SEARCH_EVERY_MS = 200;
 
-const WORDS = 'harbour lighthouse sailing charts tide anchor rope mast keel compass storm beacon island current reef gull wave dock pier vessel morning evening crew deck'.split(' ');
+const WORDS = 'harbour lighthouse sailing charts tide anchor rope mast keel compass storm beacon island current reef gull wave dock pier vessel morning evening crew deck'.split(
+  ' ',
+);
 const STATEMENTS = ['I love sailing at dawn', 'I always check the charts first', 'I work at the harbour office', 'I live in a town by the sea'];
 
 /** Writes the import file: sentences of 8-20 words, now and then a statement the rules extract. */
@@ -92,9 +94,16 @@ async function measure({ label, cli, file, log, waitSeconds }) {
   const server = await startServe({ args: ['--data', data], env, cli, nodeFlags });
   try {
     const other = { 'content-type': 'application/json', 'x-cairn-user-id': 'other' };
-    await fetch(`${server.url}/v1/conversations`, { method: 'POST', headers: other, body: JSON.stringify({ session_key: 'o', messages: [{ role: 'user', content: 'the lighthouse keeper waves at dawn' }] }) });
+    await fetch(`${server.url}/v1/conversations`, {
+      method: 'POST',
+      headers: other,
+      body: JSON.stringify({ session_key: 'o', messages: [{ role: 'user', content: 'the lighthouse keeper waves at dawn' }] }),
+    });
     const health = poller(() => fetch(`${server.url}/health`), HEALTH_EVERY_MS);
-    const search = poller(() => fetch(`${server.url}/search/conversations`, { method: 'POST', headers: other, body: JSON.stringify({ query: 'lighthouse keeper' }) }), SEARCH_EVERY_MS);
+    const search = poller(
+      () => fetch(`${server.url}/search/conversations`, { method: 'POST', headers: other, body: JSON.stringify({ query: 'lighthouse keeper' }) }),
+      SEARCH_EVERY_MS,
+    );
     const started = performance.now();
     const importer = spawn(process.execPath, [cli, 'import', file, '--data', data], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
@@ -119,7 +128,9 @@ async function measure({ label, cli, file, log, waitSeconds }) {
     const totalSeconds = (performance.now() - started) / 1000;
     const h = await health.stop();
     const s = await search.stop();
-    log(`import-stall ${label}: import ${round(importSeconds, 1)} s, extracted ${pending === 0 ? 'yes' : `no (${pending} user turns or runs pending)`} at ${round(totalSeconds, 1)} s; /health longest ${h.longest} ms (${h.failures} failed), other tenant's search longest ${s.longest} ms`);
+    log(
+      `import-stall ${label}: import ${round(importSeconds, 1)} s, extracted ${pending === 0 ? 'yes' : `no (${pending} user turns or runs pending)`} at ${round(totalSeconds, 1)} s; /health longest ${h.longest} ms (${h.failures} failed), other tenant's search longest ${s.longest} ms`,
+    );
     return { label, importSeconds: round(importSeconds, 1), totalSeconds: round(totalSeconds, 1), drained: pending === 0, health: h, search: s };
   } finally {
     await server.stop();
@@ -148,17 +159,26 @@ export async function run({ log }) {
       name: 'import-stall',
       title: 'Import stall',
       order: 60,
-      summary:
-        `A \`cairn import\` of ${corpus.megabytes} MB (${corpus.messages} messages of ~190 KB, ${SESSIONS} sessions of one tenant) into the data directory a \`cairn serve\` serves (keyword search only), as its own process; the server then extracts memories from it. \`/health\` is asked every ${HEALTH_EVERY_MS} ms and another tenant searches every ${SEARCH_EVERY_MS} ms from the start of the import until no user turn waits for extraction (at most ${waitSeconds} s; the server looks for other processes' backlogs every 60 s); the longest wait of each is the longest stall, to within the polling gap. One run per build.`,
+      summary: `A \`cairn import\` of ${corpus.megabytes} MB (${corpus.messages} messages of ~190 KB, ${SESSIONS} sessions of one tenant) into the data directory a \`cairn serve\` serves (keyword search only), as its own process; the server then extracts memories from it. \`/health\` is asked every ${HEALTH_EVERY_MS} ms and another tenant searches every ${SEARCH_EVERY_MS} ms from the start of the import until no user turn waits for extraction (at most ${waitSeconds} s; the server looks for other processes' backlogs every 60 s); the longest wait of each is the longest stall, to within the polling gap. One run per build.`,
       corpus,
       rows,
       tables: [
         {
           title: 'Longest waits during and after the import',
-          columns: ['build', 'import (s)', 'extracted at (s)', '/health longest (ms)', '/health p99 (ms)', '/health failed', "other tenant's search longest (ms)", 'search p99 (ms)'],
+          columns: [
+            'build',
+            'import (s)',
+            'extracted at (s)',
+            '/health longest (ms)',
+            '/health p99 (ms)',
+            '/health failed',
+            "other tenant's search longest (ms)",
+            'search p99 (ms)',
+          ],
           digits: [null, 1, 1, 0, 1, 0, 0, 1],
           rows: rows.map((r) => [r.label, r.importSeconds, r.drained ? r.totalSeconds : null, r.health.longest, r.health.p99, r.health.failures, r.search.longest, r.search.p99]),
-          notes: 'A blank "extracted at" cell: user turns still waited for extraction when the wait ended. The baseline row, when present, is the same bench against the build of the commit before the fix.',
+          notes:
+            'A blank "extracted at" cell: user turns still waited for extraction when the wait ended. The baseline row, when present, is the same bench against the build of the commit before the fix.',
         },
       ],
     };

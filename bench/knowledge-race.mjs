@@ -22,7 +22,19 @@ export async function run({ log }) {
     const beforeCli = process.env.RACE_BEFORE_CLI;
     const before = beforeCli ? { code: process.env.RACE_BEFORE_LABEL ?? beforeCli, ...(await knowledgeRace({ reads, bin: beforeCli, log })) } : (previous?.before ?? null);
     const after = { code: 'this checkout', ...(await knowledgeRace({ reads, log })) };
-    const row = (r) => [r.code, r.reads, r.swaps, r.directory.leaked, r.directory.outsideBytes, r.directory.refused, r.file.leaked, r.file.refused, r.syncs, r.indexLeaks, r.reportLeaks];
+    const row = (r) => [
+      r.code,
+      r.reads,
+      r.swaps,
+      r.directory.leaked,
+      r.directory.outsideBytes,
+      r.directory.refused,
+      r.file.leaked,
+      r.file.refused,
+      r.syncs,
+      r.indexLeaks,
+      r.reportLeaks,
+    ];
     return {
       order: 91,
       title: 'Knowledge reads under a rename race',
@@ -35,7 +47,19 @@ export async function run({ log }) {
       tables: [
         {
           title: 'Outside reads',
-          columns: ['Code', 'read_raw calls', 'Swaps', 'Folder swap: outside reads', 'Outside bytes', 'Refused', 'File swap: outside reads', 'Refused', 'Syncs', 'Index records with outside bytes', 'Sync reports naming an outside file'],
+          columns: [
+            'Code',
+            'read_raw calls',
+            'Swaps',
+            'Folder swap: outside reads',
+            'Outside bytes',
+            'Refused',
+            'File swap: outside reads',
+            'Refused',
+            'Syncs',
+            'Index records with outside bytes',
+            'Sync reports naming an outside file',
+          ],
           rows: [...(before ? [row(before)] : []), row(after)],
         },
       ],

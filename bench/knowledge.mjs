@@ -180,12 +180,28 @@ async function latencies(cairn, id, kind, options) {
   if (kind === 'code') {
     const all = await allSymbols(cairn, id);
     const step = Math.max(1, Math.floor(all.length / options.impactCalls));
-    const impact = all.filter((_, i) => i % step === 0).slice(0, options.impactCalls).map((s) => ['impact', { symbol: s, depth: 2 }]);
-    const words = [...new Set(all.flatMap((s) => s.split('#')[1].split(/(?=[A-Z])|[._\s]/).map((w) => w.toLowerCase()).filter((w) => w.length > 2)))];
+    const impact = all
+      .filter((_, i) => i % step === 0)
+      .slice(0, options.impactCalls)
+      .map((s) => ['impact', { symbol: s, depth: 2 }]);
+    const words = [
+      ...new Set(
+        all.flatMap((s) =>
+          s
+            .split('#')[1]
+            .split(/(?=[A-Z])|[._\s]/)
+            .map((w) => w.toLowerCase())
+            .filter((w) => w.length > 2),
+        ),
+      ),
+    ];
     const search = Array.from({ length: options.searchQueries }, () => ['search', { query: `${pick(words, random)} ${pick(words, random)}` }]);
     return { impact_ms: { ...(await timed(impact)), depth: 2 }, search_ms: await timed(search) };
   }
-  const search = Array.from({ length: options.searchQueries }, () => ['search', { query: Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(WORDS, random)).join(' ') }]);
+  const search = Array.from({ length: options.searchQueries }, () => [
+    'search',
+    { query: Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(WORDS, random)).join(' ') },
+  ]);
   return { search_ms: await timed(search) };
 }
 
@@ -257,7 +273,6 @@ export function generateWiki(root, options) {
   });
   return root;
 }
-
 
 function pick(list, random) {
   return list[Math.floor(random() * list.length)];

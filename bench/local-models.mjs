@@ -63,7 +63,10 @@ export async function run({ log = (line) => process.stderr.write(`${line}\n`) } 
 function corpusWords() {
   const counts = new Map();
   for (const m of realisticMessages({ count: 20_000, scopes: 1 })) for (const w of m.content.toLowerCase().match(/[a-z]+/g) ?? []) counts.set(w, (counts.get(w) ?? 0) + 1);
-  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 25_000).map(([w]) => w);
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 25_000)
+    .map(([w]) => w);
 }
 
 /** The embedder `provider: local` builds for a folder, prepared. */
@@ -98,7 +101,7 @@ async function embeddingThroughput(staticDir, onnxDir, int8Dir, log) {
   // Texts of exactly 64 tokens with the special ones: realistic messages joined and cut at the token count.
   const long = realistic.join(' ').split(/\s+/);
   const sixtyFour = [];
-  for (let at = 0; sixtyFour.length < 320; ) {
+  for (let at = 0; sixtyFour.length < 320;) {
     let text = '';
     while (tokens(text) < 64) text += `${long[at++ % long.length]} `;
     sixtyFour.push(text.trim());
@@ -205,7 +208,10 @@ async function backgroundBackfill(work, staticDir, log) {
   const queries = realisticQueries(200).map((q) => q.query);
   // The messages were written with the memory pipeline off, so their sessions wait for extraction; it stays
   // off here, as on a store whose sessions were extracted long ago: the row is about the vectors alone.
-  const server = await startServe({ args: ['--data', dir], env: { ...cleanEnv(), CAIRN_EMBEDDING_PROVIDER: 'local', CAIRN_EMBEDDING_MODEL_PATH: staticDir, CAIRN_PIPELINE_ENABLED: 'false' } });
+  const server = await startServe({
+    args: ['--data', dir],
+    env: { ...cleanEnv(), CAIRN_EMBEDDING_PROVIDER: 'local', CAIRN_EMBEDDING_MODEL_PATH: staticDir, CAIRN_PIPELINE_ENABLED: 'false' },
+  });
   try {
     const started = performance.now();
     const firstStart = performance.now();
@@ -242,7 +248,9 @@ async function backgroundBackfill(work, staticDir, log) {
       after_p50_ms: round(quantile(after, 0.5), 2),
       after_p95_ms: round(quantile(after, 0.95), 2),
     };
-    log(`local-models: backfill of ${count} messages in ${result.seconds} s (${result.rows_per_s} rows/s); search p95 ${result.during_p95_ms} ms during, ${result.after_p95_ms} ms after`);
+    log(
+      `local-models: backfill of ${count} messages in ${result.seconds} s (${result.rows_per_s} rows/s); search p95 ${result.during_p95_ms} ms during, ${result.after_p95_ms} ms after`,
+    );
     return result;
   } finally {
     await server.stop();
@@ -250,7 +258,11 @@ async function backgroundBackfill(work, staticDir, log) {
 }
 
 async function postTurn(url, query, turn) {
-  const res = await fetch(`${url}/search/conversations`, { method: 'POST', headers: { ...SCOPE_HEADERS, 'x-cairn-turn-id': `t${turn}` }, body: JSON.stringify({ query, limit: LIMIT }) });
+  const res = await fetch(`${url}/search/conversations`, {
+    method: 'POST',
+    headers: { ...SCOPE_HEADERS, 'x-cairn-turn-id': `t${turn}` },
+    body: JSON.stringify({ query, limit: LIMIT }),
+  });
   if (!res.ok) throw new Error(`local-models bench: search answered ${res.status}`);
   await res.json();
 }
@@ -258,11 +270,17 @@ async function postTurn(url, query, turn) {
 /** Imports `count` realistic messages into one scope through the façade (embedding as `embedding` says, then drained). */
 async function importMessages(dir, count, embedding) {
   const { createCairn, parseConfig } = await lib('index.js');
-  const cairn = await createCairn(parseConfig({ data_dir: dir, embedding, pipeline: { enabled: false } }), { backgroundEmbedding: embedding.provider !== 'none', readWorkers: 0, warn: () => {} });
+  const cairn = await createCairn(parseConfig({ data_dir: dir, embedding, pipeline: { enabled: false } }), {
+    backgroundEmbedding: embedding.provider !== 'none',
+    readWorkers: 0,
+    warn: () => {},
+  });
   try {
     const messages = realisticMessages({ count, scopes: 1 });
     for (let i = 0; i < messages.length; i += 10_000) {
-      await cairn.recordMessages(messages.slice(i, i + 10_000).map((m) => ({ id: m.id, scope: SCOPE, sessionKey: m.session_key, role: m.role, content: m.content, timestamp: m.timestamp })));
+      await cairn.recordMessages(
+        messages.slice(i, i + 10_000).map((m) => ({ id: m.id, scope: SCOPE, sessionKey: m.session_key, role: m.role, content: m.content, timestamp: m.timestamp })),
+      );
     }
     if (!(await cairn.drainEmbeddings(60 * 60_000))) throw new Error('local-models bench: embedding did not finish');
   } finally {
@@ -344,10 +362,38 @@ function document({ throughput, servers, backfill, hybrid }) {
         digits: [null, 0, 1, 0, 0, 0],
         rows: [
           ['static (potion-base-8M geometry), realistic messages', t.static.texts, t.static.mean_tokens, t.static.median, t.static.runs, TARGETS.static_texts_per_s],
-          ['transformer (MiniLM-L6 geometry), 64 tokens', t.transformer_64.texts, t.transformer_64.mean_tokens, t.transformer_64.median, t.transformer_64.runs, TARGETS.minilm_texts_per_s_64_tokens],
-          ['transformer (MiniLM-L6 geometry), realistic messages', t.transformer_realistic.texts, t.transformer_realistic.mean_tokens, t.transformer_realistic.median, t.transformer_realistic.runs, null],
-          ['transformer (MiniLM-L6 geometry), int8 weights, 64 tokens', t.transformer_int8_64.texts, t.transformer_int8_64.mean_tokens, t.transformer_int8_64.median, t.transformer_int8_64.runs, null],
-          ['transformer (MiniLM-L6 geometry), 64 tokens, 2 threads (both cores)', t.transformer_64_two_threads.texts, t.transformer_64_two_threads.mean_tokens, t.transformer_64_two_threads.median, t.transformer_64_two_threads.runs, null],
+          [
+            'transformer (MiniLM-L6 geometry), 64 tokens',
+            t.transformer_64.texts,
+            t.transformer_64.mean_tokens,
+            t.transformer_64.median,
+            t.transformer_64.runs,
+            TARGETS.minilm_texts_per_s_64_tokens,
+          ],
+          [
+            'transformer (MiniLM-L6 geometry), realistic messages',
+            t.transformer_realistic.texts,
+            t.transformer_realistic.mean_tokens,
+            t.transformer_realistic.median,
+            t.transformer_realistic.runs,
+            null,
+          ],
+          [
+            'transformer (MiniLM-L6 geometry), int8 weights, 64 tokens',
+            t.transformer_int8_64.texts,
+            t.transformer_int8_64.mean_tokens,
+            t.transformer_int8_64.median,
+            t.transformer_int8_64.runs,
+            null,
+          ],
+          [
+            'transformer (MiniLM-L6 geometry), 64 tokens, 2 threads (both cores)',
+            t.transformer_64_two_threads.texts,
+            t.transformer_64_two_threads.mean_tokens,
+            t.transformer_64_two_threads.median,
+            t.transformer_64_two_threads.runs,
+            null,
+          ],
         ],
         notes:
           'Batches of 64 texts, as the embedding queue sends them (a transformer runs them 16 at a time, padded to the longest). The static model is TypeScript on the calling thread: tokenize, look up, sum the rows with WebAssembly SIMD, normalise. ' +
@@ -365,11 +411,23 @@ function document({ throughput, servers, backfill, hybrid }) {
         title: 'Vectors for 100,000 stored messages, made in the background while a client searches',
         columns: ['messages', 'seconds', 'rows/s', 'first search ms', 'searches meanwhile', 'p50 ms during', 'p95 ms during', 'p50 ms after', 'p95 ms after'],
         digits: [0, 1, 0, 0, 0, 2, 2, 2, 2],
-        rows: [[backfill.messages, backfill.seconds, backfill.rows_per_s, backfill.first_search_ms, backfill.searches_during, backfill.during_p50_ms, backfill.during_p95_ms, backfill.after_p50_ms, backfill.after_p95_ms]],
+        rows: [
+          [
+            backfill.messages,
+            backfill.seconds,
+            backfill.rows_per_s,
+            backfill.first_search_ms,
+            backfill.searches_during,
+            backfill.during_p50_ms,
+            backfill.during_p95_ms,
+            backfill.after_p50_ms,
+            backfill.after_p95_ms,
+          ],
+        ],
         notes:
           'Imported with keyword search only, then `cairn serve` with the static model (memory pipeline off, as on a store whose sessions were extracted before): the queue finds every row without a vector of the new embedder. ' +
           'One client searches over REST without pause, each request a new turn; searches never wait for the queue (they answer by keywords, then hybrid as vectors arrive). ' +
-          '`first search` loads the scope\'s keyword postings and vector rows into the read workers (no snapshot yet) and is left out of the quantiles; `after`: 200 searches once the queue is empty.',
+          "`first search` loads the scope's keyword postings and vector rows into the read workers (no snapshot yet) and is left out of the quantiles; `after`: 200 searches once the queue is empty.",
       },
       {
         title: `conversation_search with the static model's vectors beside keyword search (${sizes.map((s) => s.toLocaleString('en-US')).join(' and ')} messages, read workers as served)`,
@@ -379,7 +437,8 @@ function document({ throughput, servers, backfill, hybrid }) {
           const keyword = hybrid.find((k) => k.messages === r.messages && k.config === 'keyword only');
           return [r.messages, r.config, r.p50_ms, r.p95_ms, r.config === 'keyword only' ? null : round(r.p95_ms / keyword.p95_ms, 2), r.load_s];
         }),
-        notes: 'Both rows of a size run back to back on the same database; the vectors were made by the static model as the messages were imported. Each quantile is the median of 5 passes over 300 realistic questions.',
+        notes:
+          'Both rows of a size run back to back on the same database; the vectors were made by the static model as the messages were imported. Each quantile is the median of 5 passes over 300 realistic questions.',
       },
     ],
   };

@@ -93,7 +93,10 @@ export async function run({ configs = CONFIGS, log = () => {} } = {}) {
         latencies.push(performance.now() - start);
         strategies[result.strategy] = (strategies[result.strategy] ?? 0) + 1;
         const memories = await Promise.all(result.results.map((hit) => cairn.getMemory(scope, hit.id)));
-        covered.set(q.qid, memories.map((m) => m.sourceMessageIds));
+        covered.set(
+          q.qid,
+          memories.map((m) => m.sourceMessageIds),
+        );
       }
       systems.push({
         name: config.name,

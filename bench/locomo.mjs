@@ -107,7 +107,9 @@ export function loadLocomo(file = LOCOMO_FILE) {
 function normaliseEvidence(evidence, known) {
   const ids = new Set();
   for (const entry of evidence ?? []) {
-    for (const token of String(entry).replace(/[()]/g, '').split(/[;,\s]+/)) {
+    for (const token of String(entry)
+      .replace(/[()]/g, '')
+      .split(/[;,\s]+/)) {
       const m = /^D(\d+):(\d+)$/.exec(token);
       if (!m) continue;
       const id = `D${m[1]}:${Number(m[2])}`;

@@ -14,7 +14,7 @@ import { prng } from './corpus.mjs';
 
 /** BERT's special tokens and their ids (as in bert-base-uncased). */
 const SPECIAL = { '[PAD]': 0, '[UNK]': 100, '[CLS]': 101, '[SEP]': 102, '[MASK]': 103 };
-const CHARS = "abcdefghijklmnopqrstuvwxyz0123456789.,!?;:'\"-()[]{}/_@#$%&*+=<>`~^|\\";
+const CHARS = 'abcdefghijklmnopqrstuvwxyz0123456789.,!?;:\'"-()[]{}/_@#$%&*+=<>`~^|\\';
 const SUFFIXES = ['s', 'ed', 'ing', 'ly', 'er', 'est', 'ion', 'ment', 'ness', 'able', 'al', 'y'];
 
 /**
@@ -137,7 +137,16 @@ export function writeStaticModel(dir, { words = [], vocabSize = 0, dims = 256, v
   writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(bertTokenizerJson(vocab)));
   writeFileSync(
     join(dir, 'config.json'),
-    JSON.stringify({ model_type: 'model2vec', architectures: ['StaticModel'], tokenizer_name: 'generated', apply_pca: dims, apply_zipf: true, hidden_dim: dims, seq_length: 1000000, normalize }),
+    JSON.stringify({
+      model_type: 'model2vec',
+      architectures: ['StaticModel'],
+      tokenizer_name: 'generated',
+      apply_pca: dims,
+      apply_zipf: true,
+      hidden_dim: dims,
+      seq_length: 1000000,
+      normalize,
+    }),
   );
   writeFileSync(join(dir, 'modules.json'), JSON.stringify([{ idx: 0, name: '0', path: '.', type: 'sentence_transformers.models.StaticEmbedding' }]));
   return { dir, vocab, rows, dims };
@@ -234,7 +243,15 @@ export function writeOnnxModel(
   const nodeN = (op, inputs, outputs, attrs = {}) => {
     const name = `${op}_${++counter}`;
     const outs = Array.from({ length: outputs }, (_, i) => `${name}_${i}`);
-    nodes.push(Buffer.concat([...inputs.map((i) => stringField(1, i)), ...outs.map((o) => stringField(2, o)), stringField(3, name), stringField(4, op), ...Object.entries(attrs).map(([k, v]) => bytesField(5, attribute(k, v)))]));
+    nodes.push(
+      Buffer.concat([
+        ...inputs.map((i) => stringField(1, i)),
+        ...outs.map((o) => stringField(2, o)),
+        stringField(3, name),
+        stringField(4, op),
+        ...Object.entries(attrs).map(([k, v]) => bytesField(5, attribute(k, v))),
+      ]),
+    );
     return outs;
   };
   const node = (op, inputs, attrs = {}) => nodeN(op, inputs, 1, attrs)[0];
@@ -247,7 +264,14 @@ export function writeOnnxModel(
   const quantizedLinear = (x, p, i, o, zero) => {
     const w = zero ? new Float32Array(i * o) : normals(i * o, random, 0.02);
     const scale = (w.reduce((m, v) => Math.max(m, Math.abs(v)), 0) || 1) / 127;
-    inits.push(tensorProto(`${p}.wq`, [i, o], ONNX_INT8, Int8Array.from(w, (v) => Math.round(v / scale))));
+    inits.push(
+      tensorProto(
+        `${p}.wq`,
+        [i, o],
+        ONNX_INT8,
+        Int8Array.from(w, (v) => Math.round(v / scale)),
+      ),
+    );
     inits.push(tensorProto(`${p}.wz`, [], ONNX_INT8, new Int8Array(1)));
     const [xq, xs, xz] = nodeN('DynamicQuantizeLinear', [x], 3);
     const product = node('Cast', [node('MatMulInteger', [xq, `${p}.wq`, xz, `${p}.wz`])], { to: ONNX_FLOAT });
@@ -265,7 +289,10 @@ export function writeOnnxModel(
   const typeEmb = node('Gather', [weight('token_type_embeddings', [2, hidden], 0.02, handMade), 'token_type_ids']);
   let x = layerNorm(node('Add', [node('Add', [words_, positionEmb]), typeEmb]), 'embeddings.ln');
   const mask = node('Cast', ['attention_mask'], { to: ONNX_FLOAT });
-  const bias = node('Unsqueeze', [node('Mul', [node('Sub', [constant('one_float', [], [1]), mask]), constant('minus_big', [], [-10000])]), constant('axes_12', [2], [1, 2], ONNX_INT64)]);
+  const bias = node('Unsqueeze', [
+    node('Mul', [node('Sub', [constant('one_float', [], [1]), mask]), constant('minus_big', [], [-10000])]),
+    constant('axes_12', [2], [1, 2], ONNX_INT64),
+  ]);
   const headSize = hidden / heads;
   const split = constant('shape_split', [4], [0, 0, heads, headSize], ONNX_INT64);
   const merge = constant('shape_merge', [3], [0, 0, hidden], ONNX_INT64);
@@ -279,7 +306,10 @@ export function writeOnnxModel(
     const context = node('Reshape', [node('Transpose', [node('MatMul', [node('Softmax', [scores], { axis: -1 }), v])], { perm: [0, 2, 1, 3] }), merge]);
     x = layerNorm(node('Add', [x, linear(context, `${p}.o`, hidden, hidden, handMade)]), `${p}.ln1`);
     const h = linear(x, `${p}.ffn1`, hidden, ffn);
-    const gelu = node('Mul', [node('Mul', [h, constant(`${p}.half`, [], [0.5])]), node('Add', [node('Erf', [node('Div', [h, constant(`${p}.sqrt2`, [], [Math.SQRT2])])]), constant(`${p}.one`, [], [1])])]);
+    const gelu = node('Mul', [
+      node('Mul', [h, constant(`${p}.half`, [], [0.5])]),
+      node('Add', [node('Erf', [node('Div', [h, constant(`${p}.sqrt2`, [], [Math.SQRT2])])]), constant(`${p}.one`, [], [1])]),
+    ]);
     x = layerNorm(node('Add', [x, linear(gelu, `${p}.ffn2`, ffn, hidden, handMade)]), `${p}.ln2`);
   }
   nodes.push(Buffer.concat([stringField(1, x), stringField(2, 'last_hidden_state'), stringField(3, 'output'), stringField(4, 'Identity')]));
@@ -293,14 +323,43 @@ export function writeOnnxModel(
   const model = Buffer.concat([intField(1, 8), stringField(2, 'cairn-model-files'), bytesField(7, graph), bytesField(8, Buffer.concat([stringField(1, ''), intField(2, 17)]))]);
   writeFileSync(join(dir, 'onnx', quantized ? 'model_quantized.onnx' : 'model.onnx'), model);
   writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(bertTokenizerJson(vocab)));
-  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ do_lower_case: true, model_max_length: maxPositions, tokenizer_class: 'BertTokenizer', cls_token: '[CLS]', sep_token: '[SEP]', pad_token: '[PAD]', unk_token: '[UNK]', mask_token: '[MASK]' }));
+  writeFileSync(
+    join(dir, 'tokenizer_config.json'),
+    JSON.stringify({
+      do_lower_case: true,
+      model_max_length: maxPositions,
+      tokenizer_class: 'BertTokenizer',
+      cls_token: '[CLS]',
+      sep_token: '[SEP]',
+      pad_token: '[PAD]',
+      unk_token: '[UNK]',
+      mask_token: '[MASK]',
+    }),
+  );
   writeFileSync(
     join(dir, 'config.json'),
-    JSON.stringify({ model_type: 'bert', architectures: ['BertModel'], hidden_size: hidden, num_attention_heads: heads, num_hidden_layers: layers, intermediate_size: ffn, vocab_size: rows, max_position_embeddings: maxPositions, type_vocab_size: 2, pad_token_id: 0 }),
+    JSON.stringify({
+      model_type: 'bert',
+      architectures: ['BertModel'],
+      hidden_size: hidden,
+      num_attention_heads: heads,
+      num_hidden_layers: layers,
+      intermediate_size: ffn,
+      vocab_size: rows,
+      max_position_embeddings: maxPositions,
+      type_vocab_size: 2,
+      pad_token_id: 0,
+    }),
   );
   writeFileSync(
     join(dir, '1_Pooling', 'config.json'),
-    JSON.stringify({ word_embedding_dimension: hidden, pooling_mode_cls_token: pooling === 'cls', pooling_mode_mean_tokens: pooling === 'mean', pooling_mode_max_tokens: false, pooling_mode_mean_sqrt_len_tokens: false }),
+    JSON.stringify({
+      word_embedding_dimension: hidden,
+      pooling_mode_cls_token: pooling === 'cls',
+      pooling_mode_mean_tokens: pooling === 'mean',
+      pooling_mode_max_tokens: false,
+      pooling_mode_mean_sqrt_len_tokens: false,
+    }),
   );
   writeFileSync(
     join(dir, 'modules.json'),

@@ -52,7 +52,10 @@ export async function run({ log = (line) => process.stderr.write(`${line}\n`) } 
   try {
     const locomo = [];
     for (const backend of backends) {
-      for (const [name, config] of [['keyword', CONFIGS.keyword], ['hybrid', LOCOMO_HYBRID]]) {
+      for (const [name, config] of [
+        ['keyword', CONFIGS.keyword],
+        ['hybrid', LOCOMO_HYBRID],
+      ]) {
         try {
           locomo.push({ backend: backend.name, config: name, label: config.label, ...(await locomoRecall(backend, config)) });
           log(`postgres bench: LoCoMo ${backend.name} ${name}: recall@10 ${locomo.at(-1).overall['recall@10']}`);
@@ -99,7 +102,10 @@ async function postgresServer(lib, log) {
   }
   if (running) return { url: running, source: 'npm run db:postgres -- --name bench' };
   // Owned by this process: a bench killed before its cleanup leaves a cluster the next start removes.
-  const url = db(['start', '--owner', String(process.pid)]).trim().split('\n').at(-1);
+  const url = db(['start', '--owner', String(process.pid)])
+    .trim()
+    .split('\n')
+    .at(-1);
   return { url, source: 'npm run db:postgres -- --name bench', stop: () => db(['stop']) };
 }
 
@@ -191,7 +197,10 @@ async function locomoRecall(backend, config) {
       const start = performance.now();
       for (const q of questions) {
         const result = await cairn.searchConversations({ userId: q.sampleId, agentId: 'default' }, { query: q.question, limit: LOCOMO_K });
-        ranked.set(q.qid, result.results.map((r) => r.id));
+        ranked.set(
+          q.qid,
+          result.results.map((r) => r.id),
+        );
         strategies[result.strategy] = (strategies[result.strategy] ?? 0) + 1;
       }
       const searchSeconds = (performance.now() - start) / 1000;
@@ -217,7 +226,14 @@ async function locomoRecall(backend, config) {
 /** Import, keyword rows, embedding, hybrid rows of one size on one backend, each checked before it is timed. */
 async function realisticRows(backend, corpus, questions, log) {
   const size = corpus.length;
-  const messages = corpus.map((m) => ({ id: m.id, scope: { userId: m.user_id, agentId: m.agent_id }, sessionKey: m.session_key, role: m.role, content: m.content, timestamp: m.timestamp }));
+  const messages = corpus.map((m) => ({
+    id: m.id,
+    scope: { userId: m.user_id, agentId: m.agent_id },
+    sessionKey: m.session_key,
+    role: m.role,
+    content: m.content,
+    timestamp: m.timestamp,
+  }));
   const store = await backend.fresh();
   const rows = [];
   try {
@@ -228,7 +244,15 @@ async function realisticRows(backend, corpus, questions, log) {
       const held = await store.count();
       if (held !== size) throw new Error(`postgres bench: ${backend.name} holds ${held} messages after importing ${size}`);
       log(`postgres bench: ${backend.name} import ${size}: ${Math.round(size / importSeconds)} messages/s`);
-      rows.push({ backend: backend.name, size, config: 'keyword', import_s: round(importSeconds, 2), import_messages_per_s: Math.round(size / importSeconds), precondition: { messages: held, embedder: null }, ...(await latency(cairn, questions, size, 'fts')) });
+      rows.push({
+        backend: backend.name,
+        size,
+        config: 'keyword',
+        import_s: round(importSeconds, 2),
+        import_messages_per_s: Math.round(size / importSeconds),
+        precondition: { messages: held, embedder: null },
+        ...(await latency(cairn, questions, size, 'fts')),
+      });
     } finally {
       await cairn.close();
     }
@@ -239,7 +263,14 @@ async function realisticRows(backend, corpus, questions, log) {
       const start = performance.now();
       const status = await drain(cairn, `${backend.name} ${size}`, embedTimeoutMs(), start);
       const embedSeconds = (performance.now() - start) / 1000;
-      rows.push({ backend: backend.name, size, config: 'hybrid', embed_s: round(embedSeconds, 1), precondition: { messages: size, embedder: status.embedderId, pending: status.pending }, ...(await latency(cairn, questions, size, 'hybrid')) });
+      rows.push({
+        backend: backend.name,
+        size,
+        config: 'hybrid',
+        embed_s: round(embedSeconds, 1),
+        precondition: { messages: size, embedder: status.embedderId, pending: status.pending },
+        ...(await latency(cairn, questions, size, 'hybrid')),
+      });
       log(`postgres bench: ${backend.name} hybrid at ${size}: p50 ${rows.at(-1).p50_ms} ms, p95 ${rows.at(-1).p95_ms} ms, recall@10 ${rows.at(-1)['recall@10']}`);
     } catch (error) {
       rows.push({ backend: backend.name, size, config: 'hybrid', error: firstLine(error) });
@@ -266,7 +297,8 @@ async function drain(cairn, what, timeoutMs, start) {
     throw new Error(`postgres bench: ${what}: embedding did not finish within ${Math.round(timeoutMs / 1000)} s: ${pending} rows still pending after ${Math.round(seconds)} s`);
   }
   const status = await cairn.health.embeddingStatus();
-  if (status.pending !== 0 || status.embedderId !== `hash:fnv1a:${DIMENSIONS}`) throw new Error(`postgres bench: ${what}: embedder ${status.embedderId}, ${status.pending} pending`);
+  if (status.pending !== 0 || status.embedderId !== `hash:fnv1a:${DIMENSIONS}`)
+    throw new Error(`postgres bench: ${what}: embedder ${status.embedderId}, ${status.pending} pending`);
   return status;
 }
 
@@ -296,7 +328,14 @@ async function latency(cairn, questions, size, expected) {
     if (i < WARMUP) continue;
     timings.push(ms);
     strategies[result.strategy] = (strategies[result.strategy] ?? 0) + 1;
-    if (judged && q.evidence.length > 0 && q.category !== '5') recall.push(recallAt(result.results.map((r) => r.id), new Set(q.evidence), LIMIT));
+    if (judged && q.evidence.length > 0 && q.category !== '5')
+      recall.push(
+        recallAt(
+          result.results.map((r) => r.id),
+          new Set(q.evidence),
+          LIMIT,
+        ),
+      );
   }
   if (!(expected in strategies)) throw new Error(`postgres bench: expected strategy ${expected}, served ${JSON.stringify(strategies)}`);
   return {
@@ -321,7 +360,13 @@ export function document({ sizes, server, backends, locomo, rows }) {
     const sqlite = cell('SQLite', config, 'recall@10');
     const postgres = cell('PostgreSQL', config, 'recall@10');
     const compared = postgres !== null && sqlite !== null;
-    return [locomo.find((r) => r.config === config)?.label ?? config, sqlite, postgres, compared ? round(postgres - sqlite, 4) : null, compared ? (Math.abs(postgres - sqlite) <= 0.02 ? 'yes' : 'no') : null];
+    return [
+      locomo.find((r) => r.config === config)?.label ?? config,
+      sqlite,
+      postgres,
+      compared ? round(postgres - sqlite, 4) : null,
+      compared ? (Math.abs(postgres - sqlite) <= 0.02 ? 'yes' : 'no') : null,
+    ];
   });
   return {
     name: 'postgres',

@@ -91,7 +91,9 @@ async function load(dataDir, count, log) {
   const corpus = realisticMessages({ count, scopes: 1 });
   try {
     for (let start = 0; start < corpus.length; start += CHUNK) {
-      await cairn.recordMessages(corpus.slice(start, start + CHUNK).map((m) => ({ id: m.id, scope: SCOPE, sessionKey: m.session_key, role: m.role, content: m.content, timestamp: m.timestamp })));
+      await cairn.recordMessages(
+        corpus.slice(start, start + CHUNK).map((m) => ({ id: m.id, scope: SCOPE, sessionKey: m.session_key, role: m.role, content: m.content, timestamp: m.timestamp })),
+      );
     }
     // The rules extract the corpus's memories now, so the server starts with no extraction backlog: the
     // bench measures a request, not the pipeline catching up with 100k messages loaded at once.
@@ -115,18 +117,31 @@ async function fakeUpstream() {
       const body = JSON.parse(raw);
       if (!body.stream) {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ id: 'c', object: 'chat.completion', created: 0, model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: 'A short answer.' }, finish_reason: 'stop' }] }));
+        res.end(
+          JSON.stringify({
+            id: 'c',
+            object: 'chat.completion',
+            created: 0,
+            model: body.model,
+            choices: [{ index: 0, message: { role: 'assistant', content: 'A short answer.' }, finish_reason: 'stop' }],
+          }),
+        );
         return;
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      const chunk = (delta, finish = null) =>
+        `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: body.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
       res.end([chunk({ role: 'assistant', content: '' }), chunk({ content: 'A streamed ' }), chunk({ content: 'answer.' }), chunk({}, 'stop'), 'data: [DONE]\n\n'].join(''));
     });
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${server.address().port}`,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(resolve); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(resolve);
+      }),
   };
 }
 

@@ -64,11 +64,7 @@ function describeMachine(m) {
 function renderTable({ columns, rows, digits = [] }) {
   const numeric = columns.map((_, i) => rows.some((row) => typeof row[i] === 'number') && rows.every((row) => row[i] == null || typeof row[i] === 'number'));
   const cells = rows.map((row) => row.map((value, i) => formatCell(value, digits[i])));
-  return [
-    `| ${columns.join(' | ')} |`,
-    `| ${numeric.map((n) => (n ? '---:' : '---')).join(' | ')} |`,
-    ...cells.map((row) => `| ${row.join(' | ')} |`),
-  ];
+  return [`| ${columns.join(' | ')} |`, `| ${numeric.map((n) => (n ? '---:' : '---')).join(' | ')} |`, ...cells.map((row) => `| ${row.join(' | ')} |`)];
 }
 
 function formatCell(value, digits) {

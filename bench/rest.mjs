@@ -56,7 +56,10 @@ export async function run({ log = (line) => process.stderr.write(`${line}\n`) } 
       if (config.vectors && corpus.embedderId === null) continue;
       results.push(await measure({ config, dataDir, cacheDir, corpus, bodies, connections, seconds, log }));
     }
-    const profile = process.env.BENCH_REST_PROFILE === '0' ? null : await profileRun({ config: CONFIGS.find((c) => c.name === PROFILED), dataDir, cacheDir, corpus, bodies, connections, seconds, log });
+    const profile =
+      process.env.BENCH_REST_PROFILE === '0'
+        ? null
+        : await profileRun({ config: CONFIGS.find((c) => c.name === PROFILED), dataDir, cacheDir, corpus, bodies, connections, seconds, log });
     return document({ messages, seconds, connections, corpus, results, profile });
   } finally {
     rmSync(root, { recursive: true, force: true });
@@ -285,12 +288,32 @@ function document({ messages, seconds, connections, corpus, results, profile }) 
       title: 'Throughput and latency',
       columns: ['configuration', 'requests', 'req/s', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', '/health req/s', 'search ÷ /health'],
       digits: [null, 0, 1, 2, 2, 2, 2, 0, 0, 1, 3],
-      rows: results.map((x) => [x.label, x.requests, x.rps, x.latency_ms.p50, x.latency_ms.p95, x.latency_ms.p99, x.latency_ms.max, x.non_2xx, x.errors, x.health.rps, x.health_ratio]),
+      rows: results.map((x) => [
+        x.label,
+        x.requests,
+        x.rps,
+        x.latency_ms.p50,
+        x.latency_ms.p95,
+        x.latency_ms.p99,
+        x.latency_ms.max,
+        x.non_2xx,
+        x.errors,
+        x.health.rps,
+        x.health_ratio,
+      ]),
     },
     {
       title: 'Precondition of each row (checked before timing)',
       columns: ['configuration', 'messages', 'embedder', 'queue depth', 'vector rows', 'non-null vectors', 'read workers'],
-      rows: results.map((x) => [x.config, x.precondition.messages, x.precondition.embedder_id ?? 'none', x.precondition.queue_depth, x.precondition.vector_rows, x.precondition.vectors_non_null, x.precondition.read_workers]),
+      rows: results.map((x) => [
+        x.config,
+        x.precondition.messages,
+        x.precondition.embedder_id ?? 'none',
+        x.precondition.queue_depth,
+        x.precondition.vector_rows,
+        x.precondition.vectors_non_null,
+        x.precondition.read_workers,
+      ]),
     },
   ];
   if (profile !== null) {

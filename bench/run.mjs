@@ -93,7 +93,11 @@ function machine() {
 
 /** JSON with object keys sorted at every level, so reruns diff cleanly; arrays keep their order. */
 function stableStringify(value) {
-  return JSON.stringify(value, (_key, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v), 2);
+  return JSON.stringify(
+    value,
+    (_key, v) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v),
+    2,
+  );
 }
 
 await main(process.argv.slice(2));

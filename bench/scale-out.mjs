@@ -200,7 +200,10 @@ function postgresServer() {
   } catch {
     // Not running: started below, and stopped when the bench ends.
   }
-  const url = db(['start', '--owner', String(process.pid)]).trim().split('\n').at(-1);
+  const url = db(['start', '--owner', String(process.pid)])
+    .trim()
+    .split('\n')
+    .at(-1);
   return { url, source: 'npm run db:postgres -- --name bench', stop: () => db(['stop']) };
 }
 
@@ -219,7 +222,7 @@ export function document({ rows, writes }) {
     summary: [
       `The built \`cairn serve\` on one PostgreSQL database (bench/scale-out.mjs), one process and then two, ${WRITERS} concurrent writers`,
       `(spread evenly over the processes) writing ${writes} realistic messages over ${TENANTS} tenants, one message per \`POST /v1/conversations\`,`,
-      'keyword store only (no embedder, no extraction). Each run on a fresh database; the lock-wait share is the part of the servers\' active',
+      "keyword store only (no embedder, no extraction). Each run on a fresh database; the lock-wait share is the part of the servers' active",
       `backends that \`pg_stat_activity\` showed waiting on a lock (\`wait_event_type = 'Lock'\`), sampled every ${SAMPLE_MS} ms.`,
       '"Before" is the former ordering, one advisory lock per table that every message write took (`CAIRN_POSTGRES_ORDER_LOCKING=table`);',
       'today a write takes its scope\'s lock (DESIGN.md, "PostgreSQL backend"). Lost / duplicated: acknowledged writes missing from the',
@@ -232,10 +235,21 @@ export function document({ rows, writes }) {
         title: 'Write throughput and lock waits, one and two servers',
         columns: ['ordering', 'servers', 'writes/s', 'two / one', 'p50 ms', 'p95 ms', 'lock wait %', 'mean active backends', 'lost', 'duplicated'],
         digits: [null, 0, 1, 2, 1, 1, 1, 2, 0, 0],
-        rows: rows.map((r) => [r.label, r.servers, r.writes_per_s, r.servers === 2 ? ratio(r.locking) : null, r.p50_ms, r.p95_ms, r.lock_wait_percent, r.mean_active, r.lost, r.duplicated]),
+        rows: rows.map((r) => [
+          r.label,
+          r.servers,
+          r.writes_per_s,
+          r.servers === 2 ? ratio(r.locking) : null,
+          r.p50_ms,
+          r.p95_ms,
+          r.lock_wait_percent,
+          r.mean_active,
+          r.lost,
+          r.duplicated,
+        ]),
         notes:
           '"mean active backends": the servers\' backends running a statement, averaged over the samples. Below one, the database ' +
-          'is idle most of the time and the writes wait on the servers\' own CPU (analysis, HTTP), which a second process on ' +
+          "is idle most of the time and the writes wait on the servers' own CPU (analysis, HTTP), which a second process on " +
           'the same cores cannot add to: the ratio of two servers to one then shows the machine, not the ordering.',
       },
     ],

@@ -90,12 +90,42 @@ export function writeReliability(result = JSON.parse(readFileSync(resolve(RESULT
   const m = result.machine;
   const yes = (b) => (b ? 'yes' : '**no**');
   const rows = [
-    ['Fuzz: REST routes and MCP tools (local + keys mode)', `${f.total.requests} requests over ${f.local.routes} routes and ${f.local.tools} tools`, `${f.total.fiveXX} 5xx, ${f.total.hangs} hangs, ${f.total.dropped} connection resets`, '≥ 20,000 requests, 0 5xx, 0 hangs', yes(result.holds.fuzz)],
-    ['Cross-tenant operations (keys mode, 5 scopes)', `${t.operations} operations (${t.attacks} attacks, ${t.controls} owner controls) of ${t.routes} kinds`, `${t.leaks} leaks, ${t.controlFailures} failed controls`, '≥ 10,000 operations, 0 leaks', yes(result.holds.crossTenant)],
+    [
+      'Fuzz: REST routes and MCP tools (local + keys mode)',
+      `${f.total.requests} requests over ${f.local.routes} routes and ${f.local.tools} tools`,
+      `${f.total.fiveXX} 5xx, ${f.total.hangs} hangs, ${f.total.dropped} connection resets`,
+      '≥ 20,000 requests, 0 5xx, 0 hangs',
+      yes(result.holds.fuzz),
+    ],
+    [
+      'Cross-tenant operations (keys mode, 5 scopes)',
+      `${t.operations} operations (${t.attacks} attacks, ${t.controls} owner controls) of ${t.routes} kinds`,
+      `${t.leaks} leaks, ${t.controlFailures} failed controls`,
+      '≥ 10,000 operations, 0 leaks',
+      yes(result.holds.crossTenant),
+    ],
     ['kill -9 of `cairn serve` during REST writes', `${c.kills} kills, ${c.acknowledged} acknowledged writes`, `${c.lost} lost`, '0 acknowledged-but-lost', yes(c.lost === 0)],
-    [`kill -9 of \`cairn import\` (${i.lines} lines, chunks of ${i.chunk})`, `${i.kills} kills, rows left: ${i.left.join(', ')}`, `${i.partial} partial chunks, ${i.incomplete} incomplete re-runs, ${i.duplicates} duplicates`, 'whole chunks; re-run completes', yes(i.partial + i.incomplete + i.duplicates === 0)],
-    ['Two `cairn serve` on one data directory', `${s.writes} REST writes, ${s.acknowledged} acknowledged`, `${s.fiveXX} 5xx, ${s.busy} 503 busy, ${s.lost} lost`, '0 500s; 503 + Retry-After only past the bound', yes(s.fiveXX === 0 && s.busyWithoutRetryAfter === 0 && s.lost === 0)],
-    [`${w.lines}-line \`cairn import\` while REST writes run`, `${w.imported} lines imported, ${w.restWrites} REST writes (${w.acknowledged} acknowledged)`, `${w.http500} HTTP 500, ${w.busy} 503 busy, ${w.lost} lost`, '0 HTTP 500, every acknowledged write present', yes(result.holds.import)],
+    [
+      `kill -9 of \`cairn import\` (${i.lines} lines, chunks of ${i.chunk})`,
+      `${i.kills} kills, rows left: ${i.left.join(', ')}`,
+      `${i.partial} partial chunks, ${i.incomplete} incomplete re-runs, ${i.duplicates} duplicates`,
+      'whole chunks; re-run completes',
+      yes(i.partial + i.incomplete + i.duplicates === 0),
+    ],
+    [
+      'Two `cairn serve` on one data directory',
+      `${s.writes} REST writes, ${s.acknowledged} acknowledged`,
+      `${s.fiveXX} 5xx, ${s.busy} 503 busy, ${s.lost} lost`,
+      '0 500s; 503 + Retry-After only past the bound',
+      yes(s.fiveXX === 0 && s.busyWithoutRetryAfter === 0 && s.lost === 0),
+    ],
+    [
+      `${w.lines}-line \`cairn import\` while REST writes run`,
+      `${w.imported} lines imported, ${w.restWrites} REST writes (${w.acknowledged} acknowledged)`,
+      `${w.http500} HTTP 500, ${w.busy} 503 busy, ${w.lost} lost`,
+      '0 HTTP 500, every acknowledged write present',
+      yes(result.holds.import),
+    ],
   ];
   const text = [
     '# Reliability',
@@ -109,7 +139,11 @@ export function writeReliability(result = JSON.parse(readFileSync(resolve(RESULT
     '| --- | --- | --- | --- | --- |',
     ...rows.map((r) => `| ${r.join(' | ')} |`),
     '',
-    `Slowest fuzz answers: ${[...f.local.slowest, ...f.keys.slowest].sort((a, b) => b.ms - a.ms).slice(0, 3).map((x) => `${x.label} ${x.ms} ms`).join('; ')}.`,
+    `Slowest fuzz answers: ${[...f.local.slowest, ...f.keys.slowest]
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 3)
+      .map((x) => `${x.label} ${x.ms} ms`)
+      .join('; ')}.`,
     'A hang is a request without an answer within 20 s; a connection reset, one whose connection closed before an answer.',
     '',
     'A 5xx is any status from 500 up except 503 `busy`, which is counted apart and must carry `Retry-After`. A leak is',
@@ -136,7 +170,7 @@ function raceSection(race) {
     'another process swaps the folder with a symlink to a folder outside, and the page with a symlink to a file outside',
     '(`renameat2(RENAME_EXCHANGE)`, 1 ms hold each way), and syncs of the wiki run one after another. An outside read is an',
     "answer holding the outside files' marker; afterwards the stored index is searched for it (index records with outside bytes),",
-    "and after each sync its report (the `status` tool) for the name of a file only the outside folder holds.",
+    'and after each sync its report (the `status` tool) for the name of a file only the outside folder holds.',
     '',
     `_Measured ${m.date} on ${m.cpu} (${m.cores} cores), Node ${m.node}; the run took ${m.duration_s} s, load average ${m.load_average} at the start._`,
     '',

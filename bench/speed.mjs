@@ -75,7 +75,9 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
       log(`speed: import ${size}: ${imports.at(-1).messages_per_second} messages/s`);
       const precondition = checkDatabase(dir, { size, scopes: 1 });
       startups.push({ corpus: 'realistic', size, scopes: 1, ...startup(dir, 'u0', questions[0].query) });
-      log(`speed: start-up on ${size}: first ${startups.at(-1).first_start_to_first_search_ms} ms, restart ${startups.at(-1).start_to_first_search_ms} ms, RSS ${startups.at(-1).rss_mb} MB`);
+      log(
+        `speed: start-up on ${size}: first ${startups.at(-1).first_start_to_first_search_ms} ms, restart ${startups.at(-1).start_to_first_search_ms} ms, RSS ${startups.at(-1).rss_mb} MB`,
+      );
       const cairn = await open(cairnLib, dir);
       searches.push({ corpus: 'realistic', size, system: 'Cairn keyword (provider none)', precondition, ...(await cairnLatency(cairn, scope, questions, options, size)) });
       await cairn.close();
@@ -86,7 +88,14 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
       searches.push(fresh.at(-1).row);
       // And as `cairn serve` searches: on its read workers (server.read_workers), one hop from the caller's thread.
       const served = { dir, scope, size, readWorkers: servedWorkers };
-      served.row = { corpus: 'realistic', size, system: CAIRN_SERVED_WORKERS, measured_in: 'child processes, passes interleaved across sizes', read_workers: servedWorkers, precondition };
+      served.row = {
+        corpus: 'realistic',
+        size,
+        system: CAIRN_SERVED_WORKERS,
+        measured_in: 'child processes, passes interleaved across sizes',
+        read_workers: servedWorkers,
+        precondition,
+      };
       fresh.push(served);
       searches.push(served.row);
       if (size <= options.peersUpTo) {
@@ -136,14 +145,28 @@ export async function runSpeed({ log = () => {}, ...overrides } = {}) {
   // The synthetic corpus, as a second column only.
   for (const size of options.sizes.filter((s) => s <= options.syntheticUpTo)) {
     const { messages, words } = syntheticCorpus({ count: size });
-    const synthetic = messages.map((m) => ({ id: m.id, session_key: m.sessionKey, role: m.role, content: m.content, timestamp: m.timestamp, user_id: 'u0', agent_id: REALISTIC_AGENT }));
+    const synthetic = messages.map((m) => ({
+      id: m.id,
+      session_key: m.sessionKey,
+      role: m.role,
+      content: m.content,
+      timestamp: m.timestamp,
+      user_id: 'u0',
+      agent_id: REALISTIC_AGENT,
+    }));
     const queries = syntheticQueries({ words, count: options.warmupQueries + options.queries }).map((query) => ({ query, evidence: [] }));
     const dir = mkdtempSync(join(tmpdir(), 'cairn-speed-'));
     try {
       imports.push({ corpus: 'synthetic', size, scopes: 1, ...(await importInto(cairnLib, dir, synthetic, options)) });
       const precondition = checkDatabase(dir, { size, scopes: 1 });
       const cairn = await open(cairnLib, dir);
-      searches.push({ corpus: 'synthetic', size, system: 'Cairn keyword (provider none)', precondition, ...(await cairnLatency(cairn, { userId: 'u0', agentId: REALISTIC_AGENT }, queries, options, size)) });
+      searches.push({
+        corpus: 'synthetic',
+        size,
+        system: 'Cairn keyword (provider none)',
+        precondition,
+        ...(await cairnLatency(cairn, { userId: 'u0', agentId: REALISTIC_AGENT }, queries, options, size)),
+      });
       await cairn.close();
       log(`speed: Cairn keyword on synthetic ${size}: p95 ${searches.at(-1).p95_ms} ms`);
     } finally {
@@ -341,7 +364,11 @@ const PEERS = [
       };
       const index = new MiniSearch({ fields: ['content'], idField: 'i', processTerm });
       index.addAll(messages.map((m, i) => ({ i, content: m.content })));
-      return (query, limit) => index.search(query).slice(0, limit).map((r) => messages[r.id].id);
+      return (query, limit) =>
+        index
+          .search(query)
+          .slice(0, limit)
+          .map((r) => messages[r.id].id);
     },
   },
   {
@@ -434,7 +461,7 @@ export function speedDocument(options, imports, searches, startups, tenants) {
         'Times count from the start of the Node process (module loading included). The importing process kept the postings of ' +
         'a scope it wrote 50,000 rows to current and saved their snapshot on close, so both starts load it and read only later ' +
         'rows; a smaller scope (such as each 10,000-message tenant) is read from its rows on the first start, which saves ' +
-        "its snapshot for the restart (DESIGN.md, \"Keyword engine\").",
+        'its snapshot for the restart (DESIGN.md, "Keyword engine").',
     },
     {
       title: 'Import throughput (no embeddings, batches of 500)',

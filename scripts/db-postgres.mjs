@@ -215,7 +215,10 @@ async function startServer(pg, inst, { fast, owner }) {
     // A halted cluster comes back on its port, so the URLs its clients hold work again.
     const port = attempt === 0 && inst.state?.port ? inst.state.port : await freePort();
     log(`starting on 127.0.0.1:${port}${fast ? ' (fsync off)' : ''}`);
-    const started = runPg(pg, 'pg_ctl', ['-D', inst.data, '-l', inst.logFile, '-w', '-t', '60', '-o', `-p ${port} ${settings.join(' ')}`, 'start'], { capture: true, check: false });
+    const started = runPg(pg, 'pg_ctl', ['-D', inst.data, '-l', inst.logFile, '-w', '-t', '60', '-o', `-p ${port} ${settings.join(' ')}`, 'start'], {
+      capture: true,
+      check: false,
+    });
     if (started.status === 0) {
       const url = urlOf(port);
       checkExtensions(pg, port);
@@ -270,9 +273,10 @@ function running(pg, inst) {
 
 /** `CREATE EXTENSION` of vector and pg_trgm in a scratch database proves both load; it is dropped again. */
 function checkExtensions(pg, port) {
-  const psql = (sql, db = 'postgres') => run(join(pg.bindir, 'psql'), ['-X', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', db, '-Atqc', sql], { capture: true });
+  const psql = (sql, db = 'postgres') =>
+    run(join(pg.bindir, 'psql'), ['-X', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(port), '-U', 'postgres', '-d', db, '-Atqc', sql], { capture: true });
   psql('CREATE DATABASE cairn_pg_check');
-  const version = psql('CREATE EXTENSION vector; CREATE EXTENSION pg_trgm; SELECT extversion FROM pg_extension WHERE extname = \'vector\'', 'cairn_pg_check').stdout.trim();
+  const version = psql("CREATE EXTENSION vector; CREATE EXTENSION pg_trgm; SELECT extversion FROM pg_extension WHERE extname = 'vector'", 'cairn_pg_check').stdout.trim();
   psql('DROP DATABASE cairn_pg_check');
   log(`pgvector ${version} and pg_trgm available`);
 }
@@ -378,7 +382,9 @@ function resolveGlob(path) {
 
 function describeStep(step) {
   if (step.write) return `printf '${step.text.trimEnd()}\\n' > ${step.write}`;
-  const env = Object.entries(step.env ?? {}).map(([k, v]) => `${k}=${v} `).join('');
+  const env = Object.entries(step.env ?? {})
+    .map(([k, v]) => `${k}=${v} `)
+    .join('');
   return `${step.cwd ? `(cd ${step.cwd} && ` : ''}${env}${step.cmd} ${step.args.join(' ')}${step.cwd ? ')' : ''}`;
 }
 

@@ -258,7 +258,9 @@ export class Cairn {
       const userSessions = new Map(valid.filter((m) => m.role === 'user').map((m) => [JSON.stringify([m.scope.userId, m.scope.agentId, m.sessionKey]), m]));
       // The messages are stored either way: a turn that could not be ended is reported, not the write failed.
       for (const m of userSessions.values()) {
-        await this.budget.startTurn(m.scope, m.sessionKey, options.connection).catch((err: unknown) => this.log.warn(`search budget: cannot start a new turn: ${describeError(err)}`));
+        await this.budget
+          .startTurn(m.scope, m.sessionKey, options.connection)
+          .catch((err: unknown) => this.log.warn(`search budget: cannot start a new turn: ${describeError(err)}`));
       }
     }
     if (result.inserted > 0) {
@@ -303,7 +305,11 @@ export class Cairn {
     target: 'memories' | 'conversations',
     params: MemorySearchInput | ConversationSearchInput,
   ): Promise<ExplainedSearch<MemorySearchResult | ConversationSearchResult>> {
-    return explainSearch<MemorySearchResult | ConversationSearchResult>(pathsAvailable(this.searchContext), (trace) => (target === 'memories' ? memorySearch(this.searchContext, checkScope(scope), parseInput(memorySearchParams, params, 'memory_search'), trace) : conversationSearch(this.searchContext, checkScope(scope), parseInput(conversationSearchParams, params, 'conversation_search'), trace)));
+    return explainSearch<MemorySearchResult | ConversationSearchResult>(pathsAvailable(this.searchContext), (trace) =>
+      target === 'memories'
+        ? memorySearch(this.searchContext, checkScope(scope), parseInput(memorySearchParams, params, 'memory_search'), trace)
+        : conversationSearch(this.searchContext, checkScope(scope), parseInput(conversationSearchParams, params, 'conversation_search'), trace),
+    );
   }
 
   /** conversation_search over L0 messages in `scope`. */
@@ -498,5 +504,3 @@ function uncharged(limit: number): BudgetCharge {
 function checkScope(scope: Scope): Scope {
   return parseInput(scopeSchema, scope, 'scope');
 }
-
-

@@ -111,7 +111,15 @@ const webOrigin = z.string().refine((o) => {
 
 /** Cross-origin access from browser pages (DESIGN.md, "Surfaces"). A string is a comma-separated origin list. */
 const corsSchema = z.preprocess(
-  (v) => (typeof v === 'string' ? { origins: v.split(',').map((o) => o.trim()).filter((o) => o !== '') } : v),
+  (v) =>
+    typeof v === 'string'
+      ? {
+          origins: v
+            .split(',')
+            .map((o) => o.trim())
+            .filter((o) => o !== ''),
+        }
+      : v,
   z
     .object({
       /** Origins whose pages may call the server; default none (CORS off). */
@@ -292,7 +300,16 @@ const historySchema = z
     judge_timeout_ms: positiveInt.default(3_000),
     /** Extra tool names whose output counts as expensive to fetch again (a trailing `*` matches a prefix). */
     reference_tools: z
-      .preprocess((v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter((s) => s !== '') : v), z.array(z.string().min(1)))
+      .preprocess(
+        (v) =>
+          typeof v === 'string'
+            ? v
+                .split(',')
+                .map((s) => s.trim())
+                .filter((s) => s !== '')
+            : v,
+        z.array(z.string().min(1)),
+      )
       .default([]),
   })
   .strict();
@@ -385,7 +402,10 @@ const toolsSchema = z
     /** Deepest nesting of a downstream message; a deeper answer fails that one call. */
     max_result_depth: positiveInt.min(8).max(10_000).default(100),
     /** Largest downstream message in bytes (default 10 MiB); a larger answer fails that one call. */
-    max_result_bytes: positiveInt.min(1024).max(1024 * 1024 * 1024).default(10 * 1024 * 1024),
+    max_result_bytes: positiveInt
+      .min(1024)
+      .max(1024 * 1024 * 1024)
+      .default(10 * 1024 * 1024),
   })
   .strict()
   .superRefine((t, ctx) => {

@@ -98,9 +98,7 @@ describe('config', () => {
   });
 
   it('refuses an unknown CAIRN_* variable, naming the nearest valid one', () => {
-    expect(() => loadConfig({ env: { CAIRN_EMBEDING_PROVIDER: 'hash' } })).toThrow(
-      'CAIRN_EMBEDING_PROVIDER is not a Cairn setting; did you mean CAIRN_EMBEDDING_PROVIDER?',
-    );
+    expect(() => loadConfig({ env: { CAIRN_EMBEDING_PROVIDER: 'hash' } })).toThrow('CAIRN_EMBEDING_PROVIDER is not a Cairn setting; did you mean CAIRN_EMBEDDING_PROVIDER?');
     expect(() => loadConfig({ env: { CAIRN_SERVER_PROT: '1' } })).toThrow('did you mean CAIRN_SERVER_PORT?');
     expect(() => loadConfig({ env: { CAIRN_PORT: '1' } })).toThrow('did you mean CAIRN_SERVER_PORT?');
     // Every variable the tests and benches set is a setting.
@@ -121,9 +119,15 @@ describe('config', () => {
     const lines = message.split('\n');
     expect(lines).toContain('CAIRN_SERACH_KEYWORD is not a Cairn setting; did you mean CAIRN_SEARCH_KEYWORD?');
     for (const key of ['server.port', 'search.default_limit', 'budget.calls_per_turn']) {
-      expect(lines.some((l) => l.startsWith(`invalid config at ${key}: `)), key).toBe(true);
+      expect(
+        lines.some((l) => l.startsWith(`invalid config at ${key}: `)),
+        key,
+      ).toBe(true);
     }
-    expect(lines.some((l) => l.startsWith('invalid config: unknown field ')), 'unknown key of the file').toBe(true);
+    expect(
+      lines.some((l) => l.startsWith('invalid config: unknown field ')),
+      'unknown key of the file',
+    ).toBe(true);
     expect(lines).toHaveLength(5);
   });
 });

@@ -131,7 +131,12 @@ describe('bench charts', () => {
     }));
     // A configuration a backend could not serve is a row with an error and no values: it draws nothing.
     const failed = { backend: 'PostgreSQL', config: 'hybrid', label: 'hybrid', error: 'not implemented' };
-    const charts = chartsFor({ name: 'postgres', backends: ['SQLite', 'PostgreSQL'], rows: [...rows, { backend: 'PostgreSQL', config: 'hybrid', size: 2_000_000, error: 'x' }], locomo: [...locomo, failed] });
+    const charts = chartsFor({
+      name: 'postgres',
+      backends: ['SQLite', 'PostgreSQL'],
+      rows: [...rows, { backend: 'PostgreSQL', config: 'hybrid', size: 2_000_000, error: 'x' }],
+      locomo: [...locomo, failed],
+    });
     expect(charts.map((c) => c.file)).toEqual(['postgres-locomo-recall-by-category.svg', 'postgres-latency-by-size.svg']);
     expect(parseXml(charts[0]!.svg).filter((e) => e.attributes.class === 'bar')).toHaveLength(2 * 4);
     const elements = parseXml(charts[1]!.svg);

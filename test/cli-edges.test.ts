@@ -79,8 +79,7 @@ describe('exit codes', () => {
 
 describe('help', () => {
   const forbid = pathToFileURL(join(import.meta.dirname, 'fixtures', 'forbid-store.mjs')).href;
-  const withoutStore = (args: string[]) =>
-    spawnSync(process.execPath, ['--import', forbid, CLI, ...args], { encoding: 'utf8', env: cleanEnv() });
+  const withoutStore = (args: string[]) => spawnSync(process.execPath, ['--import', forbid, CLI, ...args], { encoding: 'utf8', env: cleanEnv() });
 
   it('answers --help and --version without loading the store', () => {
     const data = tempDir();
@@ -99,7 +98,15 @@ describe('help', () => {
     const top = runCli(['--help']).stdout;
     const commands = [...top.matchAll(/^ {2}([a-z]+) /gm)].map((m) => m[1]!).filter((c) => c !== 'help');
     expect(commands).toEqual(expect.arrayContaining(['import', 'search', 'memories', 'serve', 'doctor', 'config', 'knowledge']));
-    const leaves = [['memories', 'list'], ['memories', 'why'], ['keys', 'create'], ['knowledge', 'add'], ['tools', 'search'], ['history', 'prune'], ['search', 'conversations']];
+    const leaves = [
+      ['memories', 'list'],
+      ['memories', 'why'],
+      ['keys', 'create'],
+      ['knowledge', 'add'],
+      ['tools', 'search'],
+      ['history', 'prune'],
+      ['search', 'conversations'],
+    ];
     for (const args of [...commands.map((c) => [c]), ...leaves]) {
       const help = runCli([...args, '--help']);
       expect(help.code, args.join(' ')).toBe(0);
@@ -112,7 +119,15 @@ describe('help', () => {
 describe('data directories and files that are not there', () => {
   it('read-only commands refuse a data directory that does not exist, name it, and create nothing', () => {
     const missing = join(tempDir(), 'typo');
-    for (const args of [['doctor'], ['search', 'memories', 'tea'], ['search', 'conversations', 'tea'], ['memories', 'list'], ['memories', 'why', 'mem_1'], ['keys', 'list'], ['knowledge', 'list']]) {
+    for (const args of [
+      ['doctor'],
+      ['search', 'memories', 'tea'],
+      ['search', 'conversations', 'tea'],
+      ['memories', 'list'],
+      ['memories', 'why', 'mem_1'],
+      ['keys', 'list'],
+      ['knowledge', 'list'],
+    ]) {
       const result = runCli([...args, '--data', missing]);
       expect(result.code, args.join(' ')).toBe(2);
       expect(result.stderr).toContain(`data directory ${missing} (--data) does not exist`);
@@ -241,7 +256,11 @@ describe('commands that only read', () => {
     const data = tempDir();
     const env = { CAIRN_EMBEDDING_PROVIDER: 'hash' };
     const file = join(data, '..', `${data.split('/').at(-1)}-import.jsonl`);
-    writeFileSync(file, Array.from({ length: 120 }, (_, i) => JSON.stringify({ id: `m${i}`, session_key: `s${i % 3}`, role: 'user', content: `the lighthouse keeper logs ship ${i}` })).join('\n') + '\n');
+    writeFileSync(
+      file,
+      Array.from({ length: 120 }, (_, i) => JSON.stringify({ id: `m${i}`, session_key: `s${i % 3}`, role: 'user', content: `the lighthouse keeper logs ship ${i}` })).join('\n') +
+        '\n',
+    );
     expect(runCli(['import', file, '--data', data], env).code).toBe(0);
     expect(runCli(['remember', 'Keeps the lighthouse log', '--type', 'persona', '--data', data], env).code).toBe(0);
     // Without its saved postings, the next keyword search builds them, and would save them on close.
@@ -257,7 +276,16 @@ describe('commands that only read', () => {
         });
     const before = listing();
     const out = join(data, '..', `${data.split('/').at(-1)}-export.jsonl.gz`);
-    for (const args of [['doctor'], ['search', 'conversations', 'lighthouse ship'], ['search', 'memories', 'lighthouse'], ['memories', 'list'], ['keys', 'list'], ['knowledge', 'list'], ['config'], ['export', '--out', out]]) {
+    for (const args of [
+      ['doctor'],
+      ['search', 'conversations', 'lighthouse ship'],
+      ['search', 'memories', 'lighthouse'],
+      ['memories', 'list'],
+      ['keys', 'list'],
+      ['knowledge', 'list'],
+      ['config'],
+      ['export', '--out', out],
+    ]) {
       const run = runCli([...args, '--data', data], env);
       expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(0);
       expect(listing(), args.join(' ')).toEqual(before);

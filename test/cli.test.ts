@@ -41,7 +41,10 @@ describe('cairn import', () => {
     expect(second.code).toBe(0);
     expect(second.stdout).toContain('imported 0 message(s)');
     expect(second.stdout).toContain('4 already present');
-    const found = JSON.parse(cairn(dir, 'search', 'conversations', 'Patagonia hiking', '--json').stdout) as { results: { id: string; timestamp: string | null }[]; strategy: string };
+    const found = JSON.parse(cairn(dir, 'search', 'conversations', 'Patagonia hiking', '--json').stdout) as {
+      results: { id: string; timestamp: string | null }[];
+      strategy: string;
+    };
     expect(found.strategy).toBe('fts');
     expect(found.results.map((r) => r.id)).toEqual(['c1', 'c2']);
     expect(found.results[0]!.timestamp).toBe('2024-01-05T10:00:00Z');
@@ -80,10 +83,11 @@ describe('cairn import', () => {
 describe('cairn search', () => {
   it('answers a batch of queries with ranked ids, one line per query, per scope', () => {
     const dir = tempDir();
-    cairn(dir, 'import', jsonl(dir, 'a.jsonl', [
-      ...conversation.slice(0, 2),
-      { id: 'other', session_key: 's1', role: 'user', content: 'Patagonia again', user_id: 'someone-else' },
-    ]));
+    cairn(
+      dir,
+      'import',
+      jsonl(dir, 'a.jsonl', [...conversation.slice(0, 2), { id: 'other', session_key: 's1', role: 'user', content: 'Patagonia again', user_id: 'someone-else' }]),
+    );
     const queries = jsonl(dir, 'q.jsonl', [
       { qid: 'q1', query: 'Patagonia' },
       { qid: 2, query: 'Patagonia', session_key: 'nope' },
@@ -91,7 +95,10 @@ describe('cairn search', () => {
     ]);
     const result = cairn(dir, 'search', 'conversations', '--batch', queries, '--limit', '10', '--json');
     expect(result.code).toBe(0);
-    const lines = result.stdout.trim().split('\n').map((l) => JSON.parse(l) as { qid: string | number; ids: string[]; strategy: string });
+    const lines = result.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { qid: string | number; ids: string[]; strategy: string });
     expect(lines).toEqual([
       { qid: 'q1', ids: expect.arrayContaining(['c1', 'c2']), strategy: 'fts' },
       { qid: 2, ids: [], strategy: 'fts' },
@@ -126,13 +133,11 @@ describe('the bundled example', () => {
     expect(flush.stdout).toMatch(/with rules: [1-9]\d* memory\(ies\) stored/);
     const memories = JSON.parse(cairn(dir, 'memories', 'list', '--json').stdout) as { content: string; type: string; sourceMessageIds: string[] }[];
     expect(memories).toContainEqual(expect.objectContaining({ content: 'The user is vegetarian.', type: 'persona', sourceMessageIds: ['ex-3'] }));
-    expect(memories.map((m) => m.content)).toEqual(
-      expect.arrayContaining(['The quarterly report for the Berlin office is due on March 3rd.', '用户下周三要去上海见客户']),
-    );
+    expect(memories.map((m) => m.content)).toEqual(expect.arrayContaining(['The quarterly report for the Berlin office is due on March 3rd.', '用户下周三要去上海见客户']));
     const found = cairn(dir, 'search', 'memories', 'vegetarian').stdout;
     expect(found).toContain('The user is vegetarian.');
     const text = cairn(dir, 'search', 'conversations', 'vegetarian').stdout;
     expect(text).toContain('Session: trip-planning [2026-01-10T09:01:10Z]');
     expect(text).toContain('Session: trip-planning [2026-01-10T09:01:40Z]');
-   }, 120_000);
+  }, 120_000);
 });

@@ -77,10 +77,7 @@ describe('CairnClient errors', () => {
   });
 
   it("name the request when the answer is not Cairn's shape, with the code the status table gives", async () => {
-    const { url } = await scripted([
-      { status: 502, body: '<html>Bad Gateway</html>', headers: { 'content-type': 'text/html' } },
-      error(418, 'teapot', 'short and stout'),
-    ]);
+    const { url } = await scripted([{ status: 502, body: '<html>Bad Gateway</html>', headers: { 'content-type': 'text/html' } }, error(418, 'teapot', 'short and stout')]);
     const client = new CairnClient({ baseUrl: url });
     const gateway = await failure(client.memories.list());
     expect(gateway).toMatchObject({ code: 'downstream_failed', status: 502, message: 'GET /v1/memories answered HTTP 502: <html>Bad Gateway</html>' });
@@ -119,7 +116,11 @@ describe('CairnClient retries', () => {
   });
 
   it('retries unavailable with Retry-After too (an HTTP date or delay-seconds)', async () => {
-    const { url, seen } = await scripted([error(503, 'unavailable', 'store closed', {}, { 'retry-after': new Date(0).toUTCString() }), error(503, 'unavailable', 'again', {}, { 'retry-after': '1' }), created]);
+    const { url, seen } = await scripted([
+      error(503, 'unavailable', 'store closed', {}, { 'retry-after': new Date(0).toUTCString() }),
+      error(503, 'unavailable', 'again', {}, { 'retry-after': '1' }),
+      created,
+    ]);
     expect(await new CairnClient({ baseUrl: url }).memories.create({ content: 'x', type: 'persona' })).toEqual({ id: 'm1', version: 1 });
     expect(seen).toHaveLength(3);
   });
@@ -151,8 +152,8 @@ describe('CairnClient retries', () => {
     const abort = new AbortController();
     // The server asks for a 30 s wait; the abort comes once the first answer is out.
     const { url, seen } = await scripted([busy('30'), created], () => setImmediate(() => abort.abort(new Error('user cancelled'))));
-    const err = await new CairnClient({ baseUrl: url, maxRetryDelayMs: 60_000 })
-      .memories.create({ content: 'x', type: 'persona' }, { signal: abort.signal })
+    const err = await new CairnClient({ baseUrl: url, maxRetryDelayMs: 60_000 }).memories
+      .create({ content: 'x', type: 'persona' }, { signal: abort.signal })
       .catch((e: unknown) => e);
     expect((err as Error).message).toBe('user cancelled');
     expect(seen).toHaveLength(1);

@@ -55,7 +55,15 @@ describe('conversation_write', () => {
       [{}, /give messages, or user_content/],
       [{ messages: [] }, /messages is empty/],
       [{ user_content: 'hi', messages: [{ role: 'user', content: 'hi' }] }, /either messages or user_content/],
-      [{ messages: [{ role: 'user', content: 'fine' }, { role: 'user', content: '   ' }] }, /message 1/],
+      [
+        {
+          messages: [
+            { role: 'user', content: 'fine' },
+            { role: 'user', content: '   ' },
+          ],
+        },
+        /message 1/,
+      ],
       [{ messages: [{ role: 'robot', content: 'beep' }] }, /role/],
     ];
     for (const [args, message] of refused) {

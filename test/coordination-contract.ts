@@ -63,7 +63,12 @@ export function runCoordinationContract(name: string, open: () => Promise<Shared
     it('charges racing through both handles atomically: exactly the limit is allowed', async () => {
       const results = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? db.a : db.b).chargeTurn(charge({ turnId: 'race', limit: 5 }))));
       expect(results.filter((r) => r.allowed)).toHaveLength(5);
-      expect(results.filter((r) => r.allowed).map((r) => r.used).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5]);
+      expect(
+        results
+          .filter((r) => r.allowed)
+          .map((r) => r.used)
+          .sort((x, y) => x - y),
+      ).toEqual([1, 2, 3, 4, 5]);
     });
 
     it('ends implicit turns idle past the gap or after a captured user message, on either handle', async () => {

@@ -59,7 +59,7 @@ describe('sqlite work claims are leases', () => {
       const expiresAt = () => (raw.prepare(`SELECT expires_at FROM work_claims WHERE name = 'embed:message:hash'`).get() as { expires_at: number }).expires_at;
       // Wait for the heartbeat to have carried the lease three periods past its first expiry (not for a time).
       const first = expiresAt();
-      for (const deadline = Date.now() + 20_000; expiresAt() < first + 3 * 150 && Date.now() < deadline; ) await sleep(10);
+      for (const deadline = Date.now() + 20_000; expiresAt() < first + 3 * 150 && Date.now() < deadline;) await sleep(10);
       expect(expiresAt()).toBeGreaterThanOrEqual(first + 3 * 150);
       expect(claim?.held).toBe(true);
       expect(await b.coordination.claimWork('embed:message:hash', { ttlMs: 150 })).toBeNull();
@@ -82,7 +82,10 @@ describe('sqlite work claims are leases', () => {
     const reader = new Database(path, { readonly: true });
     try {
       const before = reader.pragma('data_version', { simple: true });
-      expect((await store.coordination.chargeTurn({ scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', turnId: 't', connection: '', limit: 3, now: 1, idleMs: 0, maxTurns: 10 })).used).toBe(1);
+      expect(
+        (await store.coordination.chargeTurn({ scope: { userId: 'u', agentId: 'a' }, sessionKey: 's', turnId: 't', connection: '', limit: 3, now: 1, idleMs: 0, maxTurns: 10 }))
+          .used,
+      ).toBe(1);
       expect(reader.pragma('data_version', { simple: true })).toBe(before);
       expect(existsSync(path.replace(/\.db$/, '-turns.db'))).toBe(true);
     } finally {

@@ -12,7 +12,19 @@ let cairn: Cairn;
 afterAll(() => fx.cleanup());
 
 const HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>';
-const VIEWS = ['/ui', '/ui/conversations', '/ui/conversations/s1', '/ui/search?query=tea', '/ui/search?target=conversations&query=tea', '/ui/memories', '/ui/recall?session_key=s1&query=tea', '/ui/tools?queries=notes', '/ui/runs?session_key=s1', '/ui/errors?keyword=timeout', '/ui/knowledge'];
+const VIEWS = [
+  '/ui',
+  '/ui/conversations',
+  '/ui/conversations/s1',
+  '/ui/search?query=tea',
+  '/ui/search?target=conversations&query=tea',
+  '/ui/memories',
+  '/ui/recall?session_key=s1&query=tea',
+  '/ui/tools?queries=notes',
+  '/ui/runs?session_key=s1',
+  '/ui/errors?keyword=timeout',
+  '/ui/knowledge',
+];
 
 beforeAll(async () => {
   cairn = await fx.cairn({ pipeline: { enabled: false }, history: { output_dir: fx.tempDir('cairn-ui-out-') } });

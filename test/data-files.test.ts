@@ -81,7 +81,10 @@ describe('files and folders Cairn creates', () => {
     };
     bomb(join(root, 'record.jsonl.gz'), `${header}{"type":"message","row":{"content":"`);
     bomb(join(root, 'header.jsonl.gz'), '{"format":"cairn-export","x":"');
-    for (const [file, line] of [['record.jsonl.gz', 2], ['header.jsonl.gz', 1]] as const) {
+    for (const [file, line] of [
+      ['record.jsonl.gz', 2],
+      ['header.jsonl.gz', 1],
+    ] as const) {
       const data = join(root, `data-${line}`);
       const r = runCli(['restore', join(root, file), '--data', data]);
       expect([r.code, r.stderr]).toEqual([2, expect.stringContaining(`line ${line} is longer than 67108864 bytes`)]);

@@ -46,7 +46,9 @@ describe('export snapshot and restore (SqliteStore)', () => {
     expect(restored).toMatchObject({ message: 2, memory: 2, memory_audit: 5, fts_totals: 2 });
     const terms = analyze('harbour Porto');
     expect(await target.memories.memoryKeywordCandidates(scope, terms, {})).toEqual(await store.memories.memoryKeywordCandidates(scope, terms, {}));
-    expect(await target.messages.searchMessagesByKeyword(scope, analyze('harbour charts'), {}, 10)).toEqual(await store.messages.searchMessagesByKeyword(scope, analyze('harbour charts'), {}, 10));
+    expect(await target.messages.searchMessagesByKeyword(scope, analyze('harbour charts'), {}, 10)).toEqual(
+      await store.messages.searchMessagesByKeyword(scope, analyze('harbour charts'), {}, 10),
+    );
     expect(await target.memories.listMemories(scope, { limit: 10 })).toEqual(await store.memories.listMemories(scope, { limit: 10 }));
     expect(await target.messages.listMessages(scope, { limit: 10 })).toEqual(await store.messages.listMessages(scope, { limit: 10 }));
     // The id counters came along: the next memory does not reuse the deleted one's storage position.
@@ -63,7 +65,10 @@ describe('export snapshot and restore (SqliteStore)', () => {
 
   it('refuses a store that holds rows, and rolls back a bad record anywhere in the stream', async () => {
     const { store, records } = await filled();
-    await expect(store.transfer.restoreRecords(from(records))).rejects.toMatchObject({ code: 'conflict', message: expect.stringMatching(/holds \d+ row\(s\) \(nothing was changed\)/) });
+    await expect(store.transfer.restoreRecords(from(records))).rejects.toMatchObject({
+      code: 'conflict',
+      message: expect.stringMatching(/holds \d+ row\(s\) \(nothing was changed\)/),
+    });
     const target = open();
     const bad = [...records.slice(0, 3), { type: 'memory', row: { id: 'x', nonsense: 1 } }, ...records.slice(3)];
     await expect(target.transfer.restoreRecords(from(bad))).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringContaining('unknown column(s) nonsense') });

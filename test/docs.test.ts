@@ -100,9 +100,7 @@ describe('decision records', () => {
     writeFileSync(join(decisions, '0001-x.md'), `# 0001. X\n\n${line('0.5')}\n`);
     writeFileSync(join(results, 'x.json'), JSON.stringify({ tables: [{ rows: [[], ['a', 'b', 0.625]] }] }));
 
-    expect(refreshDecisions(decisions, results)).toEqual([
-      { record: '0001-x.md', stale: ['x.json tables[0].rows[1][2] (recall@10): quoted 0.5, the file holds 0.625'] },
-    ]);
+    expect(refreshDecisions(decisions, results)).toEqual([{ record: '0001-x.md', stale: ['x.json tables[0].rows[1][2] (recall@10): quoted 0.5, the file holds 0.625'] }]);
     expect(readFileSync(join(decisions, '0001-x.md'), 'utf8')).toBe(`# 0001. X\n\n${line('0.625')}\n`);
     expect(refreshDecisions(decisions, results)).toEqual([]);
   });

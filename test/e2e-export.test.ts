@@ -139,10 +139,26 @@ describe('export, restore and backup (real processes)', () => {
   it('export → restore and export → import into empty data directories give identical searches and listings', async () => {
     expect(readFileSync(gz).subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
 
-    const lines = readFileSync(exported, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type?: string; format?: string; rows?: Record<string, number> });
+    const lines = readFileSync(exported, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type?: string; format?: string; rows?: Record<string, number> });
     const header = lines[0]!;
     expect(header).toMatchObject({ format: 'cairn-export', version: 1 });
-    for (const type of ['message', 'message_vector', 'memory', 'memory_vector', 'memory_audit', 'api_key', 'run', 'run_tool_call', 'error_record', 'knowledge_resource', 'knowledge_file', 'pipeline_cursor']) {
+    for (const type of [
+      'message',
+      'message_vector',
+      'memory',
+      'memory_vector',
+      'memory_audit',
+      'api_key',
+      'run',
+      'run_tool_call',
+      'error_record',
+      'knowledge_resource',
+      'knowledge_file',
+      'pipeline_cursor',
+    ]) {
       expect(header.rows![type], type).toBeGreaterThan(0);
     }
     expect(lines.length - 1).toBe(Object.values(header.rows!).reduce((a, b) => a + b, 0));

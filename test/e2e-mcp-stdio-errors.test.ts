@@ -29,7 +29,15 @@ describe('cairn mcp (stdio) with invalid messages', () => {
       while (replies.length < n) await new Promise<void>((resolve) => waiters.push(resolve));
     };
     try {
-      const garbage = ['this is not json', '{"jsonrpc": "2.0", "id": 1, "method": ', '{"foo": 1}', '[1, 2]', '42', '{"jsonrpc": "2.0", "id": 7}', '{"jsonrpc": "1.0", "id": "x", "method": "ping"}'];
+      const garbage = [
+        'this is not json',
+        '{"jsonrpc": "2.0", "id": 1, "method": ',
+        '{"foo": 1}',
+        '[1, 2]',
+        '42',
+        '{"jsonrpc": "2.0", "id": 7}',
+        '{"jsonrpc": "1.0", "id": "x", "method": "ping"}',
+      ];
       child.stdin.write(`${garbage.join('\n')}\n\n`);
       await until(garbage.length);
       expect(replies.map((r) => [r.id, r.error?.code])).toEqual([
@@ -43,13 +51,20 @@ describe('cairn mcp (stdio) with invalid messages', () => {
       ]);
       expect(replies[0]!.error!.message).toMatch(/^Parse error/);
       expect(replies[3]!.error!.message).toMatch(/batches are not supported/);
-      const init = JSON.stringify({ jsonrpc: '2.0', id: 100, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } } });
+      const init = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 100,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      });
       // One message split across writes: the server reassembles it.
       child.stdin.write(init.slice(0, 20));
       child.stdin.write(`${init.slice(20)}\n`);
       await until(garbage.length + 1);
       expect(replies.at(-1)).toMatchObject({ id: 100, result: { serverInfo: { name: 'cairn' } } });
-      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\nnot json again\n${JSON.stringify({ jsonrpc: '2.0', id: 101, method: 'tools/list' })}\n`);
+      child.stdin.write(
+        `${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' })}\nnot json again\n${JSON.stringify({ jsonrpc: '2.0', id: 101, method: 'tools/list' })}\n`,
+      );
       await until(garbage.length + 3);
       expect(replies.at(-2)).toMatchObject({ id: null, error: { code: -32700 } });
       expect(replies.at(-1)).toMatchObject({ id: 101, result: { tools: expect.arrayContaining([expect.objectContaining({ name: 'memory_search' })]) } });

@@ -47,7 +47,13 @@ describe('/metrics, /ready and logs (real processes)', () => {
     const server = await startServe(['--data', data, '--port', String(await freePort())], { CAIRN_EMBEDDING_PROVIDER: 'hash', CAIRN_LOG_FORMAT: 'json' });
     try {
       const before = await scrape(server.url);
-      for (const name of ['cairn_http_requests_total', 'cairn_http_request_duration_seconds', 'cairn_embed_queue_depth', 'cairn_pipeline_backlog_messages', 'cairn_store_size_bytes']) {
+      for (const name of [
+        'cairn_http_requests_total',
+        'cairn_http_request_duration_seconds',
+        'cairn_embed_queue_depth',
+        'cairn_pipeline_backlog_messages',
+        'cairn_store_size_bytes',
+      ]) {
         expect(before.map((f) => f.name)).toContain(name);
       }
       expect(value(before, 'cairn_store_size_bytes')).toBeGreaterThan(0);
@@ -79,7 +85,10 @@ describe('/metrics, /ready and logs (real processes)', () => {
       expect(after.find((f) => f.name === 'cairn_mcp_tool_duration_seconds')!.type).toBe('HISTOGRAM');
       expect(histogramCount(after.text, 'cairn_mcp_tool_duration_seconds', 'tool="conversation_search"')).toBe(1);
       const searches = (kind: string) =>
-        after.find((f) => f.name === 'cairn_searches_total')!.metrics.filter((m) => m.labels?.kind === kind).reduce((n, m) => n + Number(m.value), 0);
+        after
+          .find((f) => f.name === 'cairn_searches_total')!
+          .metrics.filter((m) => m.labels?.kind === kind)
+          .reduce((n, m) => n + Number(m.value), 0);
       expect(searches('memories')).toBe(3);
       expect(searches('conversations')).toBe(1);
 

@@ -137,7 +137,19 @@ describe('cairn migrate (real processes)', () => {
   }, 120_000);
 
   it('copies every kind of row, with progress on stderr and the password never shown; a second run copies nothing', async () => {
-    for (const type of ['message', 'message_vector', 'memory', 'memory_audit', 'api_key', 'pipeline_cursor', 'run', 'run_tool_call', 'error_record', 'knowledge_resource', 'knowledge_file']) {
+    for (const type of [
+      'message',
+      'message_vector',
+      'memory',
+      'memory_audit',
+      'api_key',
+      'pipeline_cursor',
+      'run',
+      'run_tool_call',
+      'error_record',
+      'knowledge_resource',
+      'knowledge_file',
+    ]) {
       expect(source.get(type)?.length ?? 0, `source rows of ${type}`).toBeGreaterThan(0);
     }
     const db = await database();
@@ -244,7 +256,8 @@ describe('cairn migrate (real processes)', () => {
     const big = join(root, 'big');
     const file = join(root, 'big.jsonl');
     const lines: string[] = [];
-    for (let i = 0; i < 12_000; i++) lines.push(JSON.stringify({ id: `m${i}`, session_key: `s${i % 40}`, role: i % 2 ? 'assistant' : 'user', content: `message ${i} about harbour ${i % 97}` }));
+    for (let i = 0; i < 12_000; i++)
+      lines.push(JSON.stringify({ id: `m${i}`, session_key: `s${i % 40}`, role: i % 2 ? 'assistant' : 'user', content: `message ${i} about harbour ${i % 97}` }));
     writeFileSync(file, lines.join('\n') + '\n');
     expect(runCli(['import', file, '--data', big]).code).toBe(0);
     const db = await database();

@@ -82,7 +82,9 @@ describe('a store lost under cairn serve', () => {
     const server = await startServe(['--data', join(root, 'pg-data'), '--port', '0'], { CAIRN_STORE_URL: url });
     running.push(server);
     expect((await call(server.url, 'GET', '/ready')).status).toBe(200);
-    expect((await call(server.url, 'POST', '/v1/conversations', { session_key: 's', messages: [{ id: 'before', role: 'user', content: 'the harbour master rings at dawn' }] })).status).toBe(201);
+    expect(
+      (await call(server.url, 'POST', '/v1/conversations', { session_key: 's', messages: [{ id: 'before', role: 'user', content: 'the harbour master rings at dawn' }] })).status,
+    ).toBe(201);
     // The store's size on PostgreSQL: its tables with their indexes (was 0).
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     expect(Number(/^cairn_store_size_bytes (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(100_000);
@@ -97,7 +99,9 @@ describe('a store lost under cairn serve', () => {
 
     expect(db('start')).toBe(url);
     expect((await untilReady(server.url)).body).toMatchObject({ status: 'ready', checks: { store: { ok: true } } });
-    expect((await call(server.url, 'POST', '/v1/conversations', { session_key: 's', messages: [{ id: 'after', role: 'user', content: 'the harbour opens again' }] })).status).toBe(201);
+    expect((await call(server.url, 'POST', '/v1/conversations', { session_key: 's', messages: [{ id: 'after', role: 'user', content: 'the harbour opens again' }] })).status).toBe(
+      201,
+    );
     const found = await call(server.url, 'POST', '/search/conversations', { query: 'harbour' });
     expect(found.status).toBe(200);
     expect(String(found.body.results)).toContain('the harbour master rings at dawn');
@@ -123,7 +127,11 @@ describe('a store lost under cairn serve', () => {
     expect(gone.body).toMatchObject({ checks: { store: { ok: false, reason: expect.stringContaining(`${file} (data_dir) cannot be used: the file is gone`) } } });
     // A write would reach a file no later process opens: refused, nothing written.
     const refused = await call(server.url, 'POST', '/v1/memories', { content: 'Keeps wasps', type: 'persona' });
-    expect({ status: refused.status, code: (refused.body.error as { code?: string }).code, retry: Number(refused.retryAfter) > 0 }).toEqual({ status: 503, code: 'unavailable', retry: true });
+    expect({ status: refused.status, code: (refused.body.error as { code?: string }).code, retry: Number(refused.retryAfter) > 0 }).toEqual({
+      status: 503,
+      code: 'unavailable',
+      retry: true,
+    });
     renameSync(`${file}.moved`, file);
     expect((await call(server.url, 'GET', '/ready')).status).toBe(200);
     expect((await call(server.url, 'POST', '/v1/memories', { content: 'Keeps hornets', type: 'persona' })).status).toBe(201);

@@ -4,12 +4,12 @@ type Answers = { fiveXX: number; hangs: number; samples: string[] };
 export const IMPORT_CHUNK: number;
 export const CROSS_TENANT_OPERATIONS: readonly { name: string; kind: 'read' | 'write' | 'claim' }[];
 export function removeTempDirs(): void;
-export function fuzz(options?: Log & { mode?: 'local' | 'keys'; requests?: number }): Promise<
-  Answers & { mode: string; routes: number; tools: number; requests: number; dropped: number; healthAfter: number; byStatus: Record<string, number> }
->;
-export function crossTenant(options?: Log & { operations?: number }): Promise<
-  Answers & { operations: number; attacks: number; controls: number; controlFailures: number; leaks: number; routes: number }
->;
+export function fuzz(
+  options?: Log & { mode?: 'local' | 'keys'; requests?: number },
+): Promise<Answers & { mode: string; routes: number; tools: number; requests: number; dropped: number; healthAfter: number; byStatus: Record<string, number> }>;
+export function crossTenant(
+  options?: Log & { operations?: number },
+): Promise<Answers & { operations: number; attacks: number; controls: number; controlFailures: number; leaks: number; routes: number }>;
 export function killDuringCapture(options?: Log & { kills?: number }): Promise<{ kills: number; acknowledged: number; lost: number; fiveXX: number }>;
 export function killDuringImport(options?: Log & { kills?: number; lines?: number }): Promise<{
   kills: number;

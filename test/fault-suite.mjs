@@ -212,7 +212,15 @@ const oddString = fc.oneof(
   fc.string({ minLength: 2_000, maxLength: 5_000 }),
 );
 /** Any JSON-ish field value. */
-const anyValue = fc.oneof(oddString, fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(oddString, { maxLength: 4 }), fc.dictionary(fc.string({ maxLength: 8 }), oddString, { maxKeys: 3 }));
+const anyValue = fc.oneof(
+  oddString,
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(oddString, { maxLength: 4 }),
+  fc.dictionary(fc.string({ maxLength: 8 }), oddString, { maxKeys: 3 }),
+);
 /** Header values must be visible ASCII (fetch refuses the rest before sending). */
 const headerValue = fc.oneof(fc.stringMatching(/^[\x21-\x7e]{1,40}$/), fc.constantFrom('default', 'u0', 'a', ' '));
 
@@ -289,24 +297,29 @@ async function operationsOf(url) {
 /** One random REST request: the operation, path parameters, query, headers and body. */
 function restRequest(ops, ids, auth) {
   const pathParam = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...ids) }, { weight: 2, arbitrary: oddString.filter((s) => s !== '') });
-  return fc.constantFrom(...ops).chain((op) => fc.record({
-    op: fc.constant(op),
-    params: fc.array(pathParam, { minLength: 3, maxLength: 3 }),
-    query: fc.array(fc.tuple(fc.string({ maxLength: 3 }), oddString, fc.double({ min: 0, max: 1, noNaN: true })), { maxLength: 6 }),
-    payload: bodyFor(op),
-    headers: fc.record(
-      {
-        'x-cairn-user-id': headerValue,
-        'x-cairn-agent-id': headerValue,
-        'x-cairn-session-key': headerValue,
-        'x-cairn-turn-id': headerValue,
-        'content-type': fc.constantFrom('application/json', 'text/plain', 'application/json; charset=utf-8', 'multipart/form-data'),
-      },
-      { requiredKeys: [] },
-    ),
-    authorization: fc.oneof({ weight: 6, arbitrary: fc.constant(auth) }, { weight: 1, arbitrary: fc.constantFrom(undefined, 'Bearer nope', 'Basic abc', `Bearer ${auth?.slice(7, 30) ?? 'x'}`) }),
-    sendBody: fc.double({ min: 0, max: 1, noNaN: true }),
-  }));
+  return fc.constantFrom(...ops).chain((op) =>
+    fc.record({
+      op: fc.constant(op),
+      params: fc.array(pathParam, { minLength: 3, maxLength: 3 }),
+      query: fc.array(fc.tuple(fc.string({ maxLength: 3 }), oddString, fc.double({ min: 0, max: 1, noNaN: true })), { maxLength: 6 }),
+      payload: bodyFor(op),
+      headers: fc.record(
+        {
+          'x-cairn-user-id': headerValue,
+          'x-cairn-agent-id': headerValue,
+          'x-cairn-session-key': headerValue,
+          'x-cairn-turn-id': headerValue,
+          'content-type': fc.constantFrom('application/json', 'text/plain', 'application/json; charset=utf-8', 'multipart/form-data'),
+        },
+        { requiredKeys: [] },
+      ),
+      authorization: fc.oneof(
+        { weight: 6, arbitrary: fc.constant(auth) },
+        { weight: 1, arbitrary: fc.constantFrom(undefined, 'Bearer nope', 'Basic abc', `Bearer ${auth?.slice(7, 30) ?? 'x'}`) },
+      ),
+      sendBody: fc.double({ min: 0, max: 1, noNaN: true }),
+    }),
+  );
 }
 
 /** Builds the URL and init of a generated REST request. */
@@ -327,23 +340,25 @@ function toHttp(url, r) {
 
 /** One random MCP message: mostly a `tools/call` of a listed tool with schema-shaped arguments. */
 function mcpMessage(tools) {
-  const call = fc
-    .record({ tool: fc.constantFrom(...tools), args: fc.constant(null), other: fc.option(fc.string({ maxLength: 20 }), { freq: 10 }) })
-    .chain(({ tool, other }) =>
-      fc.oneof({ weight: 5, arbitrary: fromSchema(tool.inputSchema) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }).map((args) => ({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'tools/call',
-        params: { name: other ?? tool.name, arguments: args },
-      })),
-    );
+  const call = fc.record({ tool: fc.constantFrom(...tools), args: fc.constant(null), other: fc.option(fc.string({ maxLength: 20 }), { freq: 10 }) }).chain(({ tool, other }) =>
+    fc.oneof({ weight: 5, arbitrary: fromSchema(tool.inputSchema) }, { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }) }).map((args) => ({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: other ?? tool.name, arguments: args },
+    })),
+  );
   const other = fc.record({
     jsonrpc: fc.constantFrom('2.0', '1.0', undefined),
     id: fc.oneof(fc.integer(), fc.string({ maxLength: 5 }), fc.constant(null)),
     method: fc.constantFrom('tools/list', 'initialize', 'ping', 'resources/list', 'prompts/get', 'nope', ''),
     params: fc.option(fc.jsonValue({ maxDepth: 2 })),
   });
-  return fc.oneof({ weight: 8, arbitrary: call }, { weight: 2, arbitrary: other }, { weight: 1, arbitrary: fc.constantFrom('{', '[]', '[{"jsonrpc":"2.0"}]', 'null').map((raw) => raw) });
+  return fc.oneof(
+    { weight: 8, arbitrary: call },
+    { weight: 2, arbitrary: other },
+    { weight: 1, arbitrary: fc.constantFrom('{', '[]', '[{"jsonrpc":"2.0"}]', 'null').map((raw) => raw) },
+  );
 }
 
 /**
@@ -361,7 +376,11 @@ export async function fuzz({ mode = 'local', requests = 1_000, seed = 17, log = 
     const auth = token ? `Bearer ${token}` : undefined;
     const scope = { 'x-cairn-user-id': 'u0', 'x-cairn-agent-id': 'a', ...(auth ? { authorization: auth } : {}) };
     // Real ids, so that generated requests also hit existing rows.
-    const seeded = await request(`${server.url}/v1/conversations`, { method: 'POST', headers: scope, body: { session_key: 'fz', messages: [{ role: 'user', content: 'fuzz seed about lighthouses', id: 'm-fuzz' }] } });
+    const seeded = await request(`${server.url}/v1/conversations`, {
+      method: 'POST',
+      headers: scope,
+      body: { session_key: 'fz', messages: [{ role: 'user', content: 'fuzz seed about lighthouses', id: 'm-fuzz' }] },
+    });
     const memory = await request(`${server.url}/v1/memories`, { method: 'POST', headers: scope, body: { content: 'likes lighthouses', type: 'persona' } });
     await request(`${server.url}/v1/runs`, { method: 'POST', headers: scope, body: { task_id: 't-fuzz', session_key: 'fz', objective: 'fuzz run' } });
     const ids = ['m-fuzz', 'fz', 't-fuzz', memory.json?.id ?? 'mem', seeded.json?.ids?.[0] ?? 'm'];
@@ -388,7 +407,19 @@ export async function fuzz({ mode = 'local', requests = 1_000, seed = 17, log = 
     const health = await request(`${server.url}/health`);
     if (health.status !== 200) tally.sample(`/health after the fuzz: ${health.status}`);
     log(`fuzz (${mode}): ${tally.requests} requests over ${ops.length} routes and ${tools.length} tools: ${tally.fiveXX} 5xx, ${tally.hangs} hangs`);
-    return { mode, routes: ops.length, tools: tools.length, requests: tally.requests, fiveXX: tally.fiveXX, hangs: tally.hangs, dropped: tally.dropped, healthAfter: health.status, byStatus: tally.byStatus, slowest: tally.slowest, samples: tally.samples };
+    return {
+      mode,
+      routes: ops.length,
+      tools: tools.length,
+      requests: tally.requests,
+      fiveXX: tally.fiveXX,
+      hangs: tally.hangs,
+      dropped: tally.dropped,
+      healthAfter: health.status,
+      byStatus: tally.byStatus,
+      slowest: tally.slowest,
+      samples: tally.samples,
+    };
   } finally {
     await server.stop();
   }
@@ -403,7 +434,6 @@ function shuffle(items, seed) {
   }
   return items;
 }
-
 
 // ---- cross-tenant --------------------------------------------------------------------------------
 
@@ -453,7 +483,11 @@ export const CROSS_TENANT_OPERATIONS = [
   { name: 'knowledge: get', kind: 'read', run: (c, a, v) => c.as(a, 'GET', `/v1/knowledge/${enc(v.knowledgeId)}`) },
   { name: 'knowledge: list', kind: 'read', run: (c, a) => c.as(a, 'GET', '/v1/knowledge') },
   { name: 'knowledge: tools of the resource', kind: 'read', run: (c, a, v) => c.as(a, 'POST', '/v3/tools/list', { knowledge_id: v.knowledgeId }) },
-  { name: 'knowledge: read_raw', kind: 'read', run: (c, a, v) => c.as(a, 'POST', '/v3/tools/call', { knowledge_id: v.knowledgeId, tool_name: 'read_raw', params: { filenames: ['page.md'] } }) },
+  {
+    name: 'knowledge: read_raw',
+    kind: 'read',
+    run: (c, a, v) => c.as(a, 'POST', '/v3/tools/call', { knowledge_id: v.knowledgeId, tool_name: 'read_raw', params: { filenames: ['page.md'] } }),
+  },
   { name: 'knowledge: sync', kind: 'write', run: (c, a, v) => c.as(a, 'POST', `/v1/knowledge/${enc(v.knowledgeId)}/sync`) },
   { name: 'knowledge: remove', kind: 'write', run: (c, a, v) => c.as(a, 'DELETE', `/v1/knowledge/${enc(v.knowledgeId)}`) },
   // knowledge.roots is a plain list here: the folder another scope registered, or the root holding it, is not
@@ -465,9 +499,23 @@ export const CROSS_TENANT_OPERATIONS = [
     run: (c, a, v) => c.as(a, 'POST', '/v1/knowledge', { type: 'wiki', path: join(c.wikis, v.secret) }),
   },
   { name: "knowledge: register the folder above the victim's", kind: 'write', run: (c, a) => c.as(a, 'POST', '/v1/knowledge', { type: 'wiki', path: c.wikis }) },
-  { name: 'keys: claim the victim user', kind: 'claim', applies: (a, v) => a.user !== v.user, run: (c, a, v) => c.as(a, 'GET', '/v1/memories', undefined, { 'x-cairn-user-id': v.user }) },
-  { name: 'keys: claim another agent', kind: 'claim', applies: (a) => a.boundAgent, run: (c, a, v) => c.as(a, 'GET', '/v1/memories', undefined, { 'x-cairn-agent-id': `${v.agent}-other` }) },
-  { name: "keys: the victim's key id with another secret", kind: 'claim', run: (c, a, v) => c.raw('GET', '/v1/memories', undefined, { authorization: `Bearer cairn_${v.keyId}_${a.token.split('_')[2]}`, 'x-cairn-agent-id': v.agent }) },
+  {
+    name: 'keys: claim the victim user',
+    kind: 'claim',
+    applies: (a, v) => a.user !== v.user,
+    run: (c, a, v) => c.as(a, 'GET', '/v1/memories', undefined, { 'x-cairn-user-id': v.user }),
+  },
+  {
+    name: 'keys: claim another agent',
+    kind: 'claim',
+    applies: (a) => a.boundAgent,
+    run: (c, a, v) => c.as(a, 'GET', '/v1/memories', undefined, { 'x-cairn-agent-id': `${v.agent}-other` }),
+  },
+  {
+    name: "keys: the victim's key id with another secret",
+    kind: 'claim',
+    run: (c, a, v) => c.raw('GET', '/v1/memories', undefined, { authorization: `Bearer cairn_${v.keyId}_${a.token.split('_')[2]}`, 'x-cairn-agent-id': v.agent }),
+  },
   { name: 'keys: a revoked key', kind: 'claim', run: (c, _a, v) => c.raw('GET', '/v1/memories', undefined, { authorization: `Bearer ${c.revoked}`, 'x-cairn-agent-id': v.agent }) },
 ];
 
@@ -518,11 +566,24 @@ export async function crossTenant({ operations = 500, seed = 17, log = () => {} 
     for (const t of tenants) {
       t.keyId = keyId(t.token);
       const text = `${t.marker} ${t.secret}`;
-      await ctx.as(t, 'POST', '/v1/conversations', { session_key: 'shared', messages: [{ id: 'm-shared', role: 'user', content: `shared ${text}` }, { id: `m-${t.marker}`, role: 'assistant', content: `reply ${text}` }] });
+      await ctx.as(t, 'POST', '/v1/conversations', {
+        session_key: 'shared',
+        messages: [
+          { id: 'm-shared', role: 'user', content: `shared ${text}` },
+          { id: `m-${t.marker}`, role: 'assistant', content: `reply ${text}` },
+        ],
+      });
       await ctx.as(t, 'POST', '/v1/conversations', { session_key: `s-${t.marker}`, messages: [{ id: 'm-own', role: 'user', content: `private ${text}` }] });
       t.memoryId = (await ctx.as(t, 'POST', '/v1/memories', { content: `memory ${text}`, type: 'persona' })).json?.id;
-      await ctx.as(t, 'POST', '/v1/runs', { task_id: 'task-shared', session_key: 'shared', objective: `run ${text}`, tool_calls: [{ name: 'lookup', arguments: { q: t.marker }, result: `found ${text}` }] });
-      t.errorHash = (await ctx.as(t, 'POST', '/v1/errors', { tool_name: 'lookup', keywords: [t.marker, 'timeout'], symptom: `failed ${text}`, action: `retried ${text}`, outcome: 'resolved' })).json?.hash;
+      await ctx.as(t, 'POST', '/v1/runs', {
+        task_id: 'task-shared',
+        session_key: 'shared',
+        objective: `run ${text}`,
+        tool_calls: [{ name: 'lookup', arguments: { q: t.marker }, result: `found ${text}` }],
+      });
+      t.errorHash = (
+        await ctx.as(t, 'POST', '/v1/errors', { tool_name: 'lookup', keywords: [t.marker, 'timeout'], symptom: `failed ${text}`, action: `retried ${text}`, outcome: 'resolved' })
+      ).json?.hash;
       t.knowledgeId = (await ctx.as(t, 'POST', '/v1/knowledge', { type: 'wiki', path: join(wikis, t.secret) })).json?.id;
       if (!t.memoryId || !t.errorHash || !t.knowledgeId) throw new Error(`seeding tenant ${t.user}/${t.agent} failed`);
     }
@@ -649,12 +710,18 @@ async function writeUntil(urls, until, { ledger, tally, concurrency = 4, prefix 
       const i = n++;
       const url = urls[i % urls.length];
       if (i % 4 === 3) {
-        const r = tally.add('POST /v1/memories', await request(`${url}/v1/memories`, { method: 'POST', headers: WRITER_SCOPE, body: { content: `memory ${prefix} ${i} about gardens`, type: 'episodic' } }));
+        const r = tally.add(
+          'POST /v1/memories',
+          await request(`${url}/v1/memories`, { method: 'POST', headers: WRITER_SCOPE, body: { content: `memory ${prefix} ${i} about gardens`, type: 'episodic' } }),
+        );
         if (r.status === 201) ledger.memories.add(r.json.id);
       } else {
         const ids = Array.from({ length: 1 + (i % 3) }, (_, k) => `${prefix}-${i}-${k}`);
         const messages = ids.map((id, k) => ({ id, role: k % 2 ? 'assistant' : 'user', content: `write ${id} about rivers and bridges` }));
-        const r = tally.add('POST /v1/conversations', await request(`${url}/v1/conversations`, { method: 'POST', headers: WRITER_SCOPE, body: { session_key: `s${w}`, messages } }));
+        const r = tally.add(
+          'POST /v1/conversations',
+          await request(`${url}/v1/conversations`, { method: 'POST', headers: WRITER_SCOPE, body: { session_key: `s${w}`, messages } }),
+        );
         if (r.status === 201) for (const id of ids) ledger.messages.add(id);
       }
     }
@@ -667,7 +734,14 @@ export function importFile(dir, lines, prefix = 'imp') {
   const path = join(dir, `${prefix}-${lines}.jsonl`);
   const out = [];
   for (let i = 0; i < lines; i++) {
-    out.push(JSON.stringify({ id: `${prefix}-${i}`, session_key: `s${i % 50}`, role: i % 2 ? 'assistant' : 'user', content: `imported line ${i} about the harbour, ferry ${i % 89} and the ${i % 7} lighthouse keepers` }));
+    out.push(
+      JSON.stringify({
+        id: `${prefix}-${i}`,
+        session_key: `s${i % 50}`,
+        role: i % 2 ? 'assistant' : 'user',
+        content: `imported line ${i} about the harbour, ferry ${i % 89} and the ${i % 7} lighthouse keepers`,
+      }),
+    );
   }
   writeFileSync(path, `${out.join('\n')}\n`);
   return path;
@@ -678,7 +752,8 @@ function importedRows(data, prefix = 'imp') {
   const db = new Database(join(data, 'cairn.db'), { readonly: true });
   try {
     const rows = db.prepare(`SELECT count(*) AS rows, count(DISTINCT id) AS ids FROM messages WHERE user_id = 'default' AND agent_id = 'default' AND id LIKE ?`).get(`${prefix}-%`);
-    const contiguous = rows.rows === 0 || db.prepare('SELECT 1 FROM messages WHERE user_id = ? AND agent_id = ? AND id = ?').get('default', 'default', `${prefix}-${rows.rows - 1}`) !== undefined;
+    const contiguous =
+      rows.rows === 0 || db.prepare('SELECT 1 FROM messages WHERE user_id = ? AND agent_id = ? AND id = ?').get('default', 'default', `${prefix}-${rows.rows - 1}`) !== undefined;
     return { ...rows, contiguous };
   } finally {
     db.close();
@@ -757,7 +832,9 @@ export async function killDuringImport({ kills = 1, lines = 5_000, log = () => {
     if (again.code !== 0 || done.rows !== lines) incomplete++;
     duplicates += done.rows - done.ids;
   }
-  log(`kill -9 during import: ${kills} kills of a ${lines}-line import left ${left.join(', ')} rows; ${partial} partial chunks, ${incomplete} incomplete re-runs, ${duplicates} duplicates`);
+  log(
+    `kill -9 during import: ${kills} kills of a ${lines}-line import left ${left.join(', ')} rows; ${partial} partial chunks, ${incomplete} incomplete re-runs, ${duplicates} duplicates`,
+  );
   return { kills, lines, chunk: IMPORT_CHUNK, left, partial, incomplete, duplicates };
 }
 
@@ -780,7 +857,9 @@ export async function importUnderWrites({ lines = 40_000, log = () => {} } = {})
     const result = await run;
     const imported = importedRows(data);
     const lost = ledger.missing(data);
-    log(`import under REST writes: ${lines} lines (exit ${result.code}), ${tally.requests} REST writes: ${tally.byStatus[500] ?? 0} HTTP 500, ${tally.busy} 503 busy, ${lost} acknowledged writes lost`);
+    log(
+      `import under REST writes: ${lines} lines (exit ${result.code}), ${tally.requests} REST writes: ${tally.byStatus[500] ?? 0} HTTP 500, ${tally.busy} 503 busy, ${lost} acknowledged writes lost`,
+    );
     return {
       lines,
       imported: imported.rows,
@@ -817,7 +896,15 @@ export async function twoServers({ writes = 400, log = () => {} } = {}) {
   }
   const lost = ledger.missing(data);
   log(`two servers on one data directory: ${tally.requests} writes: ${tally.fiveXX} 5xx, ${tally.busy} 503 busy, ${lost} lost`);
-  return { writes: tally.requests, acknowledged: ledger.size, fiveXX: tally.fiveXX, busy: tally.busy, busyWithoutRetryAfter: tally.busyWithoutRetryAfter, lost, samples: tally.samples };
+  return {
+    writes: tally.requests,
+    acknowledged: ledger.size,
+    fiveXX: tally.fiveXX,
+    busy: tally.busy,
+    busyWithoutRetryAfter: tally.busyWithoutRetryAfter,
+    lost,
+    samples: tally.samples,
+  };
 }
 
 /**
@@ -923,12 +1010,13 @@ export async function knowledgeRace({ reads = 2_000, concurrency = 8, bin = CLI,
     const added = await request(`${server.url}/v1/knowledge`, { method: 'POST', body: { type: 'wiki', path: root } });
     if (added.status !== 201) throw new Error(`registering the wiki failed: ${added.status} ${added.text}`);
     const id = added.json.id;
-    for (let status = added.json.status; status !== 'ready'; ) {
+    for (let status = added.json.status; status !== 'ready';) {
       await sleep(50);
       status = (await request(`${server.url}/v1/knowledge/${id}`)).json?.status;
       if (status === 'error') throw new Error(`indexing the wiki failed`);
     }
-    const call = () => request(`${server.url}/v3/tools/call`, { method: 'POST', body: { knowledge_id: id, tool_name: 'read_raw', params: { filenames: ['guides/page.md', 'top.md'] } } });
+    const call = () =>
+      request(`${server.url}/v3/tools/call`, { method: 'POST', body: { knowledge_id: id, tool_name: 'read_raw', params: { filenames: ['guides/page.md', 'top.md'] } } });
     const before = await call();
     if (before.json?.data?.files?.length !== 2) throw new Error(`read_raw before the race: ${before.status} ${before.text}`);
 

@@ -59,7 +59,13 @@ describe('failure hint on a failing downstream tool', () => {
     const cairn = await setup();
     const written = await writeQuotaFix(cairn);
     // A fix recorded for another tool is not named.
-    const other = await cairn.history.writeError(scope, { tool_name: 'quotes__echo', keywords: ['quota'], symptom: 'HTTP 429 quota exhausted', action: 'waited', outcome: 'resolved' });
+    const other = await cairn.history.writeError(scope, {
+      tool_name: 'quotes__echo',
+      keywords: ['quota'],
+      symptom: 'HTTP 429 quota exhausted',
+      action: 'waited',
+      outcome: 'resolved',
+    });
     const client = await mcp(cairn, 's1');
     const result = await client.callTool({ name: 'tool_call', arguments: { name: 'quotes__fetch_quote', arguments: { symbol: 'ACME' } } });
     const text = textOf(result);
@@ -74,7 +80,10 @@ describe('failure hint on a failing downstream tool', () => {
     const cairn = await setup();
     const written = await writeQuotaFix(cairn);
     const app = createApp(cairn, { log: () => {} });
-    const res = await app.request('/v3/tools/call', json('POST', { tool_name: 'quotes__fetch_quote', params: { symbol: 'ACME' } }, { 'x-cairn-session-key': 's1', 'x-cairn-turn-id': 'turn-9' }));
+    const res = await app.request(
+      '/v3/tools/call',
+      json('POST', { tool_name: 'quotes__fetch_quote', params: { symbol: 'ACME' } }, { 'x-cairn-session-key': 's1', 'x-cairn-turn-id': 'turn-9' }),
+    );
     const body = (await res.json()) as JsonBody;
     expect(body.error.hint).toMatch(new RegExp(`related_errors: ${written.hash}[\\s\\S]*\\nnext: once a fix works`));
     const run = await cairn.history.chatHistory({ scope, sessionKey: 's1' }, { task_id: 'turn-9', name: 'quotes__fetch_quote' });

@@ -41,7 +41,12 @@ describe('history tables', () => {
   it('rebuilds an index created with another tokenizer when the store opens', async () => {
     const path = dbPath();
     const first = open(path);
-    await first.runs.saveRun(scope, { taskId: 't1', sessionKey: 's', objective: '東京タワーの高さ', toolCalls: [{ name: 'fetch_page', arguments: '{}', result: 'Tokyo Tower: 333 m' }] });
+    await first.runs.saveRun(scope, {
+      taskId: 't1',
+      sessionKey: 's',
+      objective: '東京タワーの高さ',
+      toolCalls: [{ name: 'fetch_page', arguments: '{}', result: 'Tokyo Tower: 333 m' }],
+    });
     await first.close();
 
     // An older build's definition: the default unicode61 tokenizer, which cannot match inside words.
@@ -66,7 +71,14 @@ describe('history tables', () => {
   it('pruning a run removes its tool calls, index entries and withheld marks', async () => {
     const path = dbPath();
     const store = open(path);
-    await store.runs.saveRun(scope, { taskId: 'old', sessionKey: 's', objective: 'old one', startedAt: '2020-01-01T00:00:00.000Z', endedAt: '2020-01-01T00:01:00.000Z', toolCalls: [{ name: 'fetch_page', arguments: '{}', result: 'ancient page', at: '2020-01-01T00:00:30.000Z' }] });
+    await store.runs.saveRun(scope, {
+      taskId: 'old',
+      sessionKey: 's',
+      objective: 'old one',
+      startedAt: '2020-01-01T00:00:00.000Z',
+      endedAt: '2020-01-01T00:01:00.000Z',
+      toolCalls: [{ name: 'fetch_page', arguments: '{}', result: 'ancient page', at: '2020-01-01T00:00:30.000Z' }],
+    });
     await store.runs.markWithheld(scope, 's', 'old');
     expect(await store.runs.pruneRuns('2021-01-01T00:00:00.000Z')).toBe(1);
     expect(await store.runs.searchRunTexts(scope, 's', ['ancient'], since, 10)).toEqual([]);

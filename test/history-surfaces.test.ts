@@ -47,7 +47,12 @@ describe('REST /v1/runs', () => {
     const { call } = await setup();
     const created = await call('/v1/runs', json('POST', runBody));
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ task_id: 't1', session_key: 's1', ended_at: null, tool_calls: [{ name: 'fetch_page', source: 'host', duration_ms: 120 }, { result: '109' }] });
+    expect(created.body).toMatchObject({
+      task_id: 't1',
+      session_key: 's1',
+      ended_at: null,
+      tool_calls: [{ name: 'fetch_page', source: 'host', duration_ms: 120 }, { result: '109' }],
+    });
     await call('/v1/runs', json('POST', { task_id: 't1', session_key: 's1', reply: 'About 109 USD', ended_at: new Date().toISOString() }));
 
     const list = await call('/v1/runs?session_key=s1');
@@ -142,9 +147,7 @@ describe('REST /v1/errors, /v1/guides, /v1/results', () => {
     expect(viaMcp.isError).toBe(true);
     expect(textOf(viaMcp)).toMatch(/overwrite/);
     // @ts-expect-error: path is not a write_result field, and the façade refuses it at run time too.
-    expect(() => cairn.history.writeResult({ content: '# x', path: '/tmp/x.md' })).toThrow(
-      "invalid write_result: unknown field 'path' (it takes content, format, filename)",
-    );
+    expect(() => cairn.history.writeResult({ content: '# x', path: '/tmp/x.md' })).toThrow("invalid write_result: unknown field 'path' (it takes content, format, filename)");
     expect(existsSync(outputDir) ? readdirSync(outputDir) : []).toEqual([]);
   });
 });

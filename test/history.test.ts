@@ -46,7 +46,12 @@ const chat = (cairn: Cairn, params: unknown, turnId?: string) => cairn.history.c
 describe('runs', () => {
   it('records a run, merges a second write into it and appends its tool calls', async () => {
     const cairn = await fx.cairn();
-    await cairn.history.recordRun(scope, { taskId: 't1', sessionKey: session, objective: 'find flights', toolCalls: [{ name: 'search_web', arguments: { q: 'flights' }, result: 'LIS→NRT' }] });
+    await cairn.history.recordRun(scope, {
+      taskId: 't1',
+      sessionKey: session,
+      objective: 'find flights',
+      toolCalls: [{ name: 'search_web', arguments: { q: 'flights' }, result: 'LIS→NRT' }],
+    });
     const merged = await cairn.history.recordRun(scope, {
       taskId: 't1',
       sessionKey: session,
@@ -289,7 +294,9 @@ describe('chat_history withheld note', () => {
     const cairn = await seeded({ embedding: { provider: 'hash' } });
     const first = await chat(cairn, { task_id: ['gpu', 'dinner', 'small'] }, 'current');
     const [gpuBlock, dinnerBlock, smallBlock] = first.text.split('\n\n---\n\n');
-    expect(gpuBlock).toMatch(/^task gpu — withheld: judged unrelated to the current request \(confidence (0\.[7-9]\d*|1)\), \d+ characters; objective: compare graphics card prices — read it again to get it in full$/);
+    expect(gpuBlock).toMatch(
+      /^task gpu — withheld: judged unrelated to the current request \(confidence (0\.[7-9]\d*|1)\), \d+ characters; objective: compare graphics card prices — read it again to get it in full$/,
+    );
     expect(gpuBlock).not.toContain('\n');
     expect(first.data.runs).toContainEqual(expect.objectContaining({ task_id: 'gpu', withheld: true }));
     // Related, and small, runs are shown in full.
@@ -457,9 +464,19 @@ describe('reasoning_guide', () => {
 
   it('ships every built-in topic', async () => {
     const cairn = await fx.cairn();
-    expect(cairn.history.guideTopics()).toEqual(
-      ['ask_user', 'figure', 'html_render', 'market_analysis', 'office', 'subagent_dispatch', 'targeted_read', 'tool_error', 'tool_generate', 'web_search', 'write_todo'],
-    );
+    expect(cairn.history.guideTopics()).toEqual([
+      'ask_user',
+      'figure',
+      'html_render',
+      'market_analysis',
+      'office',
+      'subagent_dispatch',
+      'targeted_read',
+      'tool_error',
+      'tool_generate',
+      'web_search',
+      'write_todo',
+    ]);
   });
 
   it('returns the known topics and lists the unknown ones; old names answer under the current one (seed 001)', async () => {

@@ -132,7 +132,16 @@ describe('bad input is refused with a clear message and writes nothing', () => {
       ['/search/conversations', { query: 'x', limit: { n: 1 } }],
       ['/capture', { session_key: 's', user_content: ['hi'], assistant_content: 'x' }],
       ['/v1/conversations', { session_key: 's', messages: [] }],
-      ['/v1/conversations', { session_key: 's', messages: [{ role: 'user', content: 'ok' }, { role: 'robot', content: 'no' }] }],
+      [
+        '/v1/conversations',
+        {
+          session_key: 's',
+          messages: [
+            { role: 'user', content: 'ok' },
+            { role: 'robot', content: 'no' },
+          ],
+        },
+      ],
       ['/v1/conversations', { session_key: 's', messages: Array.from({ length: 501 }, () => ({ role: 'user', content: 'm' })) }],
     ];
     for (const [path, body] of cases) {
@@ -146,7 +155,12 @@ describe('bad input is refused with a clear message and writes nothing', () => {
   it('unknown fields: 400', async () => {
     const { call, cairn } = await setup();
     const res = await call('/capture', json('POST', { session_key: 's', user_content: 'a', assistant_content: 'b', sesion_id: 'typo' }));
-    expect(res).toEqual({ status: 400, body: { error: { code: 'invalid_input', message: "invalid body: unknown field 'sesion_id' (it takes session_key, user_content, assistant_content, user_id, agent_id, timestamp)" } } });
+    expect(res).toEqual({
+      status: 400,
+      body: {
+        error: { code: 'invalid_input', message: "invalid body: unknown field 'sesion_id' (it takes session_key, user_content, assistant_content, user_id, agent_id, timestamp)" },
+      },
+    });
     expect((await call('/v1/memories?limit=5&colour=red')).status).toBe(400);
     expect(await counts(cairn)).toEqual({ messages: 0, memories: 0 });
   });

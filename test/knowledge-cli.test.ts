@@ -31,7 +31,7 @@ describe('cairn knowledge', () => {
     const again = runCli(['--data', data, 'knowledge', 'add', 'code', root]);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toMatch(/ready \(1 file\(s\)/);
-   }, 120_000);
+  }, 120_000);
 
   it('follows .gitignore files and reports every file it left out with the reason', () => {
     const data = harness.tempDir();
@@ -53,7 +53,7 @@ describe('cairn knowledge', () => {
       '  left out: 1 file(s) over knowledge.max_file_bytes (src/big.ts); 1 binary file(s) (src/blob.ts); ' +
         '3 ignored (src/generated/ by src/.gitignore, src/schema.gen.ts by .gitignore, vendor/ by .gitignore)',
     );
-   }, 120_000);
+  }, 120_000);
 
   it('add (waits, with the index built in a worker), list, sync incrementally, remove', () => {
     const data = harness.tempDir();
@@ -74,7 +74,7 @@ describe('cairn knowledge', () => {
 
     expect(runCli(['--data', data, 'knowledge', 'remove', id]).stdout).toBe(`removed ${id}\n`);
     expect(runCli(['--data', data, 'knowledge', 'list']).stdout).toMatch(/^No knowledge resources/);
-   }, 120_000);
+  }, 120_000);
 
   it('refuses a missing folder and an unknown id (exit 2, usage mistakes) and registers nothing', () => {
     const data = harness.tempDir();

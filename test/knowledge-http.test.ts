@@ -56,7 +56,10 @@ describe('POST /v3/tools/list', () => {
   });
 
   it('400 for a malformed knowledge_id, 404 for an unknown one', async () => {
-    expect(await post('/v3/tools/list', { knowledge_id: 'wiki-nothex!' })).toMatchObject({ status: 400, body: { error: { code: 'invalid_input', message: expect.stringMatching(/^invalid knowledge_id format/) } } });
+    expect(await post('/v3/tools/list', { knowledge_id: 'wiki-nothex!' })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_input', message: expect.stringMatching(/^invalid knowledge_id format/) } },
+    });
     expect(await post('/v3/tools/list', { knowledge_id: null })).toMatchObject({ status: 400, body: { error: { message: 'knowledge_id is required' } } });
     expect(await post('/v3/tools/list', { knowledge_id: 'cg-00000000' })).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
   });

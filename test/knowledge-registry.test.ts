@@ -49,8 +49,8 @@ describe('knowledge registry', () => {
     writeFileSync(
       format,
       readFileSync(format, 'utf8').replace(
-        "export function normalizeName(name: string): string {\n  return name",
-        "export function normalizeName(name: string): string {\n  return titleCase(name)",
+        'export function normalizeName(name: string): string {\n  return name',
+        'export function normalizeName(name: string): string {\n  return titleCase(name)',
       ) + '\n/** Upper-cases the first letter. */\nexport function titleCase(text: string): string {\n  return text.charAt(0).toUpperCase() + text.slice(1);\n}\n',
     );
     await cairn.knowledge.sync(LOCAL, id);
@@ -159,19 +159,30 @@ describe('knowledge registry', () => {
       message: expect.stringMatching(/is not a directory/),
     });
     expect(await failure(cairn.knowledge.add(LOCAL, { type: 'wiki', path: '/no/such/folder' }))).toMatchObject({ code: 'invalid_input' });
-    expect(await failure(cairn.knowledge.add(LOCAL, { type: 'pdf', path: FIXTURES.wiki } as never))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^invalid knowledge resource at type: /) });
+    expect(await failure(cairn.knowledge.add(LOCAL, { type: 'pdf', path: FIXTURES.wiki } as never))).toMatchObject({
+      code: 'invalid_input',
+      message: expect.stringMatching(/^invalid knowledge resource at type: /),
+    });
     expect(await cairn.knowledge.list(LOCAL)).toEqual([]);
 
     const id = await harness.ready(cairn, 'wiki', FIXTURES.wiki);
     expect(await failure(cairn.knowledge.add(LOCAL, { type: 'wiki', path: FIXTURES.wiki }))).toMatchObject({ code: 'conflict', message: expect.stringContaining(id) });
     expect(await failure(cairn.knowledge.callTool(LOCAL, undefined as never, 'search', {}))).toEqual({ code: 'invalid_input', message: 'knowledge_id is required' });
-    expect(await failure(cairn.knowledge.callTool(LOCAL, 'wiki-xyz', 'search', {}))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^invalid knowledge_id format/) });
+    expect(await failure(cairn.knowledge.callTool(LOCAL, 'wiki-xyz', 'search', {}))).toMatchObject({
+      code: 'invalid_input',
+      message: expect.stringMatching(/^invalid knowledge_id format/),
+    });
     expect(await failure(cairn.knowledge.callTool(LOCAL, 'cg-00000000', 'search', {}))).toEqual({ code: 'not_found', message: 'knowledge resource cg-00000000 not found' });
     expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'impact', { symbol: 'x' }))).toMatchObject({ code: 'not_found', message: expect.stringContaining('/v3/tools/list') });
-    expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', [] as never))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^params must be an object/) });
+    expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', [] as never))).toMatchObject({
+      code: 'invalid_input',
+      message: expect.stringMatching(/^params must be an object/),
+    });
     expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', {}))).toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/^invalid params at query: /) });
     expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', { query: 'x', limit: 0 }))).toMatchObject({ message: expect.stringMatching(/^invalid params at limit: /) });
-    expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', { query: 'x', top: 3 }))).toMatchObject({ message: expect.stringMatching(/^invalid params: unknown field 'top'/) });
+    expect(await failure(cairn.knowledge.callTool(LOCAL, id, 'search', { query: 'x', top: 3 }))).toMatchObject({
+      message: expect.stringMatching(/^invalid params: unknown field 'top'/),
+    });
   });
 
   it('lists its tools with JSON Schema parameters, and removes a resource without touching the folder', async () => {
@@ -226,14 +237,24 @@ describe('SqliteStore knowledge tables', () => {
     expect(await store.knowledge.deleteKnowledgeResource(other, 'wiki-0000000a')).toBe(false);
     expect(await store.knowledge.listKnowledgeFiles(LOCAL, 'wiki-0000000a')).toHaveLength(2);
     expect((await store.knowledge.listAllKnowledgeResources()).map((r) => [r.id, r.scope])).toEqual([['wiki-0000000a', LOCAL]]);
-    await store.knowledge.applyKnowledgeSync(LOCAL, 'wiki-0000000a', { upserts: [{ path: 'a.md', hash: 'h3', size: 3, mtimeMs: 3, data: '{"a":2}' }], deletes: ['b.md'], patch: {} });
+    await store.knowledge.applyKnowledgeSync(LOCAL, 'wiki-0000000a', {
+      upserts: [{ path: 'a.md', hash: 'h3', size: 3, mtimeMs: 3, data: '{"a":2}' }],
+      deletes: ['b.md'],
+      patch: {},
+    });
     expect(await store.knowledge.listKnowledgeFiles(LOCAL, 'wiki-0000000a')).toEqual([{ path: 'a.md', hash: 'h3', size: 3, mtimeMs: 3, data: '{"a":2}' }]);
     expect(await store.knowledge.listKnowledgeFiles(LOCAL, 'wiki-0000000a', { withData: false })).toEqual([{ path: 'a.md', hash: 'h3', size: 3, mtimeMs: 3, data: '' }]);
-    expect(await store.knowledge.updateKnowledgeResource(LOCAL, 'wiki-0000000a', { status: 'ready', syncedAt: 'now' })).toMatchObject({ status: 'ready', syncedAt: 'now', version: 2 });
+    expect(await store.knowledge.updateKnowledgeResource(LOCAL, 'wiki-0000000a', { status: 'ready', syncedAt: 'now' })).toMatchObject({
+      status: 'ready',
+      syncedAt: 'now',
+      version: 2,
+    });
     expect(await store.knowledge.deleteKnowledgeResource(LOCAL, 'wiki-0000000a')).toBe(true);
     expect(await store.knowledge.listKnowledgeFiles(LOCAL, 'wiki-0000000a')).toEqual([]);
     // A sync that lands after the resource was removed writes nothing.
-    expect(await store.knowledge.applyKnowledgeSync(LOCAL, 'wiki-0000000a', { upserts: [{ path: 'x.md', hash: 'h', size: 1, mtimeMs: 1, data: '{}' }], deletes: [], patch: {} })).toBeNull();
+    expect(
+      await store.knowledge.applyKnowledgeSync(LOCAL, 'wiki-0000000a', { upserts: [{ path: 'x.md', hash: 'h', size: 1, mtimeMs: 1, data: '{}' }], deletes: [], patch: {} }),
+    ).toBeNull();
     expect(await store.knowledge.listKnowledgeFiles(LOCAL, 'wiki-0000000a')).toEqual([]);
     expect(await store.knowledge.updateKnowledgeResource(LOCAL, 'wiki-0000000a', { status: 'ready' })).toBeNull();
     await store.close();

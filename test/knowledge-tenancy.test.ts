@@ -19,7 +19,9 @@ const SECRET = 'root:x:0:0:the outside secret';
 
 type Tenant = { token: string; request: (method: string, path: string, body?: unknown) => Promise<{ status: number; body: Answer }> };
 
-async function keysServer(config: Omit<CairnConfigInput, 'data_dir'> = {}): Promise<{ cairn: Cairn; app: ReturnType<typeof createApp>; tenant: (user: string) => Promise<Tenant> }> {
+async function keysServer(
+  config: Omit<CairnConfigInput, 'data_dir'> = {},
+): Promise<{ cairn: Cairn; app: ReturnType<typeof createApp>; tenant: (user: string) => Promise<Tenant> }> {
   const cairn = await harness.cairn({ ...config, auth: { mode: 'keys' } });
   const app = createApp(cairn, { log: () => {} });
   const tenant = async (user: string): Promise<Tenant> => {
@@ -182,7 +184,10 @@ describe('knowledge.roots per tenant (keys mode)', () => {
     const alice = await tenant('alice');
     const bob = await tenant('bob');
     const carol = await tenant('carol');
-    expect(await alice.request('POST', '/v1/knowledge', { type: 'wiki', path: bobWiki })).toMatchObject({ status: 403, body: { error: { message: expect.stringContaining('is not under knowledge.roots') } } });
+    expect(await alice.request('POST', '/v1/knowledge', { type: 'wiki', path: bobWiki })).toMatchObject({
+      status: 403,
+      body: { error: { message: expect.stringContaining('is not under knowledge.roots') } },
+    });
     expect(await bob.request('POST', '/v1/knowledge', { type: 'wiki', path: aliceWiki })).toMatchObject({ status: 403 });
     expect(await carol.request('POST', '/v1/knowledge', { type: 'wiki', path: aliceWiki })).toMatchObject({
       status: 403,
@@ -309,9 +314,7 @@ describe('bounded reads (knowledge.max_file_bytes)', () => {
     writeFileSync(join(root, 'orphan.md'), '');
     truncateSync(join(root, 'orphan.md'), BIG);
     const after = await call(cairn, id, 'read_raw', { filenames: ['orphan.md', 'index.md'] });
-    expect(after.refused).toEqual([
-      { path: 'orphan.md', error: `refused to read orphan.md: it is ${BIG} bytes (1536.0 MiB), over knowledge.max_file_bytes (100000 bytes)` },
-    ]);
+    expect(after.refused).toEqual([{ path: 'orphan.md', error: `refused to read orphan.md: it is ${BIG} bytes (1536.0 MiB), over knowledge.max_file_bytes (100000 bytes)` }]);
     // The other file of the same call is read as usual.
     expect(after.files.map((f: Answer) => f.path)).toEqual(['index.md']);
   });

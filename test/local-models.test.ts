@@ -115,7 +115,14 @@ describe.each(['static', 'transformer'] as const)('a local %s model', (kind) => 
     cleanups.push(() => weather.close());
     const fixture = fileURLToPath(new URL('./fixtures/tool-servers.mjs', import.meta.url));
     const cairn = await cairnWith(folders[kind], {
-      tools: { servers: [{ name: 'notes', command: process.execPath, args: [fixture, 'notes'] }, { name: 'weather', url: weather.url }], health_check_ms: 0, startup_wait_ms: 60_000 },
+      tools: {
+        servers: [
+          { name: 'notes', command: process.execPath, args: [fixture, 'notes'] },
+          { name: 'weather', url: weather.url },
+        ],
+        health_check_ms: 0,
+        startup_wait_ms: 60_000,
+      },
     });
     await cairn.tools.start();
     const answer = await cairn.tools.search({ queries: ['will it be wet tomorrow', 'stock market dividend'] }, scope);

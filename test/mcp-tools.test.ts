@@ -144,7 +144,9 @@ describe('per-turn search budget over MCP', () => {
     }
     const fourth = await call('conversation_search', 'turn-1');
     expect(fourth.isError).toBeFalsy();
-    expect(textOf(fourth)).toMatch(/^Search budget spent: .* No search was run\. The budget comes back with the next turn \(a new turn id\)\. Do not search again in this turn; answer from what you already have\.$/);
+    expect(textOf(fourth)).toMatch(
+      /^Search budget spent: .* No search was run\. The budget comes back with the next turn \(a new turn id\)\. Do not search again in this turn; answer from what you already have\.$/,
+    );
     expect(fourth.structuredContent).toEqual({ count: 0, strategy: 'none', results: [], budget_exhausted: true });
     expect((await call('memory_search', 'turn-2')).structuredContent).toMatchObject({ count: 1, strategy: 'fts' });
   });

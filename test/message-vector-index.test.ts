@@ -49,11 +49,17 @@ function exactTop(stored: readonly Stored[], query: Float32Array, k: number): nu
 
 /** Writes messages with `vectors` (embedder `embedderId`) into `store`, in sessions s0..s4; returns them with their seqs. */
 async function write(store: SqliteStore, target: typeof scope, vectors: Float32Array[], embedderId: string, from: number): Promise<Stored[]> {
-  await store.messages.addMessages(vectors.map((_, i) => ({ id: `m${from + i}`, scope: target, sessionKey: `s${(from + i) % 5}`, role: 'user' as const, content: `message ${from + i}` })));
+  await store.messages.addMessages(
+    vectors.map((_, i) => ({ id: `m${from + i}`, scope: target, sessionKey: `s${(from + i) % 5}`, role: 'user' as const, content: `message ${from + i}` })),
+  );
   const byText = new Map(vectors.map((v, i) => [`message ${from + i}`, v]));
   const pending = (await store.embeddings.pendingEmbeddings('message', embedderId, { after: 0, limit: 1_000_000 })).filter((p) => byText.has(p.text));
   await store.embeddings.indexVectors('message', embedderId, vectors[0]!.length);
-  await store.embeddings.saveEmbeddings('message', embedderId, pending.map((p) => ({ key: p.key, text: p.text, vector: byText.get(p.text)! })));
+  await store.embeddings.saveEmbeddings(
+    'message',
+    embedderId,
+    pending.map((p) => ({ key: p.key, text: p.text, vector: byText.get(p.text)! })),
+  );
   return pending.map((p) => {
     const n = Number(p.text.slice(8));
     return { id: `m${n}`, seq: p.position, session: `s${n % 5}`, vector: byText.get(p.text)! };
@@ -98,7 +104,13 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
         hits.forEach((h) => expect(1 - h.distance).toBeCloseTo(cosine(query, stored.find((s) => s.seq === h.seq)!.vector), 5));
       }
       const inSession = index.search(scope, 'e', query, 's2', 12);
-      expect(inSession.map((h) => h.seq)).toEqual(exactTop(stored.filter((s) => s.session === 's2'), query, 12));
+      expect(inSession.map((h) => h.seq)).toEqual(
+        exactTop(
+          stored.filter((s) => s.session === 's2'),
+          query,
+          12,
+        ),
+      );
     }
     expect(index.search(scope, 'e', gaussianVectors(1, dims, 1)[0]!, 'no such session', 5)).toEqual([]);
     // Through the store (its own in-memory index), ids in the same order.
@@ -171,11 +183,20 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
     const defaults = MessageVectorIndex.open(reader)!;
     for (const query of queries.slice(0, 5)) {
       expect(defaults.search(scope, 'e', query, undefined, 10).map((h) => h.seq)).toEqual(exactTop(stored, query, 10));
-      expect(approximate.search(scope, 'e', query, 's1', 10).map((h) => h.seq)).toEqual(exactTop(stored.filter((s) => s.session === 's1'), query, 10));
+      expect(approximate.search(scope, 'e', query, 's1', 10).map((h) => h.seq)).toEqual(
+        exactTop(
+          stored.filter((s) => s.session === 's1'),
+          query,
+          10,
+        ),
+      );
     }
     expect(defaults.counts.approximate).toBe(0);
     // Rows added later get codes: at once (around the same mean), and all again once the scope has doubled.
-    for (const [added, from] of [[500, 3_000], [3_000, 3_500]] as const) {
+    for (const [added, from] of [
+      [500, 3_000],
+      [3_000, 3_500],
+    ] as const) {
       const more = await write(store, scope, gaussianVectors(added, dims, from), 'e', from);
       for (const row of [more[0]!, more.at(-1)!]) expect(approximate.search(scope, 'e', row.vector, undefined, 1)[0]!.seq).toBe(row.seq);
     }
@@ -193,7 +214,13 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
     const check = (embedderId: string, expected: readonly Stored[]) => {
       for (const query of queries) {
         expect(index.search(scope, embedderId, query, undefined, 20).map((h) => h.seq)).toEqual(exactTop(expected, query, 20));
-        expect(index.search(scope, embedderId, query, 's1', 5).map((h) => h.seq)).toEqual(exactTop(expected.filter((s) => s.session === 's1'), query, 5));
+        expect(index.search(scope, embedderId, query, 's1', 5).map((h) => h.seq)).toEqual(
+          exactTop(
+            expected.filter((s) => s.session === 's1'),
+            query,
+            5,
+          ),
+        );
       }
     };
     check('e', stored);
@@ -211,15 +238,26 @@ describe('in-memory message vector index (int8 candidates, exact re-rank)', () =
 
     // A vector saved as "no vector" (null) leaves the index.
     const cleared = stored.slice(0, 30);
-    await store.embeddings.saveEmbeddings('message', 'e', cleared.map((s) => ({ key: String(s.seq), text: `message ${s.id.slice(1)}`, vector: null })));
+    await store.embeddings.saveEmbeddings(
+      'message',
+      'e',
+      cleared.map((s) => ({ key: String(s.seq), text: `message ${s.id.slice(1)}`, vector: null })),
+    );
     stored = stored.slice(30);
     check('e', stored);
 
     // Another embedder's vectors replace these: the old embedder has none left, the new one has them all.
     const replaced = gaussianVectors(stored.length, dims, 14);
-    await store.embeddings.saveEmbeddings('message', 'f', stored.map((s, i) => ({ key: String(s.seq), text: `message ${s.id.slice(1)}`, vector: replaced[i]! })));
+    await store.embeddings.saveEmbeddings(
+      'message',
+      'f',
+      stored.map((s, i) => ({ key: String(s.seq), text: `message ${s.id.slice(1)}`, vector: replaced[i]! })),
+    );
     expect(index.search(scope, 'e', queries[0]!, undefined, 5)).toEqual([]);
-    check('f', stored.map((s, i) => ({ ...s, vector: replaced[i]! })));
+    check(
+      'f',
+      stored.map((s, i) => ({ ...s, vector: replaced[i]! })),
+    );
     reader.close();
     await store.close();
   });
@@ -284,7 +322,9 @@ describe('vector snapshots', () => {
       expect(read).toEqual(image);
       expect([rows, scales, codes]).toEqual([image.rows, image.scales, image.codes]);
       expect(() => readVectorSnapshot(pieces.slice(0, -1), () => ({ rows: new Uint8Array(32), scales: new Uint8Array(16), codes: new Uint8Array(128) }))).toThrow(/length/);
-      expect(() => readVectorSnapshot([...pieces, Uint8Array.of(1)], () => ({ rows: new Uint8Array(32), scales: new Uint8Array(16), codes: new Uint8Array(128) }))).toThrow(/length/);
+      expect(() => readVectorSnapshot([...pieces, Uint8Array.of(1)], () => ({ rows: new Uint8Array(32), scales: new Uint8Array(16), codes: new Uint8Array(128) }))).toThrow(
+        /length/,
+      );
     }
     // Room of the wrong size for a section is refused.
     expect(() => readVectorSnapshot([bytes], () => ({ rows: new Uint8Array(31), scales: new Uint8Array(16), codes: new Uint8Array(128) }))).toThrow(/room/);
@@ -302,7 +342,15 @@ describe('vector snapshots', () => {
 
     const second = openIndex(path);
     expect(queries.map((q) => seqsOf(second.index, q))).toEqual(answers);
-    expect(queries.map((q) => seqsOf(second.index, q, 's2'))).toEqual(queries.map((q) => exactTop(stored.filter((s) => s.session === 's2'), q, 10)));
+    expect(queries.map((q) => seqsOf(second.index, q, 's2'))).toEqual(
+      queries.map((q) =>
+        exactTop(
+          stored.filter((s) => s.session === 's2'),
+          q,
+          10,
+        ),
+      ),
+    );
     expect(second.index.counts.snapshots).toBe(1);
     // Its codes came with the snapshot: none made again, so nothing handed over.
     expect(second.made).toHaveLength(0);

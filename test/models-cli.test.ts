@@ -101,7 +101,7 @@ describe('cairn models', () => {
     expect(sha256(join(folder, 'onnx', 'model.onnx'))).toBe(sha256(join(sources, 'onnx', 'onnx', 'model.onnx')));
   });
 
-  it('pull refuses a file whose bytes do not match the hub\'s digest and leaves nothing behind', async () => {
+  it("pull refuses a file whose bytes do not match the hub's digest and leaves nothing behind", async () => {
     const data = freshData();
     hub.failNext('test-org/tiny-static', 'model.safetensors', { kind: 'corrupt' });
     const { code, stderr } = await pull(data, 'test-org/tiny-static');
@@ -128,9 +128,14 @@ describe('cairn models', () => {
 
 describe('cairn serve with a local model that is not pulled yet', () => {
   it('with allow_download false refuses to start and names cairn models pull', async () => {
-    const { code, stderr } = await runCliAsync(['--data', freshData(), 'serve', '--port', String(await freePort())], env({ CAIRN_EMBEDDING_PROVIDER: 'local', CAIRN_EMBEDDING_ALLOW_DOWNLOAD: 'false' }));
+    const { code, stderr } = await runCliAsync(
+      ['--data', freshData(), 'serve', '--port', String(await freePort())],
+      env({ CAIRN_EMBEDDING_PROVIDER: 'local', CAIRN_EMBEDDING_ALLOW_DOWNLOAD: 'false' }),
+    );
     expect(code).toBe(2);
-    expect(stderr).toMatch(/the local model minishlab\/potion-base-8M is not in .*models and embedding\.allow_download is false: run `cairn models pull minishlab\/potion-base-8M` first/);
+    expect(stderr).toMatch(
+      /the local model minishlab\/potion-base-8M is not in .*models and embedding\.allow_download is false: run `cairn models pull minishlab\/potion-base-8M` first/,
+    );
   });
 
   it('pulls it at start with progress: /ready 503 and /health warming meanwhile, keyword answers, then hybrid once it is ready', async () => {

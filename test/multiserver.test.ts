@@ -70,7 +70,14 @@ async function mcpTool(server: ServeProcess, name: string, args: Record<string, 
   });
   const text = await res.text();
   // The answer comes as JSON or as one server-sent event.
-  const json = JSON.parse(text.startsWith('{') ? text : text.split('\n').find((l) => l.startsWith('data: '))!.slice(6)) as {
+  const json = JSON.parse(
+    text.startsWith('{')
+      ? text
+      : text
+          .split('\n')
+          .find((l) => l.startsWith('data: '))!
+          .slice(6),
+  ) as {
     result: { content: { text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };
   };
   return json.result;
@@ -154,7 +161,11 @@ for (const backend of BACKENDS) {
       await Promise.all(
         sessions.map(async (session) => {
           for (let i = 1; i <= 6; i++) {
-            const r = await call(i % 2 === 0 ? b : a, '/capture', { session_key: session, user_content: `${session} fact ${i}: item ${i} of ${session}`, assistant_content: `${session} reply ${i}` });
+            const r = await call(i % 2 === 0 ? b : a, '/capture', {
+              session_key: session,
+              user_content: `${session} fact ${i}: item ${i} of ${session}`,
+              assistant_content: `${session} reply ${i}`,
+            });
             expect(r.status).toBe(200);
           }
         }),
@@ -167,11 +178,18 @@ for (const backend of BACKENDS) {
 
       // Every message went to the model exactly once: no batch was extracted twice, none skipped.
       const lines = extractedLines(llm.requests);
-      const expected = sessions.flatMap((session) => Array.from({ length: 6 }, (_, i) => [`${session} fact ${i + 1}: item ${i + 1} of ${session}`, `${session} reply ${i + 1}`]).flat());
+      const expected = sessions.flatMap((session) =>
+        Array.from({ length: 6 }, (_, i) => [`${session} fact ${i + 1}: item ${i + 1} of ${session}`, `${session} reply ${i + 1}`]).flat(),
+      );
       expect([...lines].sort()).toEqual([...expected].sort());
       // One memory per user message, each created once in its audit trail.
       const listed = (await call(b, '/v1/memories?limit=100')).json.memories as { id: string; content: string }[];
-      expect(listed.map((m) => m.content).sort()).toEqual(expected.filter((t) => t.includes(' fact ')).map((t) => `The user said: ${t}`).sort());
+      expect(listed.map((m) => m.content).sort()).toEqual(
+        expected
+          .filter((t) => t.includes(' fact '))
+          .map((t) => `The user said: ${t}`)
+          .sort(),
+      );
       for (const memory of listed) {
         const sources = await call(a, `/v1/memories/${memory.id}/sources`);
         expect((sources.json.history as { action: string }[]).map((h) => h.action)).toEqual(['create']);

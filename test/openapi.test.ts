@@ -53,7 +53,10 @@ function operationFor(method: string, path: string): JsonBody {
 /** A schema, or the component a local `$ref` names (`#/components/schemas/Error`). */
 function resolved(schema: JsonBody | undefined): JsonBody | undefined {
   if (typeof schema?.$ref !== 'string') return schema;
-  const target = (schema.$ref as string).slice(2).split('/').reduce((at: JsonBody | undefined, key) => at?.[key], doc);
+  const target = (schema.$ref as string)
+    .slice(2)
+    .split('/')
+    .reduce((at: JsonBody | undefined, key) => at?.[key], doc);
   expect(target, `${schema.$ref} is in the document`).toBeDefined();
   return target;
 }
@@ -81,7 +84,10 @@ async function check(call: Call, on: Hono<never> = app): Promise<{ status: numbe
   const mediaType = (res.headers.get('content-type') ?? '').split(';')[0]!.trim();
   if (mediaType !== 'application/json') {
     // A text answer (Prometheus metrics, say): its media type must be the documented one.
-    expect(Object.keys(response.content).map((m) => m.split(';')[0]!.trim()), `${op.operationId} ${res.status} is ${mediaType}`).toContain(mediaType);
+    expect(
+      Object.keys(response.content).map((m) => m.split(';')[0]!.trim()),
+      `${op.operationId} ${res.status} is ${mediaType}`,
+    ).toContain(mediaType);
     return { status: res.status, body: { text } };
   }
   const schema = resolved(response.content['application/json']?.schema as JsonBody | undefined);
@@ -108,9 +114,7 @@ describe('the OpenAPI document', () => {
     const dashboard = all.filter((r) => r.path === '/ui' || r.path.startsWith('/ui/'));
     expect(dashboard.map((r) => r.path)).toEqual(expect.arrayContaining(['/ui', '/ui/memories/:id', '/ui/assets/app.js']));
     expect(Object.keys(doc.paths).filter((p) => p.startsWith('/ui'))).toEqual([]);
-    const routes = new Set(
-      all.filter((r) => !dashboard.includes(r)).map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)/g, '{$1}')}`),
-    );
+    const routes = new Set(all.filter((r) => !dashboard.includes(r)).map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:(\w+)/g, '{$1}')}`));
     const documented = Object.entries(doc.paths as Record<string, JsonBody>).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`));
     expect(new Set(documented)).toEqual(routes);
     const ids = documented.map((d) => {
@@ -309,7 +313,10 @@ describe('every route answers what the document says', () => {
       // Open routes (no key, no scope, no input) and plain listings have no error answer to provoke in local mode.
       const open = Array.isArray(security) && security.length === 0;
       if (!open && !['getPipeline', 'listKnowledge'].includes(id)) {
-        expect(statuses.some((s) => s >= 400), `${id} answered an error: ${statuses}`).toBe(true);
+        expect(
+          statuses.some((s) => s >= 400),
+          `${id} answered an error: ${statuses}`,
+        ).toBe(true);
       }
     }
   });

@@ -22,7 +22,19 @@ describe('the npm package', () => {
     dirs.push(work);
     const [packed] = JSON.parse(npm(['pack', '--json', '--pack-destination', work], REPO)) as [{ filename: string; files: { path: string }[] }];
     const files = packed.files.map((f) => f.path);
-    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js', 'dist/index.js', 'dist/client/index.js', 'dist/client/index.d.ts', 'dist/client/openapi-types.gen.d.ts', 'examples/sample-conversation.jsonl']));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'LICENSE',
+        'README.md',
+        'package.json',
+        'dist/cli/main.js',
+        'dist/index.js',
+        'dist/client/index.js',
+        'dist/client/index.d.ts',
+        'dist/client/openapi-types.gen.d.ts',
+        'examples/sample-conversation.jsonl',
+      ]),
+    );
     expect(files.filter((f) => f.startsWith('src/') || f.startsWith('test/') || f.endsWith('.test.js'))).toEqual([]);
 
     const app = join(work, 'app');

@@ -59,7 +59,16 @@ async function memoriesOf(dir: string) {
     const state = await cairn.pipeline.status();
     return {
       memories: list
-        .map((m) => ({ id: m.id, content: m.content, type: m.type, priority: m.priority, scene: m.sceneName, sources: m.sourceMessageIds, extractor: m.extractor, supersededBy: m.supersededBy }))
+        .map((m) => ({
+          id: m.id,
+          content: m.content,
+          type: m.type,
+          priority: m.priority,
+          scene: m.sceneName,
+          sources: m.sourceMessageIds,
+          extractor: m.extractor,
+          supersededBy: m.supersededBy,
+        }))
         .sort((a, b) => a.id.localeCompare(b.id)),
       pending: state.sessions.map((s) => s.pendingMessages),
     };

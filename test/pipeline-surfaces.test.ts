@@ -76,7 +76,10 @@ describe('REST', () => {
       { method: 'POST' },
     ];
     for (const init of simple) {
-      expect(await call('/v1/sessions/s1/flush', init)).toMatchObject({ status: 415, body: { error: { code: 'unsupported_media_type', message: expect.stringContaining('Content-Type: application/json') } } });
+      expect(await call('/v1/sessions/s1/flush', init)).toMatchObject({
+        status: 415,
+        body: { error: { code: 'unsupported_media_type', message: expect.stringContaining('Content-Type: application/json') } },
+      });
     }
     expect((await call('/v1/pipeline')).body.sessions).toMatchObject([{ session_key: 's1', pending_messages: 4 }]);
     expect(await cairn.listMemories(scope, { limit: 10 })).toEqual([]);

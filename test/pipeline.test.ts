@@ -147,7 +147,13 @@ describe('failures', () => {
     const run = await cairn.pipeline.flush(scope, 's1');
     expect(run).toMatchObject({ messages: 4, created: 2 });
     // The same batch four times (500, 429, timeout, success), and it was committed once.
-    expect(server.of('extract').map((r) => promptLines(r, 'new').map((l) => l.ref).join())).toEqual(Array(4).fill('m1,m2,m3,m4'));
+    expect(
+      server.of('extract').map((r) =>
+        promptLines(r, 'new')
+          .map((l) => l.ref)
+          .join(),
+      ),
+    ).toEqual(Array(4).fill('m1,m2,m3,m4'));
     expect((await memories(cairn)).map((m) => m.sourceMessageIds).sort()).toEqual([['m01'], ['m03']]);
     server.release();
   });

@@ -24,7 +24,10 @@ export async function freshPostgresDatabase(prefix: string, options: { template?
   if (admin === undefined || admin === '') {
     throw new Error(`${VARIABLE} is not set: PostgreSQL tests need a server (start one with \`npm run db:postgres\` and export the URL it prints)`);
   }
-  const name = `${prefix.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 40)}_${randomBytes(6).toString('hex')}`;
+  const name = `${prefix
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, '_')
+    .slice(0, 40)}_${randomBytes(6).toString('hex')}`;
   const template = options.template === undefined ? '' : ` TEMPLATE ${pg.escapeIdentifier(options.template)}`;
   await withAdmin(admin, (client) => client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}${template}`));
   const url = new URL(admin);

@@ -100,16 +100,34 @@ describe('PostgreSQL runs', () => {
 
   it('lists recent texts newest first and prunes runs with their calls, vectors and withheld marks', async () => {
     const scope = freshScope();
-    await history.runs.saveRun(scope, { taskId: 'old', sessionKey: 's', objective: 'old one', startedAt: '2000-01-01T00:00:00.000Z', toolCalls: [{ name: 'x', arguments: '{}', result: 'r', at: '2000-01-01T00:00:01.000Z' }] });
+    await history.runs.saveRun(scope, {
+      taskId: 'old',
+      sessionKey: 's',
+      objective: 'old one',
+      startedAt: '2000-01-01T00:00:00.000Z',
+      toolCalls: [{ name: 'x', arguments: '{}', result: 'r', at: '2000-01-01T00:00:01.000Z' }],
+    });
     await history.runs.saveRun(scope, { taskId: 'new', sessionKey: 's', objective: 'new one', startedAt: '2099-01-01T00:00:00.000Z' });
     const texts = await history.runs.recentRunTexts(scope, 's', since, 10);
     expect(texts.map((t) => t.taskId)).toEqual(['new', 'old', 'old']);
-    await store.embeddings.saveEmbeddings('run_text', 'e', texts.map((t) => ({ key: t.key, text: t.content, vector: Float32Array.from([1, 0]) })));
+    await store.embeddings.saveEmbeddings(
+      'run_text',
+      'e',
+      texts.map((t) => ({ key: t.key, text: t.content, vector: Float32Array.from([1, 0]) })),
+    );
     expect(await history.runs.markWithheld(scope, 's', 'old')).toBe(true);
     expect(await history.runs.markWithheld(scope, 's', 'old')).toBe(false);
     expect([...(await history.runs.withheldRuns(scope, 's', ['old', 'new']))]).toEqual(['old']);
-    const cached = await store.embeddings.embeddingsOf('run_text', 'e', texts.map((t) => ({ key: t.key, text: t.content })));
-    expect([...cached.values()].map((v) => Array.from(v!))).toEqual([[1, 0], [1, 0], [1, 0]]);
+    const cached = await store.embeddings.embeddingsOf(
+      'run_text',
+      'e',
+      texts.map((t) => ({ key: t.key, text: t.content })),
+    );
+    expect([...cached.values()].map((v) => Array.from(v!))).toEqual([
+      [1, 0],
+      [1, 0],
+      [1, 0],
+    ]);
     expect((await store.embeddings.embeddingsOf('run_text', 'e', [{ key: texts[0]!.key, text: 'changed' }])).size).toBe(0);
 
     expect(await history.runs.pruneRuns('2001-01-01T00:00:00.000Z')).toBeGreaterThanOrEqual(1);
@@ -162,7 +180,8 @@ describe('PostgreSQL error records', () => {
     expect(await history.errors.findErrorRecordsByPrefix(scope, 'a%', 5)).toEqual([]);
     expect(await history.errors.findErrorRecordsByPrefix(freshScope(), 'abab', 5)).toEqual([]);
 
-    const keywords = async (terms: string[], filter: { toolName?: string } = {}) => rankKeywordCandidates(terms, await history.errors.errorKeywordCandidates(scope, terms, filter), 5);
+    const keywords = async (terms: string[], filter: { toolName?: string } = {}) =>
+      rankKeywordCandidates(terms, await history.errors.errorKeywordCandidates(scope, terms, filter), 5);
     const keyword = await keywords(['permiss']);
     expect(keyword.map((h) => h.id)).toEqual(['cd'.repeat(32)]);
     expect(keyword[0]!.score).toBeGreaterThan(0);

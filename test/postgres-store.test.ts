@@ -221,12 +221,14 @@ describe('PostgresStore migrations', () => {
 
   it('analyses the tables a bulk write grew (before close returns), and not after a few rows', async () => {
     const analysed = (url: string) =>
-      withClient(url, async (client) =>
-        (
-          await client.query<{ name: string; done: boolean }>(
-            `SELECT relname AS name, last_analyze IS NOT NULL AS done FROM pg_stat_user_tables WHERE relname IN ('messages', 'message_terms') ORDER BY relname`,
-          )
-        ).rows,
+      withClient(
+        url,
+        async (client) =>
+          (
+            await client.query<{ name: string; done: boolean }>(
+              `SELECT relname AS name, last_analyze IS NOT NULL AS done FROM pg_stat_user_tables WHERE relname IN ('messages', 'message_terms') ORDER BY relname`,
+            )
+          ).rows,
       );
     const scope = { userId: 'u', agentId: 'a' };
     const messages = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `m${i}`, scope, sessionKey: 's', role: 'user' as const, content: `imported note ${i}` }));
@@ -292,7 +294,11 @@ describe('PostgresStore vector index', () => {
     await store.messages.addMessages(messages);
     const pending = await store.embeddings.pendingEmbeddings('message', embedder, { after: 0, limit: 10_000 });
     const vectorOf = (text: string) => (text.startsWith('big') ? bigVectors : smallVectors)[Number(text.split(' ')[2])]!;
-    await store.embeddings.saveEmbeddings('message', embedder, pending.map((p) => ({ key: p.key, text: p.text, vector: vectorOf(p.text) })));
+    await store.embeddings.saveEmbeddings(
+      'message',
+      embedder,
+      pending.map((p) => ({ key: p.key, text: p.text, vector: vectorOf(p.text) })),
+    );
     expect(await store.embeddings.indexVectors('message', embedder, dims)).toBe(true);
     await withClient(database.url, (client) => client.query('ANALYZE'));
   }, 120_000);
@@ -306,8 +312,10 @@ describe('PostgresStore vector index', () => {
     expect(await store.embeddings.indexVectors('memory', 'hash:other:8', 8)).toBe(true);
     // Every message would first be re-embedded by this one: its graph waits for them.
     expect(await store.embeddings.indexVectors('message', 'hash:other:8', 8)).toBe(false);
-    const indexes = await withClient(database.url, async (client) =>
-      (await client.query<{ tablename: string; indexdef: string }>(`SELECT tablename, indexdef FROM pg_indexes WHERE indexdef LIKE '%hnsw%' ORDER BY tablename`)).rows,
+    const indexes = await withClient(
+      database.url,
+      async (client) =>
+        (await client.query<{ tablename: string; indexdef: string }>(`SELECT tablename, indexdef FROM pg_indexes WHERE indexdef LIKE '%hnsw%' ORDER BY tablename`)).rows,
     );
     expect(indexes.map((i) => i.tablename)).toEqual(['memory_vectors', 'message_vectors']);
     expect(indexes[0]!.indexdef).toMatch(/USING hnsw \(\(\(embedding\)::vector\(8\)\) vector_cosine_ops\) WHERE \(embedder = 'hash:other:8'/);
@@ -361,7 +369,10 @@ describe('PostgresStore vector index', () => {
     // A session of the big tenant: filtered in the index scan, still k rows, all of that session.
     const session = await store.messages.searchMessagesByVector(big, probe, embedder, { sessionKey: 's3' }, 10);
     expect(session).toHaveLength(10);
-    const sessions = await store.messages.getMessages(big, session.map((h) => h.id));
+    const sessions = await store.messages.getMessages(
+      big,
+      session.map((h) => h.id),
+    );
     expect(new Set(sessions.map((m) => m.sessionKey))).toEqual(new Set(['s3']));
   });
 });
@@ -376,7 +387,10 @@ describe('PostgresStore keyword postings snapshots', () => {
     await database?.drop();
   });
   const postings = () =>
-    withClient(database.url, async (client) => (await client.query<{ last_seq: string; bytes: number }>('SELECT last_seq, octet_length(data) AS bytes FROM message_postings')).rows);
+    withClient(
+      database.url,
+      async (client) => (await client.query<{ last_seq: string; bytes: number }>('SELECT last_seq, octet_length(data) AS bytes FROM message_postings')).rows,
+    );
 
   it('saves a scope’s postings, starts the next server from them, and drops them on a deletion', async () => {
     const words = ['river', 'kayak', 'garden', 'violin', 'recipe', 'marathon', 'puppy', 'museum'];
@@ -432,20 +446,24 @@ describe('PostgresStore deferred vector index', () => {
   const hash = new HashEmbedder(16);
   /** The HNSW indexes of message_vectors, with whether each is valid (usable by the planner). */
   const hnswIndexes = (url: string) =>
-    withClient(url, async (client) =>
-      (
-        await client.query<{ name: string; valid: boolean }>(
-          `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+    withClient(
+      url,
+      async (client) =>
+        (
+          await client.query<{ name: string; valid: boolean }>(
+            `SELECT c.relname AS name, i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
            WHERE i.indrelid = 'message_vectors'::regclass AND c.relname LIKE '%hnsw%'`,
-        )
-      ).rows,
+          )
+        ).rows,
     );
   /** A store on a fresh database holding `count` messages of one scope. */
   const storeWith = async (count: number) => {
     const database = await freshPostgresDatabase('pgcore_deferred');
     databases.push(database);
     const store = await PostgresStore.open({ url: database.url });
-    await store.messages.addMessages(Array.from({ length: count }, (_, i) => ({ id: `m${i}`, scope, sessionKey: 's', role: 'user' as const, content: `note ${i} about topic ${i % 37}` })));
+    await store.messages.addMessages(
+      Array.from({ length: count }, (_, i) => ({ id: `m${i}`, scope, sessionKey: 's', role: 'user' as const, content: `note ${i} about topic ${i % 37}` })),
+    );
     return { store, url: database.url };
   };
 

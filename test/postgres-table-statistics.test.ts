@@ -45,9 +45,7 @@ describe('TableStatistics', () => {
       await statistics.close();
 
       // Still inside the holder's transaction: the analysis finished without the held table's lock.
-      const state = await holder.query<{ mode: string }>(
-        `SELECT mode FROM pg_locks WHERE pid = pg_backend_pid() AND relation = 'held'::regclass AND granted`,
-      );
+      const state = await holder.query<{ mode: string }>(`SELECT mode FROM pg_locks WHERE pid = pg_backend_pid() AND relation = 'held'::regclass AND granted`);
       expect(state.rows.map((r) => r.mode)).toContain('ShareUpdateExclusiveLock');
       expect(await analysedAt(holder, 'free')).not.toBeNull();
       expect(await analysedAt(holder, 'held')).toBeNull();

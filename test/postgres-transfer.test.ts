@@ -60,12 +60,32 @@ beforeAll(async () => {
   await sqlite.runs.pruneRuns('2001-01-01T00:00:00.000Z');
   await sqlite.runs.markWithheld(scope, 's', 't1');
   const texts = await sqlite.runs.recentRunTexts(scope, 's', since, 10);
-  await sqlite.embeddings.saveEmbeddings('run_text', 'e', texts.map((t, i) => ({ key: t.key, text: t.content, vector: Float32Array.from([i, 0.5, -1.25]) })));
-  await sqlite.errors.saveErrorRecord(scope, { id: 'ab'.repeat(32), toolName: 'shell', keywords: ['boom'], symptom: 'it went boom', cause: null, action: 'defuse', outcome: 'resolved' });
+  await sqlite.embeddings.saveEmbeddings(
+    'run_text',
+    'e',
+    texts.map((t, i) => ({ key: t.key, text: t.content, vector: Float32Array.from([i, 0.5, -1.25]) })),
+  );
+  await sqlite.errors.saveErrorRecord(scope, {
+    id: 'ab'.repeat(32),
+    toolName: 'shell',
+    keywords: ['boom'],
+    symptom: 'it went boom',
+    cause: null,
+    action: 'defuse',
+    outcome: 'resolved',
+  });
   const pending = await sqlite.embeddings.pendingEmbeddings('error_record', 'e', { after: 0, limit: 10 });
-  await sqlite.embeddings.saveEmbeddings('error_record', 'e', pending.map((p) => ({ key: p.key, text: p.text, vector: Float32Array.from([0.1, 0.2, 0.3]) })));
+  await sqlite.embeddings.saveEmbeddings(
+    'error_record',
+    'e',
+    pending.map((p) => ({ key: p.key, text: p.text, vector: Float32Array.from([0.1, 0.2, 0.3]) })),
+  );
   await sqlite.knowledge.createKnowledgeResource(scope, { id: 'wiki-1', type: 'wiki', name: 'docs', root: '/tmp/docs' });
-  await sqlite.knowledge.applyKnowledgeSync(scope, 'wiki-1', { upserts: [{ path: 'a.md', hash: 'h', size: 3, mtimeMs: 1.5, data: '{"t":"A"}' }], deletes: [], patch: { status: 'ready', stats: { pages: 1 } } });
+  await sqlite.knowledge.applyKnowledgeSync(scope, 'wiki-1', {
+    upserts: [{ path: 'a.md', hash: 'h', size: 3, mtimeMs: 1.5, data: '{"t":"A"}' }],
+    deletes: [],
+    patch: { status: 'ready', stats: { pages: 1 } },
+  });
   records = await collect(await sqlite.transfer.exportSnapshot());
 });
 
@@ -75,7 +95,16 @@ describe('PostgreSQL transfer (history and knowledge)', () => {
   it('restores an SQLite export, answers the same, exports it back unchanged, and refuses a second restore', async () => {
     const { transfer, history, knowledge } = await postgres();
     const counts = await transfer.transfer.restoreRecords(from(records));
-    expect(counts).toMatchObject({ run: 1, run_tool_call: 2, run_withheld: 1, run_text_vector: 4, error_record: 1, error_record_vector: 1, knowledge_resource: 1, knowledge_file: 1 });
+    expect(counts).toMatchObject({
+      run: 1,
+      run_tool_call: 2,
+      run_withheld: 1,
+      run_text_vector: 4,
+      error_record: 1,
+      error_record_vector: 1,
+      knowledge_resource: 1,
+      knowledge_file: 1,
+    });
 
     expect(await history.runs.getRuns(scope, 's', ['t1'])).toEqual(await sqlite.runs.getRuns(scope, 's', ['t1']));
     expect(await history.runs.searchRunTexts(scope, 's', ['depth'], since, 10)).toEqual(await sqlite.runs.searchRunTexts(scope, 's', ['depth'], since, 10));

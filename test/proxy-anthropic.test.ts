@@ -27,7 +27,7 @@ function textOf(message: Anthropic.Message): string {
 }
 
 describe('memory proxy, Anthropic shape', () => {
-  it('two streamed turns of one chat: the first one\'s fact is in `system` on the second, the events pass unchanged, L0 holds each message once', async () => {
+  it("two streamed turns of one chat: the first one's fact is in `system` on the second, the events pass unchanged, L0 holds each message once", async () => {
     const system = [{ type: 'text' as const, text: 'You are a cooking assistant.', cache_control: { type: 'ephemeral' as const } }];
     const turn1: Message[] = [{ role: 'user', content: 'I am vegetarian and I cook for four.' }];
     const events: string[] = [];
@@ -83,7 +83,11 @@ describe('memory proxy, Anthropic shape', () => {
       {
         model: 'fake-model',
         max_tokens: 100,
-        messages: [...ask, { role: 'assistant', content: answer.content as Anthropic.ContentBlockParam[] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: '2 jars' }] }],
+        messages: [
+          ...ask,
+          { role: 'assistant', content: answer.content as Anthropic.ContentBlockParam[] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: '2 jars' }] },
+        ],
       },
       { headers },
     );

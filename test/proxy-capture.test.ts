@@ -50,7 +50,10 @@ describe('memory proxy capture', () => {
     const app = createApp(cairn, { log: () => {} });
     const long = 'k'.repeat(LIMITS.sessionKeyLength + 1);
     const before = { counts: await cairn.scopeCounts(scope), requests: upstream.requests.length };
-    const res = await app.request('http://127.0.0.1:8420/proxy/openai/v1/chat/completions', json('POST', { model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] }, { 'x-cairn-session-key': long }));
+    const res = await app.request(
+      'http://127.0.0.1:8420/proxy/openai/v1/chat/completions',
+      json('POST', { model: 'fake-model', messages: [{ role: 'user', content: 'hi' }] }, { 'x-cairn-session-key': long }),
+    );
     expect(res.status).toBe(400);
     expect({ counts: await cairn.scopeCounts(scope), requests: upstream.requests.length }).toEqual(before);
   });
@@ -60,7 +63,10 @@ describe('memory proxy capture', () => {
     const before = await cairn.scopeCounts(scope);
     const res = await app.request('http://127.0.0.1:8420/proxy/anthropic/v1/messages', json('POST', { model: 'm', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }));
     expect(res.status).toBe(404);
-    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: 'not_found', message: expect.stringMatching(/proxy\.anthropic\.base_url/) });
+    expect(((await res.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'not_found',
+      message: expect.stringMatching(/proxy\.anthropic\.base_url/),
+    });
     expect(await cairn.scopeCounts(scope)).toEqual(before);
   });
 });

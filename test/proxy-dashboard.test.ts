@@ -28,7 +28,14 @@ describe('the dashboard and the memory proxy', () => {
     const proxied = await app.request('http://127.0.0.1:8420/proxy/openai/v1/chat/completions', json('POST', chat, { 'x-cairn-session-key': 'harbour' }));
     expect(proxied.status).toBe(200);
     upstream.script.push({ kind: 'error', status: 500, body: { error: { message: 'overloaded' } } });
-    expect((await app.request('http://127.0.0.1:8420/proxy/openai/v1/chat/completions', json('POST', { ...chat, messages: [...chat.messages, { role: 'user', content: 'Hello?' }] }, { 'x-cairn-session-key': 'harbour' }))).status).toBe(500);
+    expect(
+      (
+        await app.request(
+          'http://127.0.0.1:8420/proxy/openai/v1/chat/completions',
+          json('POST', { ...chat, messages: [...chat.messages, { role: 'user', content: 'Hello?' }] }, { 'x-cairn-session-key': 'harbour' }),
+        )
+      ).status,
+    ).toBe(500);
     await app.request('http://127.0.0.1:8420/capture', json('POST', { session_key: 'by-hand', user_content: 'hi', assistant_content: 'hello' }));
 
     const list = await (await app.request('http://127.0.0.1:8420/ui/conversations')).text();

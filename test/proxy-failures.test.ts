@@ -137,7 +137,7 @@ describe('memory proxy: upstream errors, timeouts and aborts', () => {
 });
 
 describe('memory proxy: keys mode', () => {
-  it('the client sets only a base URL and its Cairn key: the upstream gets the configured key, the exchange lands in the key\'s scope', async () => {
+  it("the client sets only a base URL and its Cairn key: the upstream gets the configured key, the exchange lands in the key's scope", async () => {
     const client = new OpenAI({ baseURL: `${keyed.url}/proxy/openai/v1`, apiKey: token, maxRetries: 0 });
     await client.chat.completions.create(ask('I keep bees on the roof'));
     const seen = upstream.requests.at(-1)!;

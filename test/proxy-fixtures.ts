@@ -38,5 +38,10 @@ export async function eventually<T>(probe: () => Promise<T | undefined>, what: s
 /** The messages L0 holds in the server's (local) scope, oldest first, as role/name/content. */
 export async function l0(url: string, headers: Record<string, string> = {}): Promise<{ session_key: string; role: string; name: string | null; content: string }[]> {
   const body = await rest(url, 'GET', '/v1/conversations?limit=1000', undefined, headers);
-  return (body.messages as { session_key: string; role: string; name: string | null; content: string }[]).map((m) => ({ session_key: m.session_key, role: m.role, name: m.name, content: m.content }));
+  return (body.messages as { session_key: string; role: string; name: string | null; content: string }[]).map((m) => ({
+    session_key: m.session_key,
+    role: m.role,
+    name: m.name,
+    content: m.content,
+  }));
 }

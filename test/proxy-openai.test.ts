@@ -90,7 +90,10 @@ describe('memory proxy, OpenAI shape', () => {
     const stream = await client.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'And tomorrow?' }], stream: true });
     const chunks: string[] = [];
     for await (const chunk of stream) chunks.push(JSON.stringify(chunk));
-    const sent = upstream.sentEvents.at(-1)!.filter((e) => e !== 'data: [DONE]\n\n').map((e) => JSON.stringify(JSON.parse(e.slice('data: '.length))));
+    const sent = upstream.sentEvents
+      .at(-1)!
+      .filter((e) => e !== 'data: [DONE]\n\n')
+      .map((e) => JSON.stringify(JSON.parse(e.slice('data: '.length))));
     expect(chunks).toEqual(sent);
 
     const tides = (await l0(server.url)).filter((m) => m.session_key === 'tides');

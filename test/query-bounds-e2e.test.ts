@@ -52,11 +52,7 @@ describe('bounded query work', () => {
     expect((await post(`${u}/capture`, { session_key: 's1', user_content: 'We moved the w1 w2 launch to Friday', assistant_content: 'Noted.' })).status).toBeLessThan(300);
 
     const huge = distinctWords(1_000_000); // the body stays under the 1 MiB limit
-    const inFlight = [
-      post(`${u}/search/memories`, { query: huge }),
-      post(`${u}/search/conversations`, { query: huge }),
-      post(`${u}/recall`, { query: huge, session_key: 's1' }),
-    ];
+    const inFlight = [post(`${u}/search/memories`, { query: huge }), post(`${u}/search/conversations`, { query: huge }), post(`${u}/recall`, { query: huge, session_key: 's1' })];
     const health = await fetch(`${u}/health`);
     expect(health.status).toBe(200);
     const [memories, conversations, recall] = await Promise.all(inFlight);
@@ -72,7 +68,9 @@ describe('bounded query work', () => {
       const res = await fetch(`${u}/search/conversations`, { method: 'POST', headers: turn, body: JSON.stringify({ query: huge.slice(0, 5_000) }) });
       expect(res.status).toBe(400);
     }
-    const afterRefusals = (await (await fetch(`${u}/search/conversations`, { method: 'POST', headers: turn, body: JSON.stringify({ query: 'launch Friday' }) })).json()) as JsonBody;
+    const afterRefusals = (await (
+      await fetch(`${u}/search/conversations`, { method: 'POST', headers: turn, body: JSON.stringify({ query: 'launch Friday' }) })
+    ).json()) as JsonBody;
     expect(afterRefusals.budget_exhausted).toBeUndefined();
     expect(afterRefusals.total).toBeGreaterThan(0);
 

@@ -46,7 +46,11 @@ describe('SqliteStore message KNN index', () => {
     await store.messages.addMessages(vectors.map((_, i) => ({ id: `m${i}`, scope, sessionKey: `s${i % 3}`, role: 'user' as const, content: `message ${i}` })));
     const pending = await store.embeddings.pendingEmbeddings('message', 'e', { after: 0, limit: vectors.length });
     await store.embeddings.indexVectors('message', 'e', vectors[0]!.length);
-    await store.embeddings.saveEmbeddings('message', 'e', pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i]! })));
+    await store.embeddings.saveEmbeddings(
+      'message',
+      'e',
+      pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i]! })),
+    );
     return store;
   }
 
@@ -54,14 +58,17 @@ describe('SqliteStore message KNN index', () => {
     const vectors = randomUnitVectors(300, 16, 7);
     const store = await storeWithVectors(tempDb(), vectors);
     for (const query of randomUnitVectors(10, 16, 99)) {
-      const exact = vectors
-        .map((v, i) => ({ id: `m${i}`, session: `s${i % 3}`, score: cosine(query, v) }))
-        .sort((a, b) => b.score - a.score);
+      const exact = vectors.map((v, i) => ({ id: `m${i}`, session: `s${i % 3}`, score: cosine(query, v) })).sort((a, b) => b.score - a.score);
       const hits = await store.messages.searchMessagesByVector(scope, query, 'e', {}, 20);
       expect(hits.map((h) => h.id)).toEqual(exact.slice(0, 20).map((e) => e.id));
       hits.forEach((h, i) => expect(h.score).toBeCloseTo(exact[i]!.score, 5));
       const inSession = await store.messages.searchMessagesByVector(scope, query, 'e', { sessionKey: 's1' }, 5);
-      expect(inSession.map((h) => h.id)).toEqual(exact.filter((e) => e.session === 's1').slice(0, 5).map((e) => e.id));
+      expect(inSession.map((h) => h.id)).toEqual(
+        exact
+          .filter((e) => e.session === 's1')
+          .slice(0, 5)
+          .map((e) => e.id),
+      );
     }
     await store.close();
   });
@@ -107,9 +114,7 @@ describe('SqliteStore specifics', () => {
     const raw = new Database(path);
     // The widening is step 8 (released steps never move; the keyword index's move to message_terms follows it).
     migrate(raw, 7);
-    const insert = raw.prepare(
-      `INSERT INTO messages (id, user_id, agent_id, session_key, role, content, recorded_at) VALUES (?, 'u', 'a', 's', ?, ?, '2026-01-01T00:00:00Z')`,
-    );
+    const insert = raw.prepare(`INSERT INTO messages (id, user_id, agent_id, session_key, role, content, recorded_at) VALUES (?, 'u', 'a', 's', ?, ?, '2026-01-01T00:00:00Z')`);
     // The schema before this step refuses the new roles (if this fails, the step moved).
     expect(() => insert.run('t0', 'tool', 'x')).toThrow(/CHECK constraint/);
     insert.run('m1', 'user', 'first words');
@@ -190,7 +195,15 @@ describe('SqliteStore backup and the analysed-terms step', () => {
     const path = tempDb();
     const store = SqliteStore.open({ path });
     await store.memories.createMemory(scope, { id: 'mem-1', content: 'Sails from the harbour', type: 'persona' });
-    await store.errors.saveErrorRecord(scope, { id: 'e'.repeat(64), toolName: 'fetch_page', keywords: ['timeout'], symptom: 'harbour site timeout', cause: null, action: 'retry', outcome: 'resolved' });
+    await store.errors.saveErrorRecord(scope, {
+      id: 'e'.repeat(64),
+      toolName: 'fetch_page',
+      keywords: ['timeout'],
+      symptom: 'harbour site timeout',
+      cause: null,
+      action: 'retry',
+      outcome: 'resolved',
+    });
     const before = await store.memories.memoryKeywordCandidates(scope, ['harbour'], {});
     const errorsBefore = await store.errors.errorKeywordCandidates(scope, ['harbour'], {});
     await store.close();
@@ -216,7 +229,15 @@ describe('SqliteStore backup and the analysed-terms step', () => {
     const queue = new EmbedQueue(store, embedder);
     try {
       await store.messages.addMessages([{ id: 'm1', scope, sessionKey: 's', role: 'user', content: 'green tea ceremony' }]);
-      const record = await store.errors.saveErrorRecord(scope, { id: 'a'.repeat(64), toolName: 'fetch_page', keywords: [], symptom: 'timeout', cause: null, action: 'retry', outcome: 'resolved' });
+      const record = await store.errors.saveErrorRecord(scope, {
+        id: 'a'.repeat(64),
+        toolName: 'fetch_page',
+        keywords: [],
+        symptom: 'timeout',
+        cause: null,
+        action: 'retry',
+        outcome: 'resolved',
+      });
       queue.start();
       expect(await queue.drain(30_000)).toBe(true);
       expect(await store.embeddings.countPendingEmbeddings('error_record', embedder.id)).toBe(0);

@@ -169,7 +169,12 @@ describe('cairn serve with downstream tool servers', () => {
     const { code, stdout, stderr } = await runCliAsync(['tools', 'search', '--catalog', catalog, '--batch', queries, '--limit', '3', '--json']);
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    expect(stdout.trim().split('\n').map((l) => JSON.parse(l) as unknown)).toEqual([
+    expect(
+      stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as unknown),
+    ).toEqual([
       { qid: 'a', names: ['github_create_issue'], matched_by: { github_create_issue: 'keyword' } },
       { qid: 2, names: ['slack__send_message'], matched_by: { slack__send_message: 'keyword' } },
       { qid: 'c', names: [], matched_by: {} },

@@ -70,7 +70,13 @@ describe('bridge tools over MCP', () => {
     const client = await mcpClient(await cairnWithTools());
     const found = parsed(await client.callTool({ name: 'tool_search', arguments: { queries: ['count words text', 'zzz unknown'] } }));
     expect(found.results[0].matches).toEqual(['notes__count_words']);
-    expect(found.results[1]).toMatchObject({ matches: [], available_sources: [{ name: 'notes', tool_count: 6 }, { name: 'weather', tool_count: 2 }] });
+    expect(found.results[1]).toMatchObject({
+      matches: [],
+      available_sources: [
+        { name: 'notes', tool_count: 6 },
+        { name: 'weather', tool_count: 2 },
+      ],
+    });
     const described = parsed(await client.callTool({ name: 'tool_describe', arguments: { names: ['notes__count_words', 'memory_search', 'nope'] } }));
     expect(described.tools.notes__count_words.parameters).toMatchObject({ properties: { text: { type: 'string' } }, required: ['text'] });
     expect(described.errors.memory_search).toContain('directly-listed');

@@ -27,7 +27,10 @@ export function ensureChromium(): string {
   const script = '[ -x /usr/bin/chromium ] || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium)';
   const install = spawnSync('flock', [join(tmpdir(), 'cairn-chromium-install.lock'), 'sh', '-c', script], { stdio: 'inherit' });
   const installed = findChromium();
-  if (!installed) throw new Error(`no Chromium found (${CANDIDATES.filter(Boolean).join(', ')}) and apt-get install chromium failed (exit ${install.status}); install Debian's chromium package or set CHROMIUM_PATH`);
+  if (!installed)
+    throw new Error(
+      `no Chromium found (${CANDIDATES.filter(Boolean).join(', ')}) and apt-get install chromium failed (exit ${install.status}); install Debian's chromium package or set CHROMIUM_PATH`,
+    );
   return installed;
 }
 
@@ -47,7 +50,13 @@ export async function expectAccessible(page: Page, view: string): Promise<void> 
   const { violations } = await new AxeBuilder({ page }).analyze();
   const grave = violations.filter((v) => v.impact === 'critical' || v.impact === 'serious');
   expect(
-    grave.map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join('; ')})`),
+    grave.map(
+      (v) =>
+        `${v.impact} ${v.id}: ${v.help} (${v.nodes
+          .map((n) => n.target.join(' '))
+          .slice(0, 3)
+          .join('; ')})`,
+    ),
     `axe on ${view}`,
   ).toEqual([]);
 }

@@ -35,7 +35,11 @@ async function startWeather(port: number): Promise<string> {
 }
 
 async function api(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<JsonBody> {
-  const res = await fetch(`${server.url}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   expect(res.ok, `${method} ${path}: ${res.status}`).toBe(true);
   return (await res.json()) as JsonBody;
 }
@@ -47,7 +51,13 @@ beforeAll(async () => {
   writeFileSync(
     config,
     stringify({
-      tools: { servers: [{ name: 'notes', command: process.execPath, args: [fixture, 'notes'] }, { name: 'weather', url: weatherUrl }], startup_wait_ms: 60_000 },
+      tools: {
+        servers: [
+          { name: 'notes', command: process.execPath, args: [fixture, 'notes'] },
+          { name: 'weather', url: weatherUrl },
+        ],
+        startup_wait_ms: 60_000,
+      },
       pipeline: { enabled: false },
     }),
   );
@@ -55,7 +65,13 @@ beforeAll(async () => {
   // What agents leave behind, for the runs, errors, tools and knowledge views.
   await api('POST', '/v3/tools/call', { tool_name: 'notes__create_note', params: { title: 'pack the tent' } }, { 'x-cairn-session-key': 'camping' });
   await api('POST', '/v1/runs', { task_id: 't-1', session_key: 'camping', objective: 'plan the camping trip', reply: 'Packed.', ended_at: new Date().toISOString() });
-  await api('POST', '/v1/errors', { tool_name: 'weather__get_forecast', keywords: ['forecast', 'timeout'], symptom: 'forecast timed out after 30 s', action: 'retry with days=1', outcome: 'resolved' });
+  await api('POST', '/v1/errors', {
+    tool_name: 'weather__get_forecast',
+    keywords: ['forecast', 'timeout'],
+    symptom: 'forecast timed out after 30 s',
+    action: 'retry with days=1',
+    outcome: 'resolved',
+  });
   await api('POST', '/v1/memories', { content: 'Keeps bees on the roof of the garage', type: 'persona' });
   await api('POST', '/v1/conversations', { session_key: 'old-trip', messages: [{ role: 'user', content: 'book the ferry to Naxos' }] });
   const wiki = await api('POST', '/v1/knowledge', { type: 'wiki', path: FIXTURES.wiki, name: 'handbook' });
@@ -231,7 +247,12 @@ describe('the dashboard in a real browser', { timeout: 120_000 }, () => {
     await page.goto(`${server.url}/ui`);
     await page.getByRole('link', { name: 'Knowledge', exact: true }).click();
     await view('Knowledge', 'knowledge');
-    const files = (await page.getByRole('row', { name: /handbook/ }).getByRole('cell').allInnerTexts())[3];
+    const files = (
+      await page
+        .getByRole('row', { name: /handbook/ })
+        .getByRole('cell')
+        .allInnerTexts()
+    )[3];
     expect(Number(files)).toBeGreaterThan(3);
     await page.getByRole('button', { name: 'Sync handbook' }).click();
     await flash('Sync started.');

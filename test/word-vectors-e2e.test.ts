@@ -165,10 +165,9 @@ describe.skipIf(!installed)('word vectors, end to end through the CLI', () => {
     // Its own cache (the data directory's), not the shared one: this test watches it being built.
     const server = await startServe(['--port', '0', '--data', data], { CAIRN_EMBEDDING_PROVIDER: 'word_vectors' });
     try {
-      const health = async () => ((await (await fetch(`${server.url}/health`)).json()) as { status: string; embedding: { ready: boolean } });
+      const health = async () => (await (await fetch(`${server.url}/health`)).json()) as { status: string; embedding: { ready: boolean } };
       expect(await health()).toMatchObject({ status: 'warming', embedding: { ready: false } });
-      const post = (path: string, body: unknown) =>
-        fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const post = (path: string, body: unknown) => fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
       expect((await post('/capture', { session_key: 'trip', user_content: 'I am vegetarian', assistant_content: 'Noted!' })).status).toBe(200);
       const first = await post('/search/conversations', { query: 'vegetarian' });
       expect(first.status).toBe(200);

@@ -51,12 +51,7 @@ export function prepareArguments(toolName: string, args: JsonObject, schema: unk
   if (!err) return { ok: true, arguments: coerced };
   const path = errorPath(err, coerced);
   const detail = clip(errorDetail(err));
-  return failure(
-    `'${toolName}' failed argument validation at ${path} (${err.keyword}): ${detail}. The tool was NOT invoked.`,
-    path,
-    err.keyword,
-    schema,
-  );
+  return failure(`'${toolName}' failed argument validation at ${path} (${err.keyword}): ${detail}. The tool was NOT invoked.`, path, err.keyword, schema);
 }
 
 function failure(error: string, path: string, constraint: string, parameters: JsonObject): PreparedArguments {

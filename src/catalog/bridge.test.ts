@@ -146,14 +146,23 @@ describe('tool_search', () => {
     const c = new Catalog([tool('recovery-catalog', 'create_record', 'Create a record in the connected catalog service.')]);
     const a = await search({ queries: ['unrelated vocabulary'] }, c);
     expect(a.results).toEqual([
-      { query: 'unrelated vocabulary', matches: [], matched_by: {}, available_sources: [{ name: 'recovery-catalog', tool_count: 1 }], hint: expect.stringContaining('remain available') },
+      {
+        query: 'unrelated vocabulary',
+        matches: [],
+        matched_by: {},
+        available_sources: [{ name: 'recovery-catalog', tool_count: 1 }],
+        hint: expect.stringContaining('remain available'),
+      },
     ]);
     expect(a.tools).toEqual({});
     expect(a.total_available).toBe(1);
   });
 
   it('shows unavailable servers with their reason in available_sources', async () => {
-    const c = new Catalog(issueTools.slice(0, 2), [connected('mq-linear', 2), { name: 'mq-slack', state: 'unavailable', toolCount: 0, lastToolCount: 1, reason: 'process exited' }]);
+    const c = new Catalog(issueTools.slice(0, 2), [
+      connected('mq-linear', 2),
+      { name: 'mq-slack', state: 'unavailable', toolCount: 0, lastToolCount: 1, reason: 'process exited' },
+    ]);
     const a = await search({ queries: ['nothing here'] }, c);
     expect(a.results[0]!.available_sources).toEqual([
       { name: 'mq-linear', tool_count: 2 },
@@ -268,7 +277,14 @@ describe('tool_call resolution', () => {
 
   it('elides large arguments in the echo', () => {
     const big = { text: 'x'.repeat(2000) };
-    const r = resolveCall(catalog, [{ name: 'a', arguments: big }, { name: 'b', arguments: {} }], isCore) as BridgeError;
+    const r = resolveCall(
+      catalog,
+      [
+        { name: 'a', arguments: big },
+        { name: 'b', arguments: {} },
+      ],
+      isCore,
+    ) as BridgeError;
     expect(r.error).toContain('"arguments":{...}');
   });
 
@@ -313,8 +329,7 @@ describe('bridge tool schemas', () => {
 
   it('tool_search says what queries get: keywords or plain requests, empty for a missing service, labelled matches', () => {
     const disclosure = catalog.disclosure({ enabled: 'auto', listing: 'auto', thresholdPct: 5, listingMaxTokens: 4000 }, 128_000);
-    const queriesOf = (d: ReturnType<typeof bridgeToolDefinitions>[number]) =>
-      (d.inputSchema.properties as Record<string, { description: string }>).queries!.description;
+    const queriesOf = (d: ReturnType<typeof bridgeToolDefinitions>[number]) => (d.inputSchema.properties as Record<string, { description: string }>).queries!.description;
     expect(search!.description).toContain('a request in plain words also works');
     expect(search!.description).toContain('rarest word no tool contains returns nothing');
     expect(search!.description).toContain('`matched_by`: exact_name, keyword, semantic');

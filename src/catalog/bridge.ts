@@ -72,8 +72,7 @@ export function emptyGroupHint(sources: readonly SourceSummary[]): string {
   return `No tool matched these words. Connected: ${connected.join(', ')}; their tools remain available. ${reconnecting} ${RETRY_HINT}`;
 }
 
-export const NOT_FOUND_HINT =
-  'Names in not_found are not in the catalog right now (misspelled, or their server is unavailable). Re-run tool_search to refresh.';
+export const NOT_FOUND_HINT = 'Names in not_found are not in the catalog right now (misspelled, or their server is unavailable). Re-run tool_search to refresh.';
 
 /** tool_search: each query searched separately; names per query plus one shared map of the matched tools. */
 export async function toolSearch(catalog: Catalog, args: unknown, limits: SearchLimits, find: FindTools): Promise<ToolSearchAnswer | BridgeError> {
@@ -98,7 +97,14 @@ export async function toolSearch(catalog: Catalog, args: unknown, limits: Search
     }
     results.push(group);
   }
-  return { queries: queries.items, total_available: catalog.tools.length, strategy: embedder === null ? 'fts' : 'hybrid', ...(embedder === null ? {} : { embedder }), results, tools };
+  return {
+    queries: queries.items,
+    total_available: catalog.tools.length,
+    strategy: embedder === null ? 'fts' : 'hybrid',
+    ...(embedder === null ? {} : { embedder }),
+    results,
+    tools,
+  };
 }
 
 /** tool_describe: full description and parameters schema per name; unknown names never fail the batch. */
@@ -345,7 +351,7 @@ function toolSearchDescription(d: Disclosure, semantic: boolean): string {
     '(`github create issue`, `calendar list events`); a request in plain words also works, but a short keyword query whose ' +
     'rarest word no tool contains returns nothing (the capability is not connected). ' +
     (semantic ? 'After the keyword matches come tools close in meaning only, labelled `semantic`: read their descriptions before choosing. ' : '') +
-    'Returns the matching tool names per query, how each matched (`matched_by`: exact_name, keyword, semantic), and one shared map with each tool\'s ' +
+    "Returns the matching tool names per query, how each matched (`matched_by`: exact_name, keyword, semantic), and one shared map with each tool's " +
     'description and required parameters. Follow with `tool_describe` for full parameter schemas, then `tool_call` to invoke. ' +
     'Tools already listed directly need no search.';
   if (!d.listing) return base;
@@ -355,8 +361,7 @@ function toolSearchDescription(d: Disclosure, semantic: boolean): string {
       `domains, search here FIRST: do not claim the capability is missing and do not substitute another tool without searching.\n\n${d.listing}`
     );
   }
-  const mixed =
-    d.form === 'mixed' ? " Servers marked 'names not listed' have tools too: find them with `tool_search` before concluding anything is missing." : '';
+  const mixed = d.form === 'mixed' ? " Servers marked 'names not listed' have tools too: find them with `tool_search` before concluding anything is missing." : '';
   return (
     `${base}\n\nEvery deferred tool is listed below. If a name appears here, do NOT claim it is unavailable: load it with ` +
     `\`tool_describe\` (skip \`tool_search\` when you already see the exact name).${mixed}\n\n${d.listing}`

@@ -43,10 +43,7 @@ describe('a hostile downstream server', () => {
     const toolCount = hub.catalog().tools.length;
 
     const inFlight = hub.invoke('hostile__slow_echo', { text: 'still here', ms: 300 }, caller);
-    const [serverError, badResult] = await Promise.all([
-      hub.invoke('hostile__server_error', {}, caller),
-      hub.invoke('hostile__bad_result', {}, caller),
-    ]);
+    const [serverError, badResult] = await Promise.all([hub.invoke('hostile__server_error', {}, caller), hub.invoke('hostile__bad_result', {}, caller)]);
     expect(failure(serverError)).toContain('upstream quota exceeded for this key');
     expect(failure(badResult)).toContain('not a valid MCP tool result');
     expect(resultText(await inFlight)).toBe('still here');
@@ -165,4 +162,3 @@ describe('a hostile downstream server over streamable HTTP', () => {
 function state(hub: ToolHub): string {
   return hub.catalog().sources.find((s) => s.name === 'hostile')!.state;
 }
-

@@ -101,8 +101,22 @@ export class HybridToolSearch {
       // matches re-ordered by their vectors, then the tools only the vectors find, above the floor, by similarity.
       fuse: (_, vector, floor) => {
         const similar = vector.map((h) => ({ index: Number(h.id), sim: h.score }));
-        if (admission === 'rank') return ids([...pinned, ...rest(this.fuse(lexical, similar.filter((s) => s.sim >= MIN_TOOL_SIMILARITY)))]);
-        const keyword = rest(this.fuse(lexical, similar.filter((s) => byIndex.has(s.index))));
+        if (admission === 'rank')
+          return ids([
+            ...pinned,
+            ...rest(
+              this.fuse(
+                lexical,
+                similar.filter((s) => s.sim >= MIN_TOOL_SIMILARITY),
+              ),
+            ),
+          ]);
+        const keyword = rest(
+          this.fuse(
+            lexical,
+            similar.filter((s) => byIndex.has(s.index)),
+          ),
+        );
         const semanticOnly = similar.filter((s) => s.sim >= (floor ?? Number.POSITIVE_INFINITY) && !byIndex.has(s.index)).map((s) => s.index);
         return ids([...pinned, ...keyword, ...semanticOnly]);
       },
@@ -113,11 +127,9 @@ export class HybridToolSearch {
 
   private fuse(lexical: readonly ToolHit[], vector: readonly { index: number }[]): number[] {
     if (vector.length === 0) return lexical.map((h) => h.index);
-    return rrfFuse(
-      [lexical.map((h) => ({ id: String(h.index), score: h.score })), vector.map((v) => ({ id: String(v.index), score: 0 }))],
-      RRF_K,
-      [1, this.weight],
-    ).map((h) => Number(h.id));
+    return rrfFuse([lexical.map((h) => ({ id: String(h.index), score: h.score })), vector.map((v) => ({ id: String(v.index), score: 0 }))], RRF_K, [1, this.weight]).map((h) =>
+      Number(h.id),
+    );
   }
 
   /** The vector path alone: the tools most similar to `query`, best first, above `minSimilarity`. */

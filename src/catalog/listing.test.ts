@@ -96,7 +96,13 @@ describe('listing', () => {
   });
 
   it('names unavailable servers, in name order among the groups', () => {
-    const out = buildListing([listed('b', 'b__x')], { maxTokens: 4000, unavailable: [{ name: 'a', toolCount: 3, reason: 'process exited' }, { name: 'c', toolCount: null, reason: 'cannot connect' }] });
+    const out = buildListing([listed('b', 'b__x')], {
+      maxTokens: 4000,
+      unavailable: [
+        { name: 'a', toolCount: 3, reason: 'process exited' },
+        { name: 'c', toolCount: null, reason: 'cannot connect' },
+      ],
+    });
     expect(out.text!.split('\n').slice(1)).toEqual(['a (3 tools unavailable: process exited)', 'b tools (1):', '- b__x', 'c (tools unavailable: cannot connect)']);
   });
 });

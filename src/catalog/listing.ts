@@ -67,10 +67,7 @@ export const LISTING_HEADER = 'Deferred tool catalog (load schemas with `tool_de
  * every server names-only, then the largest servers collapsed to a summary line one at a time. The text
  * is byte-stable whatever the input order (groups by label, tools by name), so prompts stay cacheable.
  */
-export function buildListing(
-  tools: readonly ListedTool[],
-  options: { maxTokens: number; unavailable?: readonly UnavailableSource[] },
-): { text: string | null; form: ListingForm } {
+export function buildListing(tools: readonly ListedTool[], options: { maxTokens: number; unavailable?: readonly UnavailableSource[] }): { text: string | null; form: ListingForm } {
   const groups = groupTools(tools);
   const unavailable = [...(options.unavailable ?? [])].sort((a, b) => compare(a.name, b.name));
   const render = (modes: ReadonlyMap<string, GroupMode>): string => {

@@ -103,7 +103,12 @@ describe('the tool hub over real MCP servers', () => {
     expect(json(missing)).toMatchObject({ constraint: 'required', path: 'arguments' });
     // Not invoked: the notes server holds no note.
     expect(text(await hub.call({ name: 'notes__search_notes', arguments: { query: '' } }, caller))).toBe('[]');
-    expect(recorder.recent().filter((r) => r.isError).map((r) => r.name)).toEqual(['weather__get_forecast', 'notes__create_note']);
+    expect(
+      recorder
+        .recent()
+        .filter((r) => r.isError)
+        .map((r) => r.name),
+    ).toEqual(['weather__get_forecast', 'notes__create_note']);
   });
 
   it('returns a downstream error result as it came, and reports unknown, batched and core names', async () => {
@@ -115,9 +120,19 @@ describe('the tool hub over real MCP servers', () => {
     });
     expect(json(await hub.call({ name: 'create_note', arguments: {} }, caller)).error).toContain("Did you mean 'notes__create_note'?");
     expect(json(await hub.call({ name: 'memory_search', arguments: {} }, caller)).error).toContain('directly-listed');
-    expect(json(await hub.call({ calls: [{ name: 'notes__count_words', arguments: { text: 'a b' } }, { name: 'notes__count_words', arguments: {} }] }, caller)).error).toContain(
-      'exactly one tool per call',
-    );
+    expect(
+      json(
+        await hub.call(
+          {
+            calls: [
+              { name: 'notes__count_words', arguments: { text: 'a b' } },
+              { name: 'notes__count_words', arguments: {} },
+            ],
+          },
+          caller,
+        ),
+      ).error,
+    ).toContain('exactly one tool per call');
     expect(recorder.recent().map((r) => [r.name, r.isError])).toEqual([
       ['notes__fail_always', true],
       ['create_note', true],

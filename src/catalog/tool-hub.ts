@@ -118,9 +118,7 @@ export class ToolHub {
       healthCheckMs: config.health_check_ms,
     };
     const limits = { maxDepth: config.max_result_depth, maxBytes: config.max_result_bytes };
-    this.servers = config.servers.map(
-      (s) => new DownstreamServer(s, { ...timing, limits, warn: this.warn, clientVersion: options.clientVersion, onChange: () => this.changed() }),
-    );
+    this.servers = config.servers.map((s) => new DownstreamServer(s, { ...timing, limits, warn: this.warn, clientVersion: options.clientVersion, onChange: () => this.changed() }));
   }
 
   /**
@@ -296,7 +294,15 @@ export class ToolHub {
     if (filter.query !== undefined) checkQueryLength(filter.query);
     const catalog = await this.ready(scope);
     if (filter.source !== undefined && !catalog.sources.some((s) => s.name === filter.source) && !catalog.tools.some((t) => t.source === filter.source)) {
-      throw new CairnError('not_found', `unknown tool source '${filter.source}'; sources: ${catalog.sourceSummary().map((s) => s.name).join(', ') || 'none'}`);
+      throw new CairnError(
+        'not_found',
+        `unknown tool source '${filter.source}'; sources: ${
+          catalog
+            .sourceSummary()
+            .map((s) => s.name)
+            .join(', ') || 'none'
+        }`,
+      );
     }
     const tools = filter.query?.trim() ? (await this.find(catalog, filter.query, catalog.tools.length)).matches.map((m) => m.tool) : catalog.tools;
     return filter.source === undefined ? [...tools] : tools.filter((t) => t.source === filter.source);

@@ -107,7 +107,11 @@ describe('retrieval', () => {
   });
 
   it('a plural query finds singular tool names', () => {
-    const tools = [td('mq_linear_create_issue', 'Create a new issue in a team.'), td('mq_linear_list_issues', 'List issues in the workspace.'), td('mq_slack_post_message', 'Post a message to a channel.')];
+    const tools = [
+      td('mq_linear_create_issue', 'Create a new issue in a team.'),
+      td('mq_linear_list_issues', 'List issues in the workspace.'),
+      td('mq_slack_post_message', 'Post a message to a channel.'),
+    ];
     expect(names(tools, new ToolIndex(tools), 'issues')).toEqual(expect.arrayContaining(['mq_linear_create_issue', 'mq_linear_list_issues']));
   });
 
@@ -142,7 +146,11 @@ describe('retrieval', () => {
   });
 
   it('gives the same answers on every repetition', () => {
-    const tools = [td('mq_linear_create_issue', 'Create a new issue in a team.'), td('mq_slack_post_message', 'Post a message to a channel.'), td('calendar_meetings', 'List meetings')];
+    const tools = [
+      td('mq_linear_create_issue', 'Create a new issue in a team.'),
+      td('mq_slack_post_message', 'Post a message to a channel.'),
+      td('calendar_meetings', 'List meetings'),
+    ];
     const idx = new ToolIndex(tools);
     const first = ['issues', 'post slack message', 'meetings'].map((q) => idx.search(q, 5));
     for (let i = 0; i < 20; i++) expect(['issues', 'post slack message', 'meetings'].map((q) => idx.search(q, 5))).toEqual(first);
@@ -285,13 +293,18 @@ describe('properties', () => {
 
   it('a small limit returns exactly the head of the full ranking, ties in catalog order', () => {
     fc.assert(
-      fc.property(fc.array(tool, { minLength: 1, maxLength: 30 }), fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 4 }), fc.integer({ min: 1, max: 4 }), (tools, q, limit) => {
-        const index = new ToolIndex(tools);
-        const query = q.join(' ');
-        for (const admission of ['strict', 'rank'] as const) {
-          expect(index.search(query, limit, admission)).toEqual(index.search(query, tools.length, admission).slice(0, limit));
-        }
-      }),
+      fc.property(
+        fc.array(tool, { minLength: 1, maxLength: 30 }),
+        fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 4 }),
+        fc.integer({ min: 1, max: 4 }),
+        (tools, q, limit) => {
+          const index = new ToolIndex(tools);
+          const query = q.join(' ');
+          for (const admission of ['strict', 'rank'] as const) {
+            expect(index.search(query, limit, admission)).toEqual(index.search(query, tools.length, admission).slice(0, limit));
+          }
+        },
+      ),
     );
   });
 });

@@ -65,7 +65,14 @@ describe('tools config', () => {
     expect(refused({ servers: [{ name: 'neither' }] })).toMatch(/give either command/);
     expect(refused({ servers: [{ name: 'a__b', command: 'x' }] })).toMatch(/tools\.servers\.0\.name: must not contain "__"/);
     expect(refused({ servers: [{ name: 'has space', command: 'x' }] })).toMatch(/tools\.servers\.0\.name/);
-    expect(refused({ servers: [{ name: 'a', command: 'x' }, { name: 'a', url: 'http://x/mcp' }] })).toMatch(/duplicate server name a/);
+    expect(
+      refused({
+        servers: [
+          { name: 'a', command: 'x' },
+          { name: 'a', url: 'http://x/mcp' },
+        ],
+      }),
+    ).toMatch(/duplicate server name a/);
     expect(refused({ servers: [{ name: 'a', command: 'x', typo: 1 }] })).toMatch(/tools\.servers\.0/);
   });
 });

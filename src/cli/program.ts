@@ -148,7 +148,7 @@ export function buildProgram(): Command {
     .command('pull')
     .description('download a model from embedding.hub_url into the models folder (<data dir>/models): resumed when interrupted, each file checked')
     .argument('[model]', 'Hub id, e.g. minishlab/potion-base-8M (default: embedding.model, else the recommended model)')
-    .option('--revision <rev>', 'Hub revision: a commit, branch or tag (default: the known model\'s, else main)')
+    .option('--revision <rev>', "Hub revision: a commit, branch or tag (default: the known model's, else main)")
     .option('--force', 'pull again even when the model is already pulled')
     .action(lazy(() => import('./commands/models-command.js').then((m) => m.pullModelCommand)));
 
@@ -174,7 +174,12 @@ export function buildProgram(): Command {
     .description('copy the live database to a file with SQLite online backup (a running server keeps serving and writing)')
     .requiredOption('--out <file>', 'database file to write (must not exist)')
     .action(lazy(() => import('./commands/data-commands.js').then((m) => m.backupCommand)));
-  program.command('migrate').description('copy an SQLite data directory into PostgreSQL (resumable; running it again copies nothing)').requiredOption('--to <url>', 'postgres://… URL of the target database').option('--from <dir>', 'data directory to copy (default: the configured one)').action(lazy(() => import('./commands/migrate-command.js').then((m) => m.migrateCommand)));
+  program
+    .command('migrate')
+    .description('copy an SQLite data directory into PostgreSQL (resumable; running it again copies nothing)')
+    .requiredOption('--to <url>', 'postgres://… URL of the target database')
+    .option('--from <dir>', 'data directory to copy (default: the configured one)')
+    .action(lazy(() => import('./commands/migrate-command.js').then((m) => m.migrateCommand)));
 
   program
     .command('guide')
@@ -220,8 +225,12 @@ export function buildProgram(): Command {
       .option('--name <name>', 'display name (default: the folder name)')
       .option('--json', 'print JSON'),
   ).action(lazy(() => import('./commands/knowledge-commands.js').then((m) => m.addKnowledgeCommand)));
-  scopeOptions(knowledge.command('list').description("list a scope's knowledge resources").option('--json', 'print JSON')).action(lazy(() => import('./commands/knowledge-commands.js').then((m) => m.listKnowledgeCommand)));
-  scopeOptions(knowledge.command('sync').description('re-index the files of a resource whose content changed').argument('<id>', 'resource id (wiki-… or cg-…)')).action(lazy(() => import('./commands/knowledge-commands.js').then((m) => m.syncKnowledgeCommand)));
+  scopeOptions(knowledge.command('list').description("list a scope's knowledge resources").option('--json', 'print JSON')).action(
+    lazy(() => import('./commands/knowledge-commands.js').then((m) => m.listKnowledgeCommand)),
+  );
+  scopeOptions(knowledge.command('sync').description('re-index the files of a resource whose content changed').argument('<id>', 'resource id (wiki-… or cg-…)')).action(
+    lazy(() => import('./commands/knowledge-commands.js').then((m) => m.syncKnowledgeCommand)),
+  );
   scopeOptions(
     knowledge.command('remove').description('unregister a resource and drop its index (the folder is not touched)').argument('<id>', 'resource id (wiki-… or cg-…)'),
   ).action(lazy(() => import('./commands/knowledge-commands.js').then((m) => m.removeKnowledgeCommand)));

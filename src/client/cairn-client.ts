@@ -95,8 +95,7 @@ export class CairnClient {
     list: (query: Query<'listMemories'> = {}, options?: CallOptions) => this.call(this.api.GET('/v1/memories', { params: { query }, ...options })),
     get: (id: string, options?: CallOptions) => this.call(this.api.GET('/v1/memories/{id}', { params: { path: { id } }, ...options })),
     /** Changes the given fields; the version goes up by one. */
-    update: (id: string, patch: MemoryPatch, options?: CallOptions) =>
-      this.call(this.api.PATCH('/v1/memories/{id}', { params: { path: { id } }, body: patch, ...options })),
+    update: (id: string, patch: MemoryPatch, options?: CallOptions) => this.call(this.api.PATCH('/v1/memories/{id}', { params: { path: { id } }, body: patch, ...options })),
     delete: (id: string, options?: CallOptions) => this.call(this.api.DELETE('/v1/memories/{id}', { params: { path: { id } }, ...options })),
   };
 
@@ -107,8 +106,7 @@ export class CairnClient {
     /** Records 1-500 messages of a session; a message whose `id` exists already is skipped. */
     add: (input: RequestBody<'addConversation'>, options?: CallOptions) => this.call(this.api.POST('/v1/conversations', { body: input, ...options })),
     /** Ranked messages as the formatted text an agent sees (`conversation_search`). */
-    search: (input: RequestBody<'searchConversations'>, options?: CallOptions) =>
-      this.call(this.api.POST('/search/conversations', { body: input, ...options })),
+    search: (input: RequestBody<'searchConversations'>, options?: CallOptions) => this.call(this.api.POST('/search/conversations', { body: input, ...options })),
     /** Messages, oldest first (default 50 a page). */
     list: (query: Query<'listMessages'> = {}, options?: CallOptions) => this.call(this.api.GET('/v1/conversations', { params: { query }, ...options })),
     deleteSession: (sessionKey: string, options?: CallOptions) =>

@@ -54,4 +54,3 @@ describe('openEmbedder', () => {
     expect(explicit.unavailable).toMatch(/not installed .*keyword search only$/);
   });
 });
-

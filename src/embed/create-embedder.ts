@@ -106,9 +106,7 @@ function localSource(config: EmbeddingConfig, context: EmbedderContext): LocalMo
     hubUrl: config.hub_url,
     allowDownload: config.allow_download,
     threads: config.threads,
-    onProgress: onProgress
-      ? (p) => onProgress(`downloading ${p.model} ${p.file} (MB)`, Math.round(p.done / 1e5) / 10, Math.round(p.total / 1e5) / 10)
-      : undefined,
+    onProgress: onProgress ? (p) => onProgress(`downloading ${p.model} ${p.file} (MB)`, Math.round(p.done / 1e5) / 10, Math.round(p.total / 1e5) / 10) : undefined,
   };
 }
 

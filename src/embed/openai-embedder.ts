@@ -71,10 +71,7 @@ export class OpenAIEmbedder implements Embedder {
         throw new CairnError('embedding_failed', `embedding provider at ${this.url} returned a malformed item at index ${index}`);
       }
       if (item.embedding.length !== this.dimensions) {
-        throw new CairnError(
-          'embedding_failed',
-          `embedding model ${this.options.model} returned ${item.embedding.length} dimensions, configured ${this.dimensions}`,
-        );
+        throw new CairnError('embedding_failed', `embedding model ${this.options.model} returned ${item.embedding.length} dimensions, configured ${this.dimensions}`);
       }
       result[target.i] = normalize(Float32Array.from(item.embedding as number[]));
     });

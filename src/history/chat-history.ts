@@ -42,10 +42,7 @@ const EMBED_BATCH = 64;
 
 /** Parameters of chat_history, as every surface receives them. */
 export const chatHistoryParams = z.object({
-  mode: z
-    .enum(CHAT_HISTORY_MODES)
-    .optional()
-    .describe('list | read | tool_list | tool | search. Omitted: task_id + name → tool, task_id → read, keyword → search, else list.'),
+  mode: z.enum(CHAT_HISTORY_MODES).optional().describe('list | read | tool_list | tool | search. Omitted: task_id + name → tool, task_id → read, keyword → search, else list.'),
   task_id: z
     .union([z.string(), z.array(z.string())])
     .optional()
@@ -68,10 +65,7 @@ export const chatHistoryParams = z.object({
     .enum(TIME_RANGES, { error: () => `time_range must be one of ${TIME_RANGES.join(', ')}` })
     .optional()
     .describe(`search: how far back to look: ${TIME_RANGES.join(', ')} (default ${DEFAULT_TIME_RANGE}).`),
-  limit: z
-    .union([z.number(), z.string()])
-    .optional()
-    .describe('list: rows (default 10, max 100); tool_list: runs scanned (default 16, max 64); search: hits (default 8, max 32).'),
+  limit: z.union([z.number(), z.string()]).optional().describe('list: rows (default 10, max 100); tool_list: runs scanned (default 16, max 64); search: hits (default 8, max 32).'),
 });
 export type ChatHistoryParams = z.infer<typeof chatHistoryParams>;
 
@@ -145,9 +139,7 @@ export class ChatHistory {
         if (!keyword) throw new CairnError('invalid_input', 'keyword is required when mode=search');
         const range = params.time_range ?? DEFAULT_TIME_RANGE;
         const limit = clampLimit(params.limit, CHAT_HISTORY_LIMITS.search);
-        return (params.match ?? 'semantic') === 'keyword'
-          ? this.keywordSearch(caller, keyword, range, limit)
-          : this.semanticSearch(caller, keyword, range, limit);
+        return (params.match ?? 'semantic') === 'keyword' ? this.keywordSearch(caller, keyword, range, limit) : this.semanticSearch(caller, keyword, range, limit);
       }
     }
   }
@@ -174,9 +166,7 @@ export class ChatHistory {
     if (notFound.length > 0) text += `\n\nnot found in this session: ${notFound.join(', ')}`;
     const data = {
       runs: rendered.map(({ run }) =>
-        withheld.has(run.taskId)
-          ? { task_id: run.taskId, objective: run.objective, withheld: true, unrelated_confidence: withheld.get(run.taskId) }
-          : this.runData(run, scope),
+        withheld.has(run.taskId) ? { task_id: run.taskId, objective: run.objective, withheld: true, unrelated_confidence: withheld.get(run.taskId) } : this.runData(run, scope),
       ),
       not_found: notFound,
     };
@@ -211,10 +201,7 @@ export class ChatHistory {
     let call: RunToolCall | undefined;
     if (calls.length === 1 && args === undefined) call = calls[0];
     else if (args === undefined) {
-      throw new CairnError(
-        'invalid_input',
-        `task ${taskId} called ${name} ${calls.length} times; pass args to pick one: ${calls.map((c) => c.arguments).join(' | ')}`,
-      );
+      throw new CairnError('invalid_input', `task ${taskId} called ${name} ${calls.length} times; pass args to pick one: ${calls.map((c) => c.arguments).join(' | ')}`);
     } else {
       const wanted = typeof args === 'string' ? (parseJson(args) ?? args) : args;
       // Compared as parsed JSON, so key order and whitespace do not matter; the latest identical call wins.
@@ -246,24 +233,25 @@ export class ChatHistory {
       (t) => t.taskId !== caller.currentTaskId,
     );
     const index = new Bm25Index(recent.map((t) => analyze(searchableText(t))));
-    const { hits, vectorRan } = await retrieve({ ...this.deps, waitForEmbedder: true }, {
-      label: 'chat_history',
-      query: keyword,
-      paths: { keyword: true, vector: recent.length > 0 },
-      analyse: (query) => boundTerms(analyze(query)),
-      keyword: async (terms) =>
-        index
-          .search(terms, limit)
-          .filter((h) => h.score > 0)
-          .map((h) => ({ id: recent[h.index]!.key, score: h.score })),
-      vector: (queryVector, embedder, signal) => this.rankByEmbedding(queryVector, embedder, signal, recent, limit),
-    });
+    const { hits, vectorRan } = await retrieve(
+      { ...this.deps, waitForEmbedder: true },
+      {
+        label: 'chat_history',
+        query: keyword,
+        paths: { keyword: true, vector: recent.length > 0 },
+        analyse: (query) => boundTerms(analyze(query)),
+        keyword: async (terms) =>
+          index
+            .search(terms, limit)
+            .filter((h) => h.score > 0)
+            .map((h) => ({ id: recent[h.index]!.key, score: h.score })),
+        vector: (queryVector, embedder, signal) => this.rankByEmbedding(queryVector, embedder, signal, recent, limit),
+      },
+    );
     const byKey = new Map(recent.map((t) => [t.key, t]));
     const texts = hits.slice(0, limit).map((h) => byKey.get(h.id)!);
     // `hybrid` whenever the vectors ranked, even when they found nothing above the floor.
-    return vectorRan
-      ? searchResult(keyword, range, 'semantic', 'hybrid', texts, [], this.deps.embedder?.id ?? null)
-      : searchResult(keyword, range, 'semantic', 'bm25', texts, []);
+    return vectorRan ? searchResult(keyword, range, 'semantic', 'hybrid', texts, [], this.deps.embedder?.id ?? null) : searchResult(keyword, range, 'semantic', 'bm25', texts, []);
   }
 
   /** The vector stage: texts by cosine similarity to the query, best first, above the floor (vectors missing from the cache are made first). */

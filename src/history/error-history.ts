@@ -29,7 +29,11 @@ export const HINT_LIMIT = 3;
 /** Records embedded per search when vectors are missing (written since the last search). */
 const EMBED_CATCH_UP = 256;
 
-const nonBlank = (what: string) => z.string({ error: `${what} is required` }).trim().min(1, `${what} must not be empty`);
+const nonBlank = (what: string) =>
+  z
+    .string({ error: `${what} is required` })
+    .trim()
+    .min(1, `${what} must not be empty`);
 
 /** Parameters of write_error. */
 export const writeErrorParams = z.object({
@@ -199,9 +203,7 @@ export class ErrorHistory {
     if (relatedErrors.length > 0) {
       lines.push(`related_errors: ${relatedErrors.join(', ')} — error_history(hash=…) shows the fix that worked for each`);
     }
-    lines.push(
-      `next: once a fix works, call write_error with tool_name="${toolName}", keywords, symptom, cause, action and outcome="resolved" so the next failure finds it`,
-    );
+    lines.push(`next: once a fix works, call write_error with tool_name="${toolName}", keywords, symptom, cause, action and outcome="resolved" so the next failure finds it`);
     return { relatedErrors, text: lines.join('\n') };
   }
 
@@ -222,7 +224,10 @@ export class ErrorHistory {
         pending.map((p, i) => ({ key: p.key, text: p.text, vector: vectors[i] ?? null })),
       );
     }
-    const [hits, floor] = await Promise.all([this.deps.store.errors.searchErrorRecordsByVector(scope, vector, embedder.id, filter, limit), this.deps.floorOf(scope, vector, embedder.id)]);
+    const [hits, floor] = await Promise.all([
+      this.deps.store.errors.searchErrorRecordsByVector(scope, vector, embedder.id, filter, limit),
+      this.deps.floorOf(scope, vector, embedder.id),
+    ]);
     return { hits, floor };
   }
 }
@@ -238,7 +243,9 @@ export function shortHash(id: string): string {
  */
 export function errorRecordId(scope: Scope, toolName: string, symptom: string, action: string): string {
   const norm = (s: string) => s.normalize('NFKC').replace(/\s+/g, ' ').trim().toLowerCase();
-  return createHash('sha256').update([scope.userId, scope.agentId, toolName.trim(), norm(symptom), norm(action)].join('\u0000')).digest('hex');
+  return createHash('sha256')
+    .update([scope.userId, scope.agentId, toolName.trim(), norm(symptom), norm(action)].join('\u0000'))
+    .digest('hex');
 }
 
 /** Keywords trimmed, NFKC-folded, lower-cased, inner whitespace collapsed, duplicates and blanks dropped. */

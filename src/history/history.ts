@@ -99,7 +99,9 @@ export class History implements ToolCallRecorder {
       floorOf: (scope, vector, embedderId) =>
         config.embedding.similarity_floor !== undefined || floors === undefined
           ? Promise.resolve(config.embedding.similarity_floor ?? -1)
-          : floors.floor(`error_record\u0000${scope.userId}\u0000${scope.agentId}\u0000${embedderId}`, vector, (limit) => embeddings.sampleEmbeddings('error_record', scope, embedderId, limit)),
+          : floors.floor(`error_record\u0000${scope.userId}\u0000${scope.agentId}\u0000${embedderId}`, vector, (limit) =>
+              embeddings.sampleEmbeddings('error_record', scope, embedderId, limit),
+            ),
       warn,
     });
     this.guides = new Guides(h.guides_dir, warn);
@@ -214,4 +216,3 @@ function requireSession(sessionKey: string | undefined): string {
 function checkScope(scope: Scope): Scope {
   return parseInput(scopeSchema, scope, 'scope');
 }
-

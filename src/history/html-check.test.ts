@@ -44,7 +44,15 @@ describe('checkHtml', () => {
 
   it('reports every inline script that is not JavaScript, in JavaScript wording', () => {
     const found = problems(
-      page(['<script>let x = ;</script>', '<script>const el = <div/>;</script>', '<script>import a from "a";</script>', '<script>let n: number = 1;</script>', '<script type="importmap">{"imports": }</script>'].join('\n')),
+      page(
+        [
+          '<script>let x = ;</script>',
+          '<script>const el = <div/>;</script>',
+          '<script>import a from "a";</script>',
+          '<script>let n: number = 1;</script>',
+          '<script type="importmap">{"imports": }</script>',
+        ].join('\n'),
+      ),
     );
     expect(found).toEqual([
       'line 5:17: inline <script>: SyntaxError: Unexpected token',

@@ -164,7 +164,8 @@ function markupWrites(program: JsNode): { offset: number; what: string }[] {
   walk(program, (node) => {
     if (node.type === 'CallExpression') {
       const callee = member(field(node, 'callee'));
-      if (callee && callee.object === 'document' && (callee.property === 'write' || callee.property === 'writeln')) out.push({ offset: node.start, what: `document.${callee.property}` });
+      if (callee && callee.object === 'document' && (callee.property === 'write' || callee.property === 'writeln'))
+        out.push({ offset: node.start, what: `document.${callee.property}` });
       if (callee?.property === 'insertAdjacentHTML') out.push({ offset: node.start, what: 'insertAdjacentHTML' });
     }
     if (node.type === 'AssignmentExpression') {

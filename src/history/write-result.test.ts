@@ -52,7 +52,9 @@ describe('ResultWriter', () => {
       throw new Error('written');
     };
     const broken = refusal('<html><body><div><script>let x = ;</script></body></html>');
-    expect(broken).toMatch(/not written[\s\S]*- line 1:1: missing-doctype\n- line 1:\d+: <div> is never closed\n- line 1:\d+: inline <script>: SyntaxError: Unexpected token\n- the page does not mount QuickUI/);
+    expect(broken).toMatch(
+      /not written[\s\S]*- line 1:1: missing-doctype\n- line 1:\d+: <div> is never closed\n- line 1:\d+: inline <script>: SyntaxError: Unexpected token\n- the page does not mount QuickUI/,
+    );
     expect(broken.endsWith('\n\nRULES: mount QuickUI')).toBe(true);
     const mounted = refusal(GOOD_PAGE.replace('<div id="app"></div>', '<div id="app"><p>{{ total }}</p></div><script>document.write("<p>")</script>'));
     expect(mounted).toMatch(/- line 1:\d+: \{\{ total \}\} is a \{\{ \}\} expression[\s\S]*\n- line 1:\d+: inline <script>: document.write writes markup/);

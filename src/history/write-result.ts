@@ -73,8 +73,7 @@ export class ResultWriter {
         const rules = mountsQuickUi ? '' : this.htmlRules().trim();
         throw new CairnError(
           'invalid_input',
-          `the HTML page was not written; fix every problem and call write_result again:\n${problems.map((p) => `- ${p}`).join('\n')}` +
-            (rules === '' ? '' : `\n\n${rules}`),
+          `the HTML page was not written; fix every problem and call write_result again:\n${problems.map((p) => `- ${p}`).join('\n')}` + (rules === '' ? '' : `\n\n${rules}`),
         );
       }
     }
@@ -88,11 +87,9 @@ export class ResultWriter {
     const all = params.content.split(/\r?\n/);
     const first = all.find((l) => l.trim() !== '') ?? '';
     const last = [...all].reverse().find((l) => l.trim() !== '') ?? '';
-    const text = [
-      `created ${path} (${bytes} bytes, ${lines} lines)`,
-      `first line: ${first.slice(0, RECEIPT_LINE_CHARS)}`,
-      `last line: ${last.slice(0, RECEIPT_LINE_CHARS)}`,
-    ].join('\n');
+    const text = [`created ${path} (${bytes} bytes, ${lines} lines)`, `first line: ${first.slice(0, RECEIPT_LINE_CHARS)}`, `last line: ${last.slice(0, RECEIPT_LINE_CHARS)}`].join(
+      '\n',
+    );
     return { path, format, bytes, lines, text };
   }
 

@@ -90,5 +90,9 @@ export type AppEnv = { Variables: { key: ApiKey | null } };
 
 /** The scope of a request from its key and `x-cairn-*` headers. */
 export function requestScope(c: Context<AppEnv>, mode: AuthMode): Scope {
-  return resolveScope(mode, c.get('key'), claimOf((h) => c.req.header(h)));
+  return resolveScope(
+    mode,
+    c.get('key'),
+    claimOf((h) => c.req.header(h)),
+  );
 }

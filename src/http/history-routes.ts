@@ -120,75 +120,130 @@ const receiptResponse = z.object({
   text: z.string(),
 });
 
-
 /** `/v1/runs`, `/v1/errors`, `/v1/guides` and `/v1/results`: the history tools over REST, in the request's scope. */
 export function addHistoryRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
-  app.post('/v1/runs', describe({ operationId: 'recordRun', summary: 'Record an agent run (one turn) or merge into it; tool calls are appended', body: runBody, responses: { 201: runWire } }), async (c) => {
-    const scope = requestScope(c, mode);
-    const body = await readBody(c, runBody);
-    const run = await cairn.history.recordRun(scope, {
-      taskId: body.task_id,
-      sessionKey: body.session_key,
-      objective: body.objective,
-      reply: body.reply,
-      model: body.model,
-      startedAt: body.started_at,
-      endedAt: body.ended_at,
-      toolCalls: body.tool_calls?.map((t) => ({
-        name: t.name,
-        arguments: t.arguments,
-        result: t.result,
-        isError: t.is_error,
-        durationMs: t.duration_ms,
-        at: t.at,
-        reusable: t.reusable,
-      })),
-    });
-    return c.json(toRunWire(run), 201);
-  });
+  app.post(
+    '/v1/runs',
+    describe({ operationId: 'recordRun', summary: 'Record an agent run (one turn) or merge into it; tool calls are appended', body: runBody, responses: { 201: runWire } }),
+    async (c) => {
+      const scope = requestScope(c, mode);
+      const body = await readBody(c, runBody);
+      const run = await cairn.history.recordRun(scope, {
+        taskId: body.task_id,
+        sessionKey: body.session_key,
+        objective: body.objective,
+        reply: body.reply,
+        model: body.model,
+        startedAt: body.started_at,
+        endedAt: body.ended_at,
+        toolCalls: body.tool_calls?.map((t) => ({
+          name: t.name,
+          arguments: t.arguments,
+          result: t.result,
+          isError: t.is_error,
+          durationMs: t.duration_ms,
+          at: t.at,
+          reusable: t.reusable,
+        })),
+      });
+      return c.json(toRunWire(run), 201);
+    },
+  );
 
-  app.get('/v1/runs', describe({ operationId: 'chatHistory', summary: "chat_history over a session's runs (list, read, tool_list, tool, search)", query: chatHistoryQuery, turn: true, responses: { 200: chatHistoryResponse }, errors: [404] }), async (c) => {
-    const scope = requestScope(c, mode);
-    const q = readQuery(c, chatHistoryQuery);
-    const { session_key, turn_id, task_id, ...params } = q;
-    const result = await cairn.history.chatHistory(
-      { scope, sessionKey: session_key ?? c.req.header(CALLER_HEADERS.session), turnId: turn_id ?? c.req.header(CALLER_HEADERS.turn) },
-      // chat_history validates what the query carried (time_range among its periods and so on).
-      { ...params, task_id: task_id?.split(',') } as ChatHistoryInput,
-    );
-    return c.json(result satisfies z.infer<typeof chatHistoryResponse>);
-  });
+  app.get(
+    '/v1/runs',
+    describe({
+      operationId: 'chatHistory',
+      summary: "chat_history over a session's runs (list, read, tool_list, tool, search)",
+      query: chatHistoryQuery,
+      turn: true,
+      responses: { 200: chatHistoryResponse },
+      errors: [404],
+    }),
+    async (c) => {
+      const scope = requestScope(c, mode);
+      const q = readQuery(c, chatHistoryQuery);
+      const { session_key, turn_id, task_id, ...params } = q;
+      const result = await cairn.history.chatHistory(
+        { scope, sessionKey: session_key ?? c.req.header(CALLER_HEADERS.session), turnId: turn_id ?? c.req.header(CALLER_HEADERS.turn) },
+        // chat_history validates what the query carried (time_range among its periods and so on).
+        { ...params, task_id: task_id?.split(',') } as ChatHistoryInput,
+      );
+      return c.json(result satisfies z.infer<typeof chatHistoryResponse>);
+    },
+  );
 
-  app.post('/v1/errors', describe({ operationId: 'writeError', summary: 'write_error: store a resolved tool failure with its fix (201; other outcomes 200, discarded)', body: writeErrorParams, responses: { 201: writeErrorResponse, 200: writeErrorResponse } }), async (c) => {
-    // writeError validates the body itself, naming the fields it takes.
-    const result = await cairn.history.writeError(requestScope(c, mode), (await readBody(c, z.unknown())) as WriteErrorInput);
-    return c.json({ recorded: result.recorded, hash: result.hash, text: result.text } satisfies z.infer<typeof writeErrorResponse>, result.recorded ? 201 : 200);
-  });
+  app.post(
+    '/v1/errors',
+    describe({
+      operationId: 'writeError',
+      summary: 'write_error: store a resolved tool failure with its fix (201; other outcomes 200, discarded)',
+      body: writeErrorParams,
+      responses: { 201: writeErrorResponse, 200: writeErrorResponse },
+    }),
+    async (c) => {
+      // writeError validates the body itself, naming the fields it takes.
+      const result = await cairn.history.writeError(requestScope(c, mode), (await readBody(c, z.unknown())) as WriteErrorInput);
+      return c.json({ recorded: result.recorded, hash: result.hash, text: result.text } satisfies z.infer<typeof writeErrorResponse>, result.recorded ? 201 : 200);
+    },
+  );
 
-  app.get('/v1/errors', describe({ operationId: 'errorHistory', summary: 'error_history: search by keyword or read by hash', query: errorHistoryQuery, responses: { 200: errorHistoryResponse }, errors: [404] }), async (c) => {
-    const result = await cairn.history.errorHistory(requestScope(c, mode), readQuery(c, errorHistoryQuery));
-    return c.json({ mode: result.mode, text: result.text, records: result.records.map(toErrorWire) } satisfies z.infer<typeof errorHistoryResponse>);
-  });
+  app.get(
+    '/v1/errors',
+    describe({
+      operationId: 'errorHistory',
+      summary: 'error_history: search by keyword or read by hash',
+      query: errorHistoryQuery,
+      responses: { 200: errorHistoryResponse },
+      errors: [404],
+    }),
+    async (c) => {
+      const result = await cairn.history.errorHistory(requestScope(c, mode), readQuery(c, errorHistoryQuery));
+      return c.json({ mode: result.mode, text: result.text, records: result.records.map(toErrorWire) } satisfies z.infer<typeof errorHistoryResponse>);
+    },
+  );
 
-  app.get('/v1/errors/:hash', describe({ operationId: 'getErrorRecord', summary: 'error_history: one record by its 8-character hash (or a longer unique prefix)', responses: { 200: errorRecordWire }, errors: [400, 404] }), async (c) => {
-    const result = await cairn.history.errorHistory(requestScope(c, mode), { mode: 'read', hash: c.req.param('hash') });
-    return c.json(toErrorWire(result.records[0]!));
-  });
+  app.get(
+    '/v1/errors/:hash',
+    describe({
+      operationId: 'getErrorRecord',
+      summary: 'error_history: one record by its 8-character hash (or a longer unique prefix)',
+      responses: { 200: errorRecordWire },
+      errors: [400, 404],
+    }),
+    async (c) => {
+      const result = await cairn.history.errorHistory(requestScope(c, mode), { mode: 'read', hash: c.req.param('hash') });
+      return c.json(toErrorWire(result.records[0]!));
+    },
+  );
 
-  app.get('/v1/guides', describe({ operationId: 'reasoningGuide', summary: 'reasoning_guide: the requested guides, or the available topics', query: guidesQuery, responses: { 200: guidesResponse } }), (c) => {
-    requestScope(c, mode);
-    const q = readQuery(c, guidesQuery);
-    if (q.topics === undefined) return c.json({ topics: cairn.history.guideTopics() } satisfies z.infer<typeof guidesResponse>);
-    const result = cairn.history.reasoningGuide({ topics: q.topics.split(',') });
-    return c.json(result satisfies z.infer<typeof guidesResponse>);
-  });
+  app.get(
+    '/v1/guides',
+    describe({ operationId: 'reasoningGuide', summary: 'reasoning_guide: the requested guides, or the available topics', query: guidesQuery, responses: { 200: guidesResponse } }),
+    (c) => {
+      requestScope(c, mode);
+      const q = readQuery(c, guidesQuery);
+      if (q.topics === undefined) return c.json({ topics: cairn.history.guideTopics() } satisfies z.infer<typeof guidesResponse>);
+      const result = cairn.history.reasoningGuide({ topics: q.topics.split(',') });
+      return c.json(result satisfies z.infer<typeof guidesResponse>);
+    },
+  );
 
-  app.post('/v1/results', describe({ operationId: 'writeResult', summary: 'write_result: save a Markdown or checked HTML deliverable (never overwrites)', body: writeResultParams, responses: { 201: receiptResponse } }), async (c) => {
-    requestScope(c, mode);
-    // writeResult validates the body itself, naming the fields it takes.
-    const receipt = cairn.history.writeResult((await readBody(c, z.unknown())) as WriteResultInput);
-    return c.json(receipt satisfies z.infer<typeof receiptResponse>, 201);
-  });
+  app.post(
+    '/v1/results',
+    describe({
+      operationId: 'writeResult',
+      summary: 'write_result: save a Markdown or checked HTML deliverable (never overwrites)',
+      body: writeResultParams,
+      responses: { 201: receiptResponse },
+    }),
+    async (c) => {
+      requestScope(c, mode);
+      // writeResult validates the body itself, naming the fields it takes.
+      const receipt = cairn.history.writeResult((await readBody(c, z.unknown())) as WriteResultInput);
+      return c.json(receipt satisfies z.infer<typeof receiptResponse>, 201);
+    },
+  );
 }
 
 function toRunWire(run: Run): z.infer<typeof runWire> {

@@ -32,7 +32,6 @@ export const knowledgeWire = z.object({
   progress: progressWire,
 });
 
-
 /**
  * `/v1/knowledge`: register, list, read, sync and remove the caller's knowledge resources. Another
  * scope's resource answers 404, as if it did not exist. Registering is confined to the caller's
@@ -40,29 +39,56 @@ export const knowledgeWire = z.object({
  * overlapping another scope's resource is refused unless the roots share it.
  */
 export function addKnowledgeRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
-  app.post('/v1/knowledge', describe({ operationId: 'addKnowledge', summary: 'Register a wiki folder or a code folder; indexing runs in the background', body: newKnowledgeSchema, responses: { 201: knowledgeWire }, errors: [409] }), async (c) => {
-    const scope = requestScope(c, mode);
-    const resource = await cairn.knowledge.add(scope, await readBody(c, newKnowledgeSchema), mode === 'keys' ? 'tenant' : 'loopback');
-    return c.json(toKnowledgeWire(resource), 201);
-  });
+  app.post(
+    '/v1/knowledge',
+    describe({
+      operationId: 'addKnowledge',
+      summary: 'Register a wiki folder or a code folder; indexing runs in the background',
+      body: newKnowledgeSchema,
+      responses: { 201: knowledgeWire },
+      errors: [409],
+    }),
+    async (c) => {
+      const scope = requestScope(c, mode);
+      const resource = await cairn.knowledge.add(scope, await readBody(c, newKnowledgeSchema), mode === 'keys' ? 'tenant' : 'loopback');
+      return c.json(toKnowledgeWire(resource), 201);
+    },
+  );
 
-  app.get('/v1/knowledge', describe({ operationId: 'listKnowledge', summary: 'List knowledge resources', responses: { 200: z.object({ resources: z.array(knowledgeWire) }) } }), async (c) => {
-    return c.json({ resources: (await cairn.knowledge.list(requestScope(c, mode))).map(toKnowledgeWire) });
-  });
+  app.get(
+    '/v1/knowledge',
+    describe({ operationId: 'listKnowledge', summary: 'List knowledge resources', responses: { 200: z.object({ resources: z.array(knowledgeWire) }) } }),
+    async (c) => {
+      return c.json({ resources: (await cairn.knowledge.list(requestScope(c, mode))).map(toKnowledgeWire) });
+    },
+  );
 
   app.get('/v1/knowledge/:id', describe({ operationId: 'getKnowledge', summary: 'One knowledge resource', responses: { 200: knowledgeWire }, errors: [400, 404] }), async (c) => {
     return c.json(toKnowledgeWire(await cairn.knowledge.get(requestScope(c, mode), c.req.param('id'))));
   });
 
-  app.post('/v1/knowledge/:id/sync', describe({ operationId: 'syncKnowledge', summary: 'Re-sync incrementally (only files whose content changed)', responses: { 202: knowledgeWire }, errors: [400, 404, 415] }), async (c) => {
-    return c.json(toKnowledgeWire(await cairn.knowledge.sync(requestScope(c, mode), c.req.param('id'))), 202);
-  });
+  app.post(
+    '/v1/knowledge/:id/sync',
+    describe({ operationId: 'syncKnowledge', summary: 'Re-sync incrementally (only files whose content changed)', responses: { 202: knowledgeWire }, errors: [400, 404, 415] }),
+    async (c) => {
+      return c.json(toKnowledgeWire(await cairn.knowledge.sync(requestScope(c, mode), c.req.param('id'))), 202);
+    },
+  );
 
-  app.delete('/v1/knowledge/:id', describe({ operationId: 'deleteKnowledge', summary: 'Unregister a resource (its folder is left alone)', responses: { 200: z.object({ deleted: z.string() }) }, errors: [400, 404] }), async (c) => {
-    const id = c.req.param('id');
-    await cairn.knowledge.remove(requestScope(c, mode), id);
-    return c.json({ deleted: id });
-  });
+  app.delete(
+    '/v1/knowledge/:id',
+    describe({
+      operationId: 'deleteKnowledge',
+      summary: 'Unregister a resource (its folder is left alone)',
+      responses: { 200: z.object({ deleted: z.string() }) },
+      errors: [400, 404],
+    }),
+    async (c) => {
+      const id = c.req.param('id');
+      await cairn.knowledge.remove(requestScope(c, mode), id);
+      return c.json({ deleted: id });
+    },
+  );
 }
 
 export function toKnowledgeWire(r: KnowledgeResource): z.infer<typeof knowledgeWire> {

@@ -30,8 +30,7 @@ const SESSION_ID_PATTERN = /^[\x21-\x7e]{1,256}$/;
  * There is no server-initiated stream, so GET and DELETE are 405 (the spec allows it).
  */
 export function addMcpRoute(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode, log: (message: string) => void, bodyLimitBytes: number): void {
-  const summary =
-    'MCP streamable HTTP (JSON responses; initialize answers an Mcp-Session-Id that names the connection and its session)';
+  const summary = 'MCP streamable HTTP (JSON responses; initialize answers an Mcp-Session-Id that names the connection and its session)';
   const post = describe({
     operationId: 'mcp',
     summary,
@@ -93,6 +92,10 @@ export async function mcpToolNames(cairn: Cairn): Promise<string[]> {
 
 /** The client's name as a session-key prefix: lower-case letters, digits and dashes, at most 32. */
 function clientSlug(name: string): string {
-  const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 32);
+  const slug = name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 32);
   return slug === '' ? 'mcp' : slug;
 }

@@ -70,48 +70,71 @@ const pipelineResponse = z.object({
 
 const restoredResponse = z.object({ restored: z.array(memoryWire) });
 
-
 /** `POST /recall`, memory provenance and undo, flush and pipeline status. */
 export function addPipelineRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
-  app.post('/recall', describe({ operationId: 'recall', summary: 'Auto-recall context for the start of a turn (seed endpoint)', body: recallBody, responses: { 200: recallResponse } }), async (c) => {
-    const body = await readBody(c, recallBody);
-    const scope = resolveScope(mode, c.get('key'), claimOf((h) => c.req.header(h), { userId: body.user_id, agentId: body.agent_id }));
-    const result = await cairn.recall(scope, { query: body.query, session_key: body.session_key });
-    return c.json(result satisfies z.infer<typeof recallResponse>);
-  });
+  app.post(
+    '/recall',
+    describe({ operationId: 'recall', summary: 'Auto-recall context for the start of a turn (seed endpoint)', body: recallBody, responses: { 200: recallResponse } }),
+    async (c) => {
+      const body = await readBody(c, recallBody);
+      const scope = resolveScope(
+        mode,
+        c.get('key'),
+        claimOf((h) => c.req.header(h), { userId: body.user_id, agentId: body.agent_id }),
+      );
+      const result = await cairn.recall(scope, { query: body.query, session_key: body.session_key });
+      return c.json(result satisfies z.infer<typeof recallResponse>);
+    },
+  );
 
-  app.get('/v1/memories/:id/sources', describe({ operationId: 'getMemorySources', summary: 'The messages a memory came from, its extractor and history', responses: { 200: sourcesResponse }, errors: [404] }), async (c) => {
-    const sources = await cairn.pipeline.memorySources(requestScope(c, mode), c.req.param('id'));
-    const body: z.infer<typeof sourcesResponse> = {
-      memory: toMemoryWire(sources.memory),
-      extractor: sources.extractor,
-      messages: sources.messages.map(toMessageWire),
-      missing_message_ids: sources.missingMessageIds,
-      history: sources.history.map(toAuditWire),
-    };
-    return c.json(body);
-  });
+  app.get(
+    '/v1/memories/:id/sources',
+    describe({ operationId: 'getMemorySources', summary: 'The messages a memory came from, its extractor and history', responses: { 200: sourcesResponse }, errors: [404] }),
+    async (c) => {
+      const sources = await cairn.pipeline.memorySources(requestScope(c, mode), c.req.param('id'));
+      const body: z.infer<typeof sourcesResponse> = {
+        memory: toMemoryWire(sources.memory),
+        extractor: sources.extractor,
+        messages: sources.messages.map(toMessageWire),
+        missing_message_ids: sources.missingMessageIds,
+        history: sources.history.map(toAuditWire),
+      };
+      return c.json(body);
+    },
+  );
 
-  app.post('/v1/memories/:id/undo', describe({ operationId: 'undoSupersession', summary: 'Restore a superseded memory and hide its replacement', responses: { 200: restoredResponse }, errors: [400, 404, 415] }), async (c) => {
-    const restored = await cairn.pipeline.undoSupersession(requestScope(c, mode), c.req.param('id'), c.get('key') ? `key:${c.get('key')!.id}` : 'api');
-    return c.json({ restored: restored.map(toMemoryWire) } satisfies z.infer<typeof restoredResponse>);
-  });
+  app.post(
+    '/v1/memories/:id/undo',
+    describe({ operationId: 'undoSupersession', summary: 'Restore a superseded memory and hide its replacement', responses: { 200: restoredResponse }, errors: [400, 404, 415] }),
+    async (c) => {
+      const restored = await cairn.pipeline.undoSupersession(requestScope(c, mode), c.req.param('id'), c.get('key') ? `key:${c.get('key')!.id}` : 'api');
+      return c.json({ restored: restored.map(toMemoryWire) } satisfies z.infer<typeof restoredResponse>);
+    },
+  );
 
-  app.post('/v1/sessions/:session_key/flush', describe({ operationId: 'flushSession', summary: "Extract memories from the session's pending messages now", responses: { 200: runResponse }, errors: [400, 415, 502] }), async (c) => {
-    const run: ExtractionRun = await cairn.pipeline.flush(requestScope(c, mode), c.req.param('session_key'));
-    return c.json(run satisfies z.infer<typeof runResponse>);
-  });
+  app.post(
+    '/v1/sessions/:session_key/flush',
+    describe({ operationId: 'flushSession', summary: "Extract memories from the session's pending messages now", responses: { 200: runResponse }, errors: [400, 415, 502] }),
+    async (c) => {
+      const run: ExtractionRun = await cairn.pipeline.flush(requestScope(c, mode), c.req.param('session_key'));
+      return c.json(run satisfies z.infer<typeof runResponse>);
+    },
+  );
 
-  app.get('/v1/pipeline', describe({ operationId: 'getPipeline', summary: 'Extraction work per session of the scope: queued, running, failed, pending', responses: { 200: pipelineResponse } }), async (c) => {
-    const scope = requestScope(c, mode);
-    const status = await cairn.pipeline.status();
-    const body: z.infer<typeof pipelineResponse> = {
-      extractor: status.extractor,
-      background: status.background,
-      sessions: status.sessions.filter((s) => sameScope(s.scope, scope)).map(toSessionWire),
-    };
-    return c.json(body);
-  });
+  app.get(
+    '/v1/pipeline',
+    describe({ operationId: 'getPipeline', summary: 'Extraction work per session of the scope: queued, running, failed, pending', responses: { 200: pipelineResponse } }),
+    async (c) => {
+      const scope = requestScope(c, mode);
+      const status = await cairn.pipeline.status();
+      const body: z.infer<typeof pipelineResponse> = {
+        extractor: status.extractor,
+        background: status.background,
+        sessions: status.sessions.filter((s) => sameScope(s.scope, scope)).map(toSessionWire),
+      };
+      return c.json(body);
+    },
+  );
 }
 
 function sameScope(a: Scope, b: Scope): boolean {

@@ -3,7 +3,17 @@ import { z } from 'zod';
 import type { Cairn } from '../cairn.js';
 import { CairnError, describeError } from '../errors.js';
 import { StreamedAnswer, answerOf } from '../proxy/answer.js';
-import { anthropicConversation, fingerprintOf, lastUserText, openAiConversation, sessionKeyOf, stripInjected, type Conversation, type ProxyMessage, type ProxyProvider } from '../proxy/conversation.js';
+import {
+  anthropicConversation,
+  fingerprintOf,
+  lastUserText,
+  openAiConversation,
+  sessionKeyOf,
+  stripInjected,
+  type Conversation,
+  type ProxyMessage,
+  type ProxyProvider,
+} from '../proxy/conversation.js';
 import { injectionBlock, withInjection } from '../proxy/inject.js';
 import { LIMITS } from '../memory/schemas.js';
 import type { ProxyTurnStatus } from '../store/proxy-turns.js';
@@ -61,7 +71,12 @@ export function addProxyRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode):
   );
   app.get(
     '/proxy/openai/v1/models',
-    describe({ operationId: 'proxyOpenAiModels', summary: "The upstream's model list, passed through", responses: { 200: passedThrough, ...upstreamErrors }, errors: [404, 502, 504] }),
+    describe({
+      operationId: 'proxyOpenAiModels',
+      summary: "The upstream's model list, passed through",
+      responses: { 200: passedThrough, ...upstreamErrors },
+      errors: [404, 502, 504],
+    }),
     async (c) => {
       requestScope(c, mode);
       const upstream = await forward(c, cairn, 'openai', '/models', 'GET', undefined);
@@ -231,7 +246,24 @@ async function forward(c: Context<AppEnv>, cairn: Cairn, provider: ProxyProvider
 }
 
 /** Request headers that are not passed upstream: hop-by-hop ones, the client's keys, Cairn's own and the browser's. */
-const DROPPED_REQUEST = new Set(['host', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'accept-encoding', 'authorization', 'x-api-key', 'cookie', 'origin', 'referer', 'proxy-authorization', CAIRN_KEY_HEADER]);
+const DROPPED_REQUEST = new Set([
+  'host',
+  'connection',
+  'keep-alive',
+  'content-length',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'accept-encoding',
+  'authorization',
+  'x-api-key',
+  'cookie',
+  'origin',
+  'referer',
+  'proxy-authorization',
+  CAIRN_KEY_HEADER,
+]);
 /** Response headers that describe the upstream's own transfer (fetch has already decoded the body). */
 const DROPPED_RESPONSE = new Set(['connection', 'keep-alive', 'content-length', 'content-encoding', 'transfer-encoding', 'set-cookie']);
 

@@ -12,27 +12,55 @@ const captureResponse = z.object({ l0_recorded: z.number().int().describe('Messa
 
 /** The seed's gateway endpoints: `POST /search/memories`, `POST /search/conversations`, `POST /capture`. */
 export function addSeedRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
-  app.post('/search/memories', describe({ operationId: 'searchMemories', summary: 'memory_search (seed endpoint; counts against the turn budget)', body: searchMemoriesBody, turn: true, responses: { 200: searchResponse } }), async (c) => {
-    const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h), c.get('key'));
-    const body = await readBody(c, searchMemoriesBody);
-    return c.json(toSearchResponse(await cairn.searchMemoriesInTurn(turn, body)));
-  });
+  app.post(
+    '/search/memories',
+    describe({
+      operationId: 'searchMemories',
+      summary: 'memory_search (seed endpoint; counts against the turn budget)',
+      body: searchMemoriesBody,
+      turn: true,
+      responses: { 200: searchResponse },
+    }),
+    async (c) => {
+      const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h), c.get('key'));
+      const body = await readBody(c, searchMemoriesBody);
+      return c.json(toSearchResponse(await cairn.searchMemoriesInTurn(turn, body)));
+    },
+  );
 
-  app.post('/search/conversations', describe({ operationId: 'searchConversations', summary: 'conversation_search (seed endpoint; counts against the turn budget)', body: searchConversationsBody, turn: true, responses: { 200: searchResponse } }), async (c) => {
-    const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h), c.get('key'));
-    const body = await readBody(c, searchConversationsBody);
-    return c.json(toSearchResponse(await cairn.searchConversationsInTurn(turn, body)));
-  });
+  app.post(
+    '/search/conversations',
+    describe({
+      operationId: 'searchConversations',
+      summary: 'conversation_search (seed endpoint; counts against the turn budget)',
+      body: searchConversationsBody,
+      turn: true,
+      responses: { 200: searchResponse },
+    }),
+    async (c) => {
+      const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h), c.get('key'));
+      const body = await readBody(c, searchConversationsBody);
+      return c.json(toSearchResponse(await cairn.searchConversationsInTurn(turn, body)));
+    },
+  );
 
-  app.post('/capture', describe({ operationId: 'capture', summary: 'Record one user/assistant exchange (seed endpoint)', body: captureBody, responses: { 200: captureResponse } }), async (c) => {
-    const body = await readBody(c, captureBody);
-    const scope = resolveScope(mode, c.get('key'), claimOf((h) => c.req.header(h), { userId: body.user_id, agentId: body.agent_id }));
-    const common = { scope, sessionKey: body.session_key, timestamp: body.timestamp ?? null };
-    const messages: NewMessage[] = [{ ...common, role: 'user', content: body.user_content }];
-    if (body.assistant_content !== '') messages.push({ ...common, role: 'assistant', content: body.assistant_content });
-    const result = await cairn.recordMessages(messages, { connection: restConnection(c.get('key')) });
-    return c.json({ l0_recorded: result.inserted });
-  });
+  app.post(
+    '/capture',
+    describe({ operationId: 'capture', summary: 'Record one user/assistant exchange (seed endpoint)', body: captureBody, responses: { 200: captureResponse } }),
+    async (c) => {
+      const body = await readBody(c, captureBody);
+      const scope = resolveScope(
+        mode,
+        c.get('key'),
+        claimOf((h) => c.req.header(h), { userId: body.user_id, agentId: body.agent_id }),
+      );
+      const common = { scope, sessionKey: body.session_key, timestamp: body.timestamp ?? null };
+      const messages: NewMessage[] = [{ ...common, role: 'user', content: body.user_content }];
+      if (body.assistant_content !== '') messages.push({ ...common, role: 'assistant', content: body.assistant_content });
+      const result = await cairn.recordMessages(messages, { connection: restConnection(c.get('key')) });
+      return c.json({ l0_recorded: result.inserted });
+    },
+  );
 }
 
 function toSearchResponse(r: TurnSearchResult<MemorySearchResult | ConversationSearchResult>): z.infer<typeof searchResponse> {

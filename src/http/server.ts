@@ -34,10 +34,7 @@ export async function startServer(cairn: Cairn, options: ServeOptions = {}): Pro
   const authMode = options.authMode ?? cairn.config.auth.mode;
   const loopback = isLoopbackHost(host);
   if (!loopback && authMode !== 'keys' && !options.insecure) {
-    throw new CairnError(
-      'config_invalid',
-      `refusing to serve on ${host} without API keys: set auth.mode: keys (and create keys with \`cairn keys create\`), or pass --insecure`,
-    );
+    throw new CairnError('config_invalid', `refusing to serve on ${host} without API keys: set auth.mode: keys (and create keys with \`cairn keys create\`), or pass --insecure`);
   }
   const limits = connectionLimits(cairn.config.server);
   // Downstream tool servers connect before the first request, so the first tools/list already has the bridge.

@@ -53,7 +53,6 @@ const callAnswer = z.object({
 });
 type CallAnswer = z.infer<typeof callAnswer>;
 
-
 const DISCOVER = 'Discover the available tools with POST /v3/tools/list.';
 
 /**
@@ -62,60 +61,68 @@ const DISCOVER = 'Discover the available tools with POST /v3/tools/list.';
  * and recording as the MCP `tool_call`).
  */
 export function addToolRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
-  app.post('/v3/tools/list', describe({
+  app.post(
+    '/v3/tools/list',
+    describe({
       operationId: 'listTools',
       summary: 'Discover tools: every downstream MCP tool and every knowledge resource tool, filtered by type, name, source or query',
       body: listBody,
       responses: { 200: z.array(toolItem) },
       errors: [404],
-    }), async (c) => {
-    const scope = requestScope(c, mode);
-    const body = await readBody(c, listBody);
-    // The registry checks the id's form and answers invalid_input or not_found itself.
-    const resource = body.knowledge_id === undefined ? undefined : (await cairn.knowledge.get(scope, body.knowledge_id as string)).id;
-    if (resource !== undefined && body.source !== undefined && body.source !== resource) {
-      throw new CairnError('invalid_input', `source '${body.source}' and knowledge_id '${resource}' name different sources; send one`);
-    }
-    const tools = await cairn.tools.list({ source: resource ?? body.source, query: body.query }, scope);
-    const name = body.name?.trim().toLowerCase() ?? '';
-    const items = tools.map(toToolItem).filter((t) => (body.type === undefined || t.type === body.type) && t.name.toLowerCase().includes(name));
-    return c.json(items);
-  });
+    }),
+    async (c) => {
+      const scope = requestScope(c, mode);
+      const body = await readBody(c, listBody);
+      // The registry checks the id's form and answers invalid_input or not_found itself.
+      const resource = body.knowledge_id === undefined ? undefined : (await cairn.knowledge.get(scope, body.knowledge_id as string)).id;
+      if (resource !== undefined && body.source !== undefined && body.source !== resource) {
+        throw new CairnError('invalid_input', `source '${body.source}' and knowledge_id '${resource}' name different sources; send one`);
+      }
+      const tools = await cairn.tools.list({ source: resource ?? body.source, query: body.query }, scope);
+      const name = body.name?.trim().toLowerCase() ?? '';
+      const items = tools.map(toToolItem).filter((t) => (body.type === undefined || t.type === body.type) && t.name.toLowerCase().includes(name));
+      return c.json(items);
+    },
+  );
 
-  app.post('/v3/tools/call', describe({
+  app.post(
+    '/v3/tools/call',
+    describe({
       operationId: 'callTool',
       summary: 'Invoke one tool by tool_name or tool_id with an object of params (validated against its schema; recorded in the run log)',
       body: callBody,
       turn: true,
       responses: { 200: callAnswer },
       errors: [404, 502],
-    }), async (c) => {
-    const caller = turnOf(requestScope(c, mode), (h) => c.req.header(h));
-    const body = await readBody(c, callBody);
-    const name = await requestedTool(cairn, body, caller.scope);
-    const params = body.params === undefined ? {} : body.params;
-    if (!isRecord(params)) throw new CairnError('invalid_input', `params must be a JSON object of the tool's arguments, not ${kindOf(params)}`);
-    const outcome = await cairn.tools.invoke(name, params, caller);
-    switch (outcome.kind) {
-      case 'unknown':
-        throw new CairnError('not_found', `${outcome.message} ${DISCOVER}`);
-      case 'unavailable':
-        throw new CairnError('unavailable', outcome.message);
-      case 'invalid': {
-        const { error, ...detail } = outcome.failure;
-        return c.json({ error: { code: 'invalid_input', message: error, ...detail } }, STATUS_BY_CODE.invalid_input);
+    }),
+    async (c) => {
+      const caller = turnOf(requestScope(c, mode), (h) => c.req.header(h));
+      const body = await readBody(c, callBody);
+      const name = await requestedTool(cairn, body, caller.scope);
+      const params = body.params === undefined ? {} : body.params;
+      if (!isRecord(params)) throw new CairnError('invalid_input', `params must be a JSON object of the tool's arguments, not ${kindOf(params)}`);
+      const outcome = await cairn.tools.invoke(name, params, caller);
+      switch (outcome.kind) {
+        case 'unknown':
+          throw new CairnError('not_found', `${outcome.message} ${DISCOVER}`);
+        case 'unavailable':
+          throw new CairnError('unavailable', outcome.message);
+        case 'invalid': {
+          const { error, ...detail } = outcome.failure;
+          return c.json({ error: { code: 'invalid_input', message: error, ...detail } }, STATUS_BY_CODE.invalid_input);
+        }
+        case 'failed':
+          return c.json({ error: { code: outcome.code, message: outcome.message, ...hint(outcome.hint) } }, STATUS_BY_CODE[outcome.code]);
+        case 'result': {
+          if (!outcome.result.isError) return c.json(toCallAnswer(outcome.tool, outcome.result));
+          const own = toolType(outcome.tool) === 'mcp' ? null : ownErrorCode(outcome.result);
+          if (own) return c.json({ error: { code: own, message: resultText(outcome.result), ...hint(outcome.hint) } }, STATUS_BY_CODE[own], retryHeaders(own));
+          const message = `${outcome.tool.name} returned an error: ${resultText(outcome.result) || '(no message)'}`;
+          return c.json({ error: { code: 'downstream_failed', message, ...hint(outcome.hint) } }, STATUS_BY_CODE.downstream_failed);
+        }
       }
-      case 'failed':
-        return c.json({ error: { code: outcome.code, message: outcome.message, ...hint(outcome.hint) } }, STATUS_BY_CODE[outcome.code]);
-      case 'result': {
-        if (!outcome.result.isError) return c.json(toCallAnswer(outcome.tool, outcome.result));
-        const own = toolType(outcome.tool) === 'mcp' ? null : ownErrorCode(outcome.result);
-        if (own) return c.json({ error: { code: own, message: resultText(outcome.result), ...hint(outcome.hint) } }, STATUS_BY_CODE[own], retryHeaders(own));
-        const message = `${outcome.tool.name} returned an error: ${resultText(outcome.result) || '(no message)'}`;
-        return c.json({ error: { code: 'downstream_failed', message, ...hint(outcome.hint) } }, STATUS_BY_CODE.downstream_failed);
-      }
-    }
-  });
+    },
+  );
 
   addKnowledgeRoutes(app, cairn, mode);
 }

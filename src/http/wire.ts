@@ -121,10 +121,10 @@ export const memoryWire = z.object({
 });
 
 export const errorBody = z.object({
-    error: z
-      .looseObject({ code: z.enum(Object.keys(STATUS_BY_CODE) as [CairnErrorCode, ...CairnErrorCode[]]), message: z.string() })
-      .describe('Some errors add detail fields (hint; path and constraint for invalid tool arguments).'),
-  }) satisfies z.ZodType<ErrorBody, unknown>;
+  error: z
+    .looseObject({ code: z.enum(Object.keys(STATUS_BY_CODE) as [CairnErrorCode, ...CairnErrorCode[]]), message: z.string() })
+    .describe('Some errors add detail fields (hint; path and constraint for invalid tool arguments).'),
+}) satisfies z.ZodType<ErrorBody, unknown>;
 
 export const healthWire = z.object({
   status: z.enum(['ok', 'warming', 'degraded']).describe('warming: the embedder is still preparing; degraded: the embedding queue failed.'),
@@ -209,4 +209,3 @@ export async function readBody<S extends z.ZodType>(c: Context, schema: S): Prom
 export function readQuery<S extends z.ZodType>(c: Context, schema: S): z.infer<S> {
   return parseInput(schema, c.req.query(), 'query string');
 }
-

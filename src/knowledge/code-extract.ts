@@ -43,12 +43,7 @@ const MAX_DOC = 600;
  * Extracts `targets` (relative paths) of the project made of `contents` (every source file by relative
  * path). Calls `onFile` after each target.
  */
-export function extractCodeFiles(
-  root: string,
-  contents: ReadonlyMap<string, string>,
-  targets: readonly string[],
-  onFile?: (path: string) => void,
-): Map<string, CodeFileData> {
+export function extractCodeFiles(root: string, contents: ReadonlyMap<string, string>, targets: readonly string[], onFile?: (path: string) => void): Map<string, CodeFileData> {
   const program = createProgram(root, contents);
   const checker = program.getTypeChecker();
   const rootPrefix = `${toPosix(root).replace(/\/$/, '')}/`;
@@ -97,8 +92,7 @@ const sourceCache = new Map<string, CachedSource>();
 function createProgram(root: string, contents: ReadonlyMap<string, string>): ts.Program {
   const options = compilerOptions(root);
   const rootPrefix = `${toPosix(root).replace(/\/$/, '')}/`;
-  const projectText = (fileName: string): string | undefined =>
-    fileName.startsWith(rootPrefix) ? contents.get(fileName.slice(rootPrefix.length)) : undefined;
+  const projectText = (fileName: string): string | undefined => (fileName.startsWith(rootPrefix) ? contents.get(fileName.slice(rootPrefix.length)) : undefined);
   const host = ts.createCompilerHost(options, true);
   const readFile = host.readFile.bind(host);
   const fileExists = host.fileExists.bind(host);
@@ -347,9 +341,7 @@ function referenceFile(
       const to = targetOf(alias);
       if (to === null) continue;
       const targetFile = to.split('#')[0]!;
-      const via = [...new Set([file, ...aliasChainFiles(alias!, checker, relOf)])].filter(
-        (f): f is string => f !== null && f !== targetFile && f !== rel,
-      );
+      const via = [...new Set([file, ...aliasChainFiles(alias!, checker, relOf)])].filter((f): f is string => f !== null && f !== targetFile && f !== rel);
       addEdge(rel, to, 'imports', name, via);
     }
   };
@@ -402,7 +394,8 @@ function referenceFile(
     if (!importDecl || !ts.isStringLiteral(importDecl.moduleSpecifier) || moduleFile(importDecl.moduleSpecifier) !== null) return;
     const name = callee.getText(sf).replace(/\s+/g, '');
     const key = `${owner}\u0000${name}`;
-    if (!external.has(key)) external.set(key, { from: owner, name: name.length > 80 ? `${name.slice(0, 79)}…` : name, module: importDecl.moduleSpecifier.text, line: lineAt(node) });
+    if (!external.has(key))
+      external.set(key, { from: owner, name: name.length > 80 ? `${name.slice(0, 79)}…` : name, module: importDecl.moduleSpecifier.text, line: lineAt(node) });
   };
 
   const visit = (node: ts.Node, owner: string, ownerNode: ts.Node | null): void => {
@@ -558,7 +551,11 @@ function signatureOf(node: ts.Node, sf: ts.SourceFile): string {
     const route = routeOf(node);
     if (route) return route;
   }
-  const text = sf.text.slice(start, end).replace(/\s+/g, ' ').replace(/\s*[{;]\s*$/, '').trim();
+  const text = sf.text
+    .slice(start, end)
+    .replace(/\s+/g, ' ')
+    .replace(/\s*[{;]\s*$/, '')
+    .trim();
   return prefix + (text.length > MAX_SIGNATURE ? `${text.slice(0, MAX_SIGNATURE - 1)}…` : text);
 }
 

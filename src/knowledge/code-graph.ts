@@ -28,8 +28,7 @@ export type Resolution = { symbol: Sym } | { ambiguous: SymbolBrief[] } | { sugg
 
 /** Reported instead of a result when a symbol reference is ambiguous or unknown. */
 export type Unresolved =
-  | { ambiguous: true; symbol: string; message: string; candidates: SymbolBrief[] }
-  | { found: false; symbol: string; message: string; suggestions: SymbolBrief[] };
+  { ambiguous: true; symbol: string; message: string; candidates: SymbolBrief[] } | { found: false; symbol: string; message: string; suggestions: SymbolBrief[] };
 
 /** What read_file returns: the lines read and where they sit in the file. */
 export type FileRead = { path: string; language: string; total_lines: number; range: [number, number]; content: string; truncated: boolean };
@@ -108,7 +107,11 @@ export class CodeGraph {
       const top = path.includes('/') ? path.slice(0, path.indexOf('/')) : '.';
       folders.set(top, (folders.get(top) ?? 0) + 1);
     }
-    const top = [...folders].sort((a, b) => b[1] - a[1] || compare(a[0], b[0])).slice(0, 6).map(([f, n]) => `${f} (${n})`).join(', ');
+    const top = [...folders]
+      .sort((a, b) => b[1] - a[1] || compare(a[0], b[0]))
+      .slice(0, 6)
+      .map(([f, n]) => `${f} (${n})`)
+      .join(', ');
     return `${stats.files} source file(s), ${stats.symbols} symbol(s)${kinds ? ` (${kinds})` : ''}; folders: ${top}`;
   }
 
@@ -217,10 +220,7 @@ export class CodeGraph {
   }
 
   /** What the symbol depends on inside the project, plus its calls into imported packages. */
-  callees(
-    ref: SymbolRef,
-    limit: number,
-  ): Unresolved | { symbol: SymbolBrief; total: number; callees: Neighbour[]; external: { name: string; module: string; line: number }[] } {
+  callees(ref: SymbolRef, limit: number): Unresolved | { symbol: SymbolBrief; total: number; callees: Neighbour[]; external: { name: string; module: string; line: number }[] } {
     const resolved = this.resolved(ref);
     if ('message' in resolved) return resolved;
     const list = this.neighbours(this.outgoing.get(resolved.id) ?? [], 'to', resolved.kind === 'file' ? [] : ['imports', 'exports']);

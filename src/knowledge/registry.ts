@@ -240,7 +240,10 @@ export class KnowledgeRegistry {
     const ready = record.status === 'ready';
     if (!ready && !tool.anyStatus) return notReadyAnswer(resource);
     const index = ready || record.version > 0 ? await this.load(record) : null;
-    return (tool as KnowledgeTool<Index>).run({ resource, folder: { root: record.root, maxFileBytes: this.options.maxFileBytes }, index, lastSync: this.reports.get(record.id) ?? null }, valid);
+    return (tool as KnowledgeTool<Index>).run(
+      { resource, folder: { root: record.root, maxFileBytes: this.options.maxFileBytes }, index, lastSync: this.reports.get(record.id) ?? null },
+      valid,
+    );
   }
 
   // ---- the tool hub's catalog provider -------------------------------------------------------
@@ -393,7 +396,18 @@ export class KnowledgeRegistry {
     const started = performance.now();
     const record = await this.store.knowledge.getKnowledgeResource(scope, id);
     if (!record) return;
-    const report: SyncReport = { at: new Date().toISOString(), reindexed: [], removed: [], unchanged: 0, skipped: [], binary: [], ignored: [], otherFiles: 0, durationMs: 0, error: null };
+    const report: SyncReport = {
+      at: new Date().toISOString(),
+      reindexed: [],
+      removed: [],
+      unchanged: 0,
+      skipped: [],
+      binary: [],
+      ignored: [],
+      otherFiles: 0,
+      durationMs: 0,
+      error: null,
+    };
     try {
       let result = await this.index(record, []);
       let applied = await this.apply(record, result, report, 'first');
@@ -411,7 +425,13 @@ export class KnowledgeRegistry {
           index = await this.load(applied);
         }
       }
-      await this.store.knowledge.updateKnowledgeResource(scope, id, { status: 'ready', error: null, stats: index.stats(), summary: index.summary(), syncedAt: new Date().toISOString() });
+      await this.store.knowledge.updateKnowledgeResource(scope, id, {
+        status: 'ready',
+        error: null,
+        stats: index.stats(),
+        summary: index.summary(),
+        syncedAt: new Date().toISOString(),
+      });
     } catch (err) {
       if (this.closed) return;
       report.error = describeError(err);
@@ -431,10 +451,7 @@ export class KnowledgeRegistry {
       this.progress.set(record.id, p);
       for (const listener of this.listeners.get(record.id) ?? []) listener(p);
     };
-    return this.runner.run(
-      { type: record.type, root: record.root, known, force, maxFileBytes: this.options.maxFileBytes, maxFiles: this.options.maxFiles },
-      onProgress,
-    );
+    return this.runner.run({ type: record.type, root: record.root, known, force, maxFileBytes: this.options.maxFileBytes, maxFiles: this.options.maxFiles }, onProgress);
   }
 
   private async apply(record: KnowledgeResourceRecord, result: IndexJobResult, report: SyncReport, pass: 'first' | 'refresh'): Promise<KnowledgeResourceRecord | null> {
@@ -453,11 +470,13 @@ export class KnowledgeRegistry {
   private load(record: KnowledgeResourceRecord): Promise<Index> {
     const cached = this.loaded.get(record.id);
     if (cached && cached.version === record.version) return cached.index;
-    const index = this.store.knowledge.listKnowledgeFiles(record.scope, record.id).then((files) =>
-      record.type === 'wiki'
-        ? new WikiIndex(files.map((f) => ({ path: f.path, size: f.size, mtimeMs: f.mtimeMs, data: JSON.parse(f.data) as WikiFileData })))
-        : new CodeGraph(files.map((f) => ({ path: f.path, size: f.size, mtimeMs: f.mtimeMs, data: JSON.parse(f.data) as CodeFileData }))),
-    );
+    const index = this.store.knowledge
+      .listKnowledgeFiles(record.scope, record.id)
+      .then((files) =>
+        record.type === 'wiki'
+          ? new WikiIndex(files.map((f) => ({ path: f.path, size: f.size, mtimeMs: f.mtimeMs, data: JSON.parse(f.data) as WikiFileData })))
+          : new CodeGraph(files.map((f) => ({ path: f.path, size: f.size, mtimeMs: f.mtimeMs, data: JSON.parse(f.data) as CodeFileData }))),
+      );
     this.loaded.set(record.id, { version: record.version, index });
     index.catch(() => {
       if (this.loaded.get(record.id)?.index === index) this.loaded.delete(record.id);
@@ -529,7 +548,10 @@ export class KnowledgeRegistry {
     }
     const byKey = new Map<string, AllowedRoot[]>(
       await Promise.all(
-        entries.map(async ([key, folders]) => [key, await Promise.all(folders.map(async (given) => ({ given: resolve(given), real: await realpath(given).catch(() => resolve(given)) })))] as const),
+        entries.map(
+          async ([key, folders]) =>
+            [key, await Promise.all(folders.map(async (given) => ({ given: resolve(given), real: await realpath(given).catch(() => resolve(given)) })))] as const,
+        ),
       ),
     );
     const named = (scope: Scope) => [...(byKey.get(scope.userId) ?? []), ...(byKey.get(`${scope.userId}/${scope.agentId}`) ?? [])];

@@ -152,15 +152,13 @@ export const CODE_TOOLS: readonly KnowledgeTool<CodeGraph>[] = [
   }),
   readyTool({
     name: 'explore',
-    description:
-      'Preferred first call for a question about the code: finds the files most relevant to `query` and returns the source of their matching symbols, grouped by file.',
+    description: 'Preferred first call for a question about the code: finds the files most relevant to `query` and returns the source of their matching symbols, grouped by file.',
     params: z.strictObject({ query, max_files: z.number().int().min(1).max(50).default(12).describe('Most files to return.') }),
     run: (index, p, ctx) => index.explore(ctx.folder, p.query, p.max_files),
   }),
   readyTool({
     name: 'callers',
-    description:
-      'Who calls or references a symbol, with the lines of each site (calls first). An ambiguous name returns its candidates instead: call again with one id.',
+    description: 'Who calls or references a symbol, with the lines of each site (calls first). An ambiguous name returns its candidates instead: call again with one id.',
     params: z.strictObject({ symbol, file, line, limit: z.number().int().min(1).max(200).default(20).describe('Most callers to return.') }),
     run: (index, p) => index.callers(p, p.limit),
   }),

@@ -69,11 +69,7 @@ export function parseWikiPage(path: string, source: string): WikiPageData {
     offset += token.raw.length;
   }
   const frontTitle = front ? frontMatterTitle(front[1]!) : null;
-  const title =
-    frontTitle ??
-    headings.find((h) => h.depth === 1)?.text ??
-    headings[0]?.text ??
-    posix.basename(path, posix.extname(path));
+  const title = frontTitle ?? headings.find((h) => h.depth === 1)?.text ?? headings[0]?.text ?? posix.basename(path, posix.extname(path));
   return { kind: 'page', title, headings, links, content, terms: analyzeForIndex(plain.join('\n')) };
 }
 
@@ -156,9 +152,7 @@ function collect(token: Token, pagePath: string, line: number, links: WikiLinkRe
 }
 
 function inlineText(tokens: readonly Token[]): string {
-  return tokens
-    .map((t) => ('tokens' in t && Array.isArray(t.tokens) && t.tokens.length > 0 ? inlineText(t.tokens as Token[]) : String('text' in t ? t.text : '')))
-    .join('');
+  return tokens.map((t) => ('tokens' in t && Array.isArray(t.tokens) && t.tokens.length > 0 ? inlineText(t.tokens as Token[]) : String('text' in t ? t.text : ''))).join('');
 }
 
 function splitOnce(text: string, separator: string): [string, string | undefined] {
@@ -324,7 +318,10 @@ export class WikiIndex {
       const lines = page.content.split('\n');
       const index = page.headings.indexOf(heading);
       const next = page.headings.slice(index + 1).find((h) => h.depth <= heading.depth);
-      const content = lines.slice(heading.line - 1, next ? next.line - 1 : lines.length).join('\n').trimEnd();
+      const content = lines
+        .slice(heading.line - 1, next ? next.line - 1 : lines.length)
+        .join('\n')
+        .trimEnd();
       pages.push({ ...base, section: { text: heading.text, depth: heading.depth, line: heading.line }, content });
     }
     return { pages, missing };
@@ -427,12 +424,7 @@ export class WikiIndex {
     }
     const dir = posix.dirname(page.path);
     const relative = posix.normalize(posix.join(dir, link.target));
-    return (
-      this.byId.get(link.target) ??
-      this.byId.get(relative) ??
-      this.byPath.get(link.target) ??
-      pickByName(this.byName.get(nameKey(link.target)), dir)
-    );
+    return this.byId.get(link.target) ?? this.byId.get(relative) ?? this.byPath.get(link.target) ?? pickByName(this.byName.get(nameKey(link.target)), dir);
   }
 
   private inDegrees(): Map<string, number> {
@@ -447,7 +439,7 @@ export class WikiIndex {
     const find = (id: string): string => {
       let root = id;
       while (parent.get(root) !== root) root = parent.get(root)!;
-      for (let node = id; node !== root; ) {
+      for (let node = id; node !== root;) {
         const up = parent.get(node)!;
         parent.set(node, root);
         node = up;
@@ -464,7 +456,13 @@ export class WikiIndex {
     }
     const all = [...byRoot.values()].map((pages) => pages.sort(compare));
     const groups = all.filter((g) => g.length > 1).sort((a, b) => b.length - a.length || compare(a[0]!, b[0]!));
-    return { groups: groups.map((pages) => ({ size: pages.length, pages })), isolated: all.filter((g) => g.length === 1).map((g) => g[0]!).sort(compare) };
+    return {
+      groups: groups.map((pages) => ({ size: pages.length, pages })),
+      isolated: all
+        .filter((g) => g.length === 1)
+        .map((g) => g[0]!)
+        .sort(compare),
+    };
   }
 }
 

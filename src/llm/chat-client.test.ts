@@ -12,8 +12,7 @@ afterEach(async () => {
   await server.stop();
 });
 
-const client = (options: Partial<ConstructorParameters<typeof ChatClient>[0]> = {}) =>
-  new ChatClient({ baseUrl: server.url, model: 'fake-model', retryBaseMs: 1, ...options });
+const client = (options: Partial<ConstructorParameters<typeof ChatClient>[0]> = {}) => new ChatClient({ baseUrl: server.url, model: 'fake-model', retryBaseMs: 1, ...options });
 
 describe('ChatClient', () => {
   it('posts the conversation and returns the answer text, with the key and model', async () => {

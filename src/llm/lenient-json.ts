@@ -13,7 +13,10 @@ const MAX_CANDIDATES = 32;
  * value can be recovered. The one place model output is parsed.
  */
 export function parseLenientJson(text: string, accept: (value: unknown) => boolean = () => true): unknown {
-  const cleaned = text.replace(/^\uFEFF/, '').replace(THINKING, '').trim();
+  const cleaned = text
+    .replace(/^\uFEFF/, '')
+    .replace(THINKING, '')
+    .trim();
   const sources = [...[...cleaned.matchAll(FENCE)].map((m) => m[1]!.trim()), cleaned];
   for (const source of sources) {
     const direct = tryParse(source);

@@ -25,7 +25,7 @@ export class CairnMcpServer extends McpServer {
   ): RegisteredTool {
     const observe = this.onToolCall;
     const observed = observe
-      ? (async (...args: Parameters<ToolCallback<InputArgs>>) => {
+      ? async (...args: Parameters<ToolCallback<InputArgs>>) => {
           const started = performance.now();
           let isError = true;
           try {
@@ -35,7 +35,7 @@ export class CairnMcpServer extends McpServer {
           } finally {
             observe(name, isError, (performance.now() - started) / 1000);
           }
-        })
+        }
       : cb;
     const registered = super.registerTool(name, config, observed as ToolCallback<InputArgs>);
     this.names.push(name);

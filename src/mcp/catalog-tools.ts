@@ -32,9 +32,7 @@ export function registerCatalogTools(server: CairnMcpServer, ctx: ToolContext): 
     tool_describe: register(server, describe!, { readOnlyHint: true, openWorldHint: false }, (args, extra) =>
       runTool(ctx, 'tool_describe', async () => jsonResult(await hub.describe(args as ToolDescribeArgs, ctx.resolveCaller(extra).scope))),
     ),
-    tool_call: register(server, call!, { openWorldHint: true }, (args, extra) =>
-      runTool(ctx, 'tool_call', () => hub.call(args as ToolCallArgs, turnOf(ctx, extra))),
-    ),
+    tool_call: register(server, call!, { openWorldHint: true }, (args, extra) => runTool(ctx, 'tool_call', () => hub.call(args as ToolCallArgs, turnOf(ctx, extra)))),
   };
   const direct = new Map<string, RegisteredTool>();
 
@@ -75,9 +73,7 @@ function syncDirectTools(server: McpServer, ctx: ToolContext, hub: ToolHub, dire
     const definition = toolDefinition(tool);
     direct.set(
       tool.name,
-      register(server, definition, { openWorldHint: true }, (args, extra) =>
-        runTool(ctx, tool.name, () => hub.callByName(tool.name, args, turnOf(ctx, extra))),
-      ),
+      register(server, definition, { openWorldHint: true }, (args, extra) => runTool(ctx, tool.name, () => hub.callByName(tool.name, args, turnOf(ctx, extra)))),
     );
   }
 }
@@ -91,10 +87,8 @@ type Handler = (args: Record<string, unknown>, extra: ToolExtra) => Promise<Call
 function register(server: McpServer, def: ToolDefinition, annotations: Record<string, boolean>, handler: Handler): RegisteredTool {
   // `id` would be taken by zod's registry as a registry key (and collide across requests): never pass it.
   const { id: _id, ...schema } = def.inputSchema;
-  return server.registerTool(
-    def.name,
-    { description: def.description, inputSchema: z.looseObject({}).meta(schema), annotations },
-    (args: Record<string, unknown>, extra) => handler(args, extra),
+  return server.registerTool(def.name, { description: def.description, inputSchema: z.looseObject({}).meta(schema), annotations }, (args: Record<string, unknown>, extra) =>
+    handler(args, extra),
   );
 }
 

@@ -36,10 +36,7 @@ const conversationHit = z.object({
   score: z.number(),
   recorded_at: z.string(),
   timestamp: z.string().nullable(),
-  match: z
-    .literal('context')
-    .optional()
-    .describe('Present when the message matched only through the message before it (its context), not its own words.'),
+  match: z.literal('context').optional().describe('Present when the message matched only through the message before it (its context), not its own words.'),
 });
 
 const memoryWriteParams = z.object({
@@ -115,7 +112,7 @@ export function registerMemoryTools(server: McpServer, ctx: ToolContext): void {
       description:
         "Record conversation messages in this connection's session, so conversation_search finds them and memories are " +
         'extracted from them: one exchange (user_content, assistant_content) or a batch of messages with roles user, assistant, ' +
-        'system or tool (a tool message keeps its tool name). Record the user\'s message when a turn starts: it begins a new turn, ' +
+        "system or tool (a tool message keeps its tool name). Record the user's message when a turn starts: it begins a new turn, " +
         `with a fresh search budget.${sessionSentence(ctx)}`,
       inputSchema: conversationWriteParams,
       outputSchema: {
@@ -146,9 +143,7 @@ export function registerMemoryTools(server: McpServer, ctx: ToolContext): void {
     'memory_write',
     {
       title: 'Remember',
-      description:
-        'Store one long-term memory about the user. Use it only when the user asks you to remember something, ' +
-        'or states a lasting preference or instruction.',
+      description: 'Store one long-term memory about the user. Use it only when the user asks you to remember something, ' + 'or states a lasting preference or instruction.',
       inputSchema: memoryWriteParams,
       outputSchema: { id: z.string(), version: z.number().int() },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },

@@ -82,9 +82,7 @@ describe('TurnBudget', () => {
   });
 
   it('states the limit in the tool sentence and the refusal', () => {
-    expect(budgetSentence(3)).toBe(
-      'Limit: memory_search and conversation_search share a combined limit of 3 calls per turn. Stop searching after 3 total attempts.',
-    );
+    expect(budgetSentence(3)).toBe('Limit: memory_search and conversation_search share a combined limit of 3 calls per turn. Stop searching after 3 total attempts.');
     const implicit = budgetSpentText({ limit: 3, resetsAt: 61_000, explicit: false }, 1_000);
     expect(implicit).toMatch(/answer from what you already have/);
     expect(implicit).toContain("comes back with the user's next message, or in 60 s (at 1970-01-01T00:01:01.000Z)");

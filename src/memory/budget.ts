@@ -108,9 +108,7 @@ export function budgetSpentText(charge: Pick<BudgetCharge, 'limit' | 'resetsAt' 
   else if (charge.resetsAt === null) comesBack = "The budget comes back with the user's next message.";
   else {
     const seconds = Math.max(1, Math.ceil((charge.resetsAt - now) / 1000));
-    comesBack =
-      `The budget comes back with the user's next message, or in ${seconds} s (at ${new Date(charge.resetsAt).toISOString()}); ` +
-      'refused calls do not postpone it.';
+    comesBack = `The budget comes back with the user's next message, or in ${seconds} s (at ${new Date(charge.resetsAt).toISOString()}); ` + 'refused calls do not postpone it.';
   }
   return (
     `Search budget spent: memory_search and conversation_search share a combined limit of ${limit} calls per turn, ` +

@@ -31,12 +31,7 @@ export type ConversationSearchResult = {
  * candidates per path (`limit * 4` with a session filter, which runs inside the store query), fuses with
  * RRF, then slices to `limit`.
  */
-export async function conversationSearch(
-  ctx: SearchContext,
-  scope: Scope,
-  params: ConversationSearchParams,
-  trace?: HybridTrace,
-): Promise<ConversationSearchResult> {
+export async function conversationSearch(ctx: SearchContext, scope: Scope, params: ConversationSearchParams, trace?: HybridTrace): Promise<ConversationSearchResult> {
   const sessionKey = params.session_key === undefined || params.session_key === '' ? undefined : params.session_key;
   const filter = { sessionKey };
   const outcome = await runSearch(ctx, {

@@ -29,8 +29,7 @@ export type DedupContext = {
  * memories of the same batch at `supersedesInBatch`, input positions) or skipped.
  */
 export type DedupDecision =
-  | { action: 'store'; memory: CandidateMemory; supersedes: string[]; supersedesInBatch: number[] }
-  | { action: 'skip'; memory: CandidateMemory; duplicateOf: string | null };
+  { action: 'store'; memory: CandidateMemory; supersedes: string[]; supersedesInBatch: number[] } | { action: 'skip'; memory: CandidateMemory; duplicateOf: string | null };
 
 /** Cairn's deduplication prompt. */
 export const DEDUP_PROMPT = `You keep a user's long-term memory free of duplicates and contradictions. For each new memory, compare it with the existing memories listed as its candidates and choose one action:
@@ -51,7 +50,10 @@ const decisionSchema = z.object({
   target_ids: z.preprocess((v) => (typeof v === 'string' ? [v] : (v ?? [])), z.array(z.coerce.string())).catch([]),
   merged_content: z.string().trim().min(1).nullish().catch(null),
   merged_type: z.preprocess(lower, z.enum(MEMORY_TYPES)).nullish().catch(null),
-  merged_priority: z.preprocess((v) => (typeof v === 'string' ? Number(v) : v), z.number().finite()).nullish().catch(null),
+  merged_priority: z
+    .preprocess((v) => (typeof v === 'string' ? Number(v) : v), z.number().finite())
+    .nullish()
+    .catch(null),
 });
 
 /**
@@ -60,12 +62,7 @@ const decisionSchema = z.object({
  * without a model call; with a model, the rest go to one batch call against their nearest existing memories.
  * Throws when the model call fails (the batch is retried later); a malformed answer stores everything.
  */
-export async function dedupMemories(
-  ctx: DedupContext,
-  scope: Scope,
-  memories: readonly CandidateMemory[],
-  signal?: AbortSignal,
-): Promise<DedupDecision[]> {
+export async function dedupMemories(ctx: DedupContext, scope: Scope, memories: readonly CandidateMemory[], signal?: AbortSignal): Promise<DedupDecision[]> {
   const decisions: DedupDecision[] = [];
   const kept: { memory: CandidateMemory; key: string; slot: string | null; candidates: Memory[]; index: number; replaces: number[] }[] = [];
   for (const memory of memories) {
@@ -105,7 +102,10 @@ export async function dedupMemories(
 
 /** Lower-cased, width-folded text with punctuation, symbols and spaces removed: the key of exact duplicates. */
 export function normalise(text: string): string {
-  return text.normalize('NFKC').toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '');
+  return text
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, '');
 }
 
 /** Same normalised text, or (for longer texts with the same numbers) a Dice similarity of character bigrams ≥ 0.92. */
@@ -171,12 +171,7 @@ async function slotHolders(ctx: SearchContext, scope: Scope, slot: string, key: 
 type Judged = { memory: CandidateMemory; candidates: Memory[] };
 
 /** One model call deciding every judged memory; a malformed answer leaves every memory stored. */
-async function judge<J extends Judged>(
-  model: ChatModel,
-  warn: (message: string) => void,
-  judged: readonly J[],
-  signal?: AbortSignal,
-): Promise<Map<J, DedupDecision>> {
+async function judge<J extends Judged>(model: ChatModel, warn: (message: string) => void, judged: readonly J[], signal?: AbortSignal): Promise<Map<J, DedupDecision>> {
   const refOf = new Map<string, string>();
   const byRef = new Map<string, Memory>();
   const existing: Record<string, unknown>[] = [];

@@ -174,4 +174,3 @@ function isoOrNull(value: string | null | undefined): string | null {
   const trimmed = value.trim();
   return trimmed !== '' && !Number.isNaN(Date.parse(trimmed)) ? trimmed.slice(0, LIMITS.timestampLength) : null;
 }
-

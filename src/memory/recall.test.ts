@@ -28,7 +28,14 @@ describe('recall', () => {
       { content: 'Never share the user’s address.', type: 'instruction', priority: -1 },
       { content: 'Is a nurse.', type: 'persona', priority: 60 },
       { content: 'Is allergic to peanuts.', type: 'persona', priority: 95 },
-      { content: 'Booked a flight to Lisbon for the conference.', type: 'episodic', priority: 70, sceneName: 'Travel', activityStart: '2024-05-02T09:30:00Z', activityEnd: '2024-05-06' },
+      {
+        content: 'Booked a flight to Lisbon for the conference.',
+        type: 'episodic',
+        priority: 70,
+        sceneName: 'Travel',
+        activityStart: '2024-05-02T09:30:00Z',
+        activityEnd: '2024-05-06',
+      },
       { content: 'Adopted a cat named Miso.', type: 'episodic', priority: 70 },
     ]);
     const r = await recallContext(ctx, scope, { query: 'When is the Lisbon flight?', session_key: 's' }, budget);

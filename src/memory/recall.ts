@@ -64,7 +64,10 @@ export async function recallContext(ctx: SearchContext, scope: Scope, params: Re
     const limit = Math.min(SEARCH_LIMIT.max, budget.maxMemories + shown.size);
     const result = await memorySearch(ctx, scope, { query, limit });
     strategy = result.strategy;
-    const ids = result.results.filter((hit) => !shown.has(hit.id)).slice(0, budget.maxMemories).map((hit) => hit.id);
+    const ids = result.results
+      .filter((hit) => !shown.has(hit.id))
+      .slice(0, budget.maxMemories)
+      .map((hit) => hit.id);
     turnMemories = await ctx.store.memories.getMemories(scope, ids);
   }
 
@@ -77,7 +80,7 @@ export async function recallContext(ctx: SearchContext, scope: Scope, params: Re
   if (instructions.length > 0) stableParts.push(`Standing instructions from the user:\n${instructions.join('\n')}`);
   if (persona.length > 0) stableParts.push(`What you know about the user:\n${persona.join('\n')}`);
   const stable = stableParts.length > 0 ? `<user-memory>\n${stableParts.join('\n\n')}\n</user-memory>` : '';
-  const omitted = lines.omitted > 0 ? `\n(${lines.omitted} more ${lines.omitted === 1 ? "memory" : "memories"} not shown: use memory_search.)` : '';
+  const omitted = lines.omitted > 0 ? `\n(${lines.omitted} more ${lines.omitted === 1 ? 'memory' : 'memories'} not shown: use memory_search.)` : '';
   const turn =
     relevant.length > 0 || omitted
       ? `<relevant-memories>\nMemories that may bear on this message (for reference; they do not describe the current task):\n${relevant.join('\n')}${omitted}\n</relevant-memories>`

@@ -20,7 +20,7 @@ const ZH_OBJECT = '([^，,；;。！？!?：:（）()]{1,100})';
 const NAME = "(\\p{Lu}[\\p{L}'’-]*(?:\\s+\\p{Lu}[\\p{L}'’-]*){0,3})";
 const ZH_ADVERB = '(很|非常|特别|最|也|真的|超|一直|更)?';
 /** Diets and conditions stated as "I'm …" that say who the user is. */
-const DIETS = "vegetarian|vegan|pescatarian|pescetarian|gluten[- ]free|lactose[- ]intolerant|coeliac|celiac|diabetic|kosher|halal|teetotal|sober";
+const DIETS = 'vegetarian|vegan|pescatarian|pescetarian|gluten[- ]free|lactose[- ]intolerant|coeliac|celiac|diabetic|kosher|halal|teetotal|sober';
 /** A time word that may open a Chinese plan ("下周三我要去上海"). */
 const ZH_WHEN = '今天|明天|后天|今晚|明早|下周[一二三四五六日天末]?|下个?月|下星期[一二三四五六日天]?|周[一二三四五六日末]|星期[一二三四五六日天]|月底|年底|明年';
 const PRONOUN_ONLY = /^(?:it|that|this|them|you|him|her|those|these|one|so|too)(?:\s+(?:a lot|so much|very much|too|as well|more))?$/i;

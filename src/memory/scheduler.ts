@@ -91,8 +91,8 @@ export class ExtractionScheduler {
 
   /** Evaluates every session with a backlog (at start, then now and then for work other processes left). */
   private async rescan(): Promise<void> {
-    await this.options.store
-      .pipeline.pipelineBacklog()
+    await this.options.store.pipeline
+      .pipelineBacklog()
       // A session's silence is measured from its last message: a rescan leaves a running idle timer alone.
       .then((states) => Promise.all(states.map((state) => this.evaluate(this.entry(state.scope, state.sessionKey), state, { restartIdle: false }))))
       .catch((err: unknown) => this.options.warn(`extraction scheduler: cannot read the backlog: ${describeError(err)}`));
@@ -139,13 +139,7 @@ export class ExtractionScheduler {
     }
     return [...states.entries()].map(([key, state]) => {
       const entry = this.entries.get(key);
-      const sessionState: PipelineSessionState = entry?.running
-        ? 'running'
-        : entry?.queued
-          ? 'queued'
-          : entry?.failed || state.failures > 0
-            ? 'failed'
-            : 'idle';
+      const sessionState: PipelineSessionState = entry?.running ? 'running' : entry?.queued ? 'queued' : entry?.failed || state.failures > 0 ? 'failed' : 'idle';
       return {
         scope: state.scope,
         sessionKey: state.sessionKey,
@@ -247,8 +241,8 @@ export class ExtractionScheduler {
       if (this.abort.signal.aborted) throw err;
       entry.failed = true;
       const message = describeError(err);
-      const failures = await this.options.store
-        .pipeline.recordPipelineFailure(entry.scope, entry.sessionKey, message)
+      const failures = await this.options.store.pipeline
+        .recordPipelineFailure(entry.scope, entry.sessionKey, message)
         .then(() => this.options.store.pipeline.pipelineState(entry.scope, entry.sessionKey))
         .then((state) => state.failures)
         .catch(() => 1);

@@ -35,7 +35,11 @@ describe('StreamedAnswer', () => {
 
   it('is not complete until the stream says so', () => {
     const answer = new StreamedAnswer('anthropic');
-    answer.push(new TextEncoder().encode(`event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Half"}}\n\n`));
+    answer.push(
+      new TextEncoder().encode(
+        `event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Half"}}\n\n`,
+      ),
+    );
     expect(answer.complete).toBe(false);
     expect(answer.message()).toEqual({ role: 'assistant', content: 'Half' });
     answer.push(new TextEncoder().encode('event: message_stop\ndata: {"type":"message_stop"}\n\n'));

@@ -59,9 +59,7 @@ export class StreamedAnswer {
       const calls = [...this.calls.entries()].sort(([a], [b]) => a - b).map(([, c]) => toolCallLine(c.name, c.args));
       return assistant([this.text, ...calls]);
     }
-    const parts = [...this.blocks.entries()]
-      .sort(([a], [b]) => a - b)
-      .map(([, b]) => (b.kind === 'text' ? b.text : toolCallLine(b.name, canonicalJson(b.text))));
+    const parts = [...this.blocks.entries()].sort(([a], [b]) => a - b).map(([, b]) => (b.kind === 'text' ? b.text : toolCallLine(b.name, canonicalJson(b.text))));
     return assistant(parts);
   }
 

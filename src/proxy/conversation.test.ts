@@ -4,7 +4,13 @@ import { injectionBlock, withInjection } from './inject.js';
 
 describe('conversations', () => {
   it('a resent conversation with the injected block gives the same session, fingerprint and message ids as the original', () => {
-    const body = { model: 'm', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi there' }] };
+    const body = {
+      model: 'm',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hi there' },
+      ],
+    };
     const block = injectionBlock(['<user-memory>\nLives in Porto\n</user-memory>', '']);
     const injected = withInjection('openai', body, block);
     expect((injected.messages as unknown[]).length).toBe(3);

@@ -60,7 +60,16 @@ export async function hybridSearch(input: HybridInput): Promise<HybridOutput> {
   if (input.trace) Object.assign(input.trace, { keyword: keywordHits, vector: allVectorHits, vectorFloor: floor ?? null, vectorWeight: input.vectorWeight ?? 1 });
   const vectorHits = floor === undefined ? allVectorHits : allVectorHits.filter((h) => h.score >= floor);
   if (input.fuse) {
-    const strategy = keywordHits.length > 0 && vectorHits.length > 0 ? 'hybrid' : vectorHits.length > 0 ? 'embedding' : keywordHits.length > 0 ? 'fts' : input.embeddingConfigured ? 'embedding' : 'fts';
+    const strategy =
+      keywordHits.length > 0 && vectorHits.length > 0
+        ? 'hybrid'
+        : vectorHits.length > 0
+          ? 'embedding'
+          : keywordHits.length > 0
+            ? 'fts'
+            : input.embeddingConfigured
+              ? 'embedding'
+              : 'fts';
     return { hits: input.fuse(keywordHits, allVectorHits, floor), strategy };
   }
   if (keywordHits.length > 0 && vectorHits.length > 0) {

@@ -45,7 +45,13 @@ describe('Int8Rows', () => {
                 if (rows.length === 0) return;
                 const subset = picks.map((p) => p % rows.length);
                 const picked = subset.map((i) => rows[i]!);
-                expect(Array.from(matrix.scan(query, rows.length, subset))).toEqual(reference(picked, subset.map((i) => scales[i]!), query));
+                expect(Array.from(matrix.scan(query, rows.length, subset))).toEqual(
+                  reference(
+                    picked,
+                    subset.map((i) => scales[i]!),
+                    query,
+                  ),
+                );
               },
               moveLastToFirst: () => {
                 matrix.copy(rows.length - 1, 0);

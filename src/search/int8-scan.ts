@@ -12,8 +12,34 @@
  */
 
 import {
-  BLOCK, BR_IF, constant, EMPTY_BLOCK, END, F64_CONVERT_I32_S, F64_LOAD, F64_MUL, F64_STORE, functionModule, get, I16X8_EXTEND_HIGH_I8X16_S,
-  I16X8_EXTEND_LOW_I8X16_S, I32, I32_ADD, I32_GE_U, I32_LOAD, I32_LT_U, I32_MUL, I32X4_ADD, I32X4_DOT_I16X8_S, I32X4_EXTRACT_LANE, load, LOOP, set, simd, tee, V128,
+  BLOCK,
+  BR_IF,
+  constant,
+  EMPTY_BLOCK,
+  END,
+  F64_CONVERT_I32_S,
+  F64_LOAD,
+  F64_MUL,
+  F64_STORE,
+  functionModule,
+  get,
+  I16X8_EXTEND_HIGH_I8X16_S,
+  I16X8_EXTEND_LOW_I8X16_S,
+  I32,
+  I32_ADD,
+  I32_GE_U,
+  I32_LOAD,
+  I32_LT_U,
+  I32_MUL,
+  I32X4_ADD,
+  I32X4_DOT_I16X8_S,
+  I32X4_EXTRACT_LANE,
+  load,
+  LOOP,
+  set,
+  simd,
+  tee,
+  V128,
 } from './wasm-assembler.js';
 import { WasmRows } from './wasm-rows.js';
 
@@ -73,7 +99,15 @@ export function kernelModule(width: number, indexed = false): Uint8Array {
   code.push(...get(out), ...constant(8), I32_ADD, ...set(out));
   if (!indexed) code.push(...get(scale), ...constant(8), I32_ADD, ...set(scale));
   code.push(...get(cursor), ...constant(step), I32_ADD, ...tee(cursor), ...get(end), I32_LT_U, BR_IF, 0, END, END);
-  return functionModule('dots', 6, [[3, I32], [2 * lanes + 2, V128]], code);
+  return functionModule(
+    'dots',
+    6,
+    [
+      [3, I32],
+      [2 * lanes + 2, V128],
+    ],
+    code,
+  );
 }
 
 type Dots = (rows: number, count: number, query: number, scales: number, out: number, indices: number) => void;

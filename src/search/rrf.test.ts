@@ -29,7 +29,7 @@ describe('rrfFuse', () => {
     ]);
   });
 
-  it('multiplies each list\'s contribution by its weight', () => {
+  it("multiplies each list's contribution by its weight", () => {
     const fused = rrfFuse([hits('a', 'b', 'c'), hits('d', 'c')], RRF_K, [1, 0.1]);
     const byId = Object.fromEntries(fused.map((h) => [h.id, h.score]));
     expect(byId.a).toBeCloseTo(1 / 61, 12);
@@ -50,13 +50,17 @@ describe('rrfFuse', () => {
 
   it('property: a list of weight w < 1 never moves an id it alone holds above the top 30 of a full-weight list', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.integer({ min: 0, max: 80 }), { minLength: 1, maxLength: 30 }), fc.uniqueArray(fc.integer({ min: 0, max: 80 }), { maxLength: 30 }), (strong, weak) => {
-        const strongIds = strong.map((n) => `s${n}`);
-        const weakIds = weak.map((n) => (n % 2 === 0 ? `s${n}` : `w${n}`));
-        const fused = rrfFuse([hits(...strongIds), hits(...weakIds)], RRF_K, [1, 0.1]).map((h) => h.id);
-        const firstWeakOnly = fused.findIndex((id) => !strongIds.includes(id));
-        if (firstWeakOnly >= 0) expect(firstWeakOnly).toBe(strongIds.length);
-      }),
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 0, max: 80 }), { minLength: 1, maxLength: 30 }),
+        fc.uniqueArray(fc.integer({ min: 0, max: 80 }), { maxLength: 30 }),
+        (strong, weak) => {
+          const strongIds = strong.map((n) => `s${n}`);
+          const weakIds = weak.map((n) => (n % 2 === 0 ? `s${n}` : `w${n}`));
+          const fused = rrfFuse([hits(...strongIds), hits(...weakIds)], RRF_K, [1, 0.1]).map((h) => h.id);
+          const firstWeakOnly = fused.findIndex((id) => !strongIds.includes(id));
+          if (firstWeakOnly >= 0) expect(firstWeakOnly).toBe(strongIds.length);
+        },
+      ),
     );
   });
 

@@ -125,7 +125,10 @@ describe('SignProjection', () => {
     const a = new Uint8Array(64);
     const b = new Uint8Array(64);
     new SignProjection(384).encode(v!, a);
-    new SignProjection(384).encode(v!.map((x) => x * 7.5), b);
+    new SignProjection(384).encode(
+      v!.map((x) => x * 7.5),
+      b,
+    );
     expect(b).toEqual(a);
     expect(a.some((x) => x !== 0) && a.some((x) => x !== 255)).toBe(true);
   });

@@ -14,8 +14,30 @@
  * after subtracting their mean (`center`), which spreads their angles apart.
  */
 import {
-  BLOCK, BR_IF, constant, EMPTY_BLOCK, END, functionModule, get, I32, I32_ADD, I32_GE_U, I32_LE_S, I32_LOAD, I32_LT_U, I32_MUL, I32_STORE, I32_WRAP_I64, I64,
-  I64_ADD, I64_POPCNT, I64_XOR, load64, LOOP, set, tee,
+  BLOCK,
+  BR_IF,
+  constant,
+  EMPTY_BLOCK,
+  END,
+  functionModule,
+  get,
+  I32,
+  I32_ADD,
+  I32_GE_U,
+  I32_LE_S,
+  I32_LOAD,
+  I32_LT_U,
+  I32_MUL,
+  I32_STORE,
+  I32_WRAP_I64,
+  I64,
+  I64_ADD,
+  I64_POPCNT,
+  I64_XOR,
+  load64,
+  LOOP,
+  set,
+  tee,
 } from './wasm-assembler.js';
 import { WasmRows } from './wasm-rows.js';
 
@@ -60,7 +82,15 @@ export function hammingModule(width: number): Uint8Array {
   code.push(...get(out), ...get(distance), I32_STORE, 2, 0, ...get(out), ...constant(4), I32_ADD, ...set(out));
   code.push(...get(histogram), ...get(distance), ...constant(4), I32_MUL, I32_ADD, ...tee(slot), ...get(slot), I32_LOAD, 2, 0, ...constant(1), I32_ADD, I32_STORE, 2, 0);
   code.push(...get(row), ...constant(width), I32_ADD, ...tee(row), ...get(end), I32_LT_U, BR_IF, 0, END, END);
-  return functionModule('hamming', 5, [[4, I32], [words, I64]], code);
+  return functionModule(
+    'hamming',
+    5,
+    [
+      [4, I32],
+      [words, I64],
+    ],
+    code,
+  );
 }
 
 /**
@@ -138,8 +168,14 @@ export class SignProjection {
       walshHadamard(x);
       for (let i = 0; i < x.length && byte < out.length; byte++, i += 8) {
         out[byte] =
-          (x[i]! > 0 ? 1 : 0) | (x[i + 1]! > 0 ? 2 : 0) | (x[i + 2]! > 0 ? 4 : 0) | (x[i + 3]! > 0 ? 8 : 0) |
-          (x[i + 4]! > 0 ? 16 : 0) | (x[i + 5]! > 0 ? 32 : 0) | (x[i + 6]! > 0 ? 64 : 0) | (x[i + 7]! > 0 ? 128 : 0);
+          (x[i]! > 0 ? 1 : 0) |
+          (x[i + 1]! > 0 ? 2 : 0) |
+          (x[i + 2]! > 0 ? 4 : 0) |
+          (x[i + 3]! > 0 ? 8 : 0) |
+          (x[i + 4]! > 0 ? 16 : 0) |
+          (x[i + 5]! > 0 ? 32 : 0) |
+          (x[i + 6]! > 0 ? 64 : 0) |
+          (x[i + 7]! > 0 ? 128 : 0);
       }
     }
   }

@@ -140,10 +140,7 @@ describe('TopKIndex', () => {
           };
           expectSameRanking(index.search(query, k, { stats }), exactTopK(docs, query, k, stats));
           const subset = docs.filter((_, i) => keep[i]);
-          expectSameRanking(
-            index.search(query, k, { stats, within: subset.map((d) => d.seq) }),
-            exactTopK(subset, query, k, stats),
-          );
+          expectSameRanking(index.search(query, k, { stats, within: subset.map((d) => d.seq) }), exactTopK(subset, query, k, stats));
         },
       ),
       { numRuns: 300 },
@@ -249,7 +246,12 @@ describe('TopKIndex', () => {
     const index = new TopKIndex();
     const words = Array.from({ length: MAX_QUERY_TERMS + 10 }, (_, i) => `t${i}`);
     // t0 is in every document, t1 in every second, …: the later a word, the rarer.
-    for (let seq = 1; seq <= 64; seq++) index.add(seq, words.filter((_, i) => seq % (i + 1) === 0), []);
+    for (let seq = 1; seq <= 64; seq++)
+      index.add(
+        seq,
+        words.filter((_, i) => seq % (i + 1) === 0),
+        [],
+      );
     const capped = index.search(words, 5);
     const rarest = index.search(words.slice(words.length - MAX_QUERY_TERMS), 5);
     expect(capped).toEqual(rarest);

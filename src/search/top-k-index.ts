@@ -149,7 +149,6 @@ export class TopKIndex {
     }
   }
 
-
   /**
    * The index as bytes, for {@link TopKIndex.fromBytes}: a JSON header (counts, terms in order) and
    * the typed arrays (seqs, lengths, per-term bounds, postings) back to back, 8-byte aligned.
@@ -158,7 +157,9 @@ export class TopKIndex {
     const terms = [...this.postings.keys()];
     const lists = [...this.postings.values()];
     const postingCount = lists.reduce((sum, l) => sum + l.length, 0);
-    const header = new TextEncoder().encode(JSON.stringify({ format: SNAPSHOT_FORMAT, count: this.count, totalLength: this.totalLength, blockSize: this.blockSize, terms, postings: postingCount }));
+    const header = new TextEncoder().encode(
+      JSON.stringify({ format: SNAPSHOT_FORMAT, count: this.count, totalLength: this.totalLength, blockSize: this.blockSize, terms, postings: postingCount }),
+    );
     const headerSize = Math.ceil((4 + header.length) / 8) * 8;
     const sizes = [this.count * 8, this.count * 4, lists.length * 24, postingCount * 8].map((n) => Math.ceil(n / 8) * 8);
     const bytes = new Uint8Array(headerSize + sizes.reduce((a, b) => a + b, 0));
@@ -306,7 +307,6 @@ export class TopKIndex {
     });
   }
 
-
   /** Scores one document exactly on every query term and offers it to `top`. */
   private scoreDoc(doc: number, query: QueryTerm[], top: TopList, avgLength: number): void {
     const found = new Float64Array(query.length).fill(-1);
@@ -322,7 +322,6 @@ export class TopKIndex {
     const score = combine(query, found, queryOrder(query));
     if (score > 0) top.offer(doc, score, own);
   }
-
 
   /** The local number of the document with `seq`, or -1. */
   private docOf(seq: number): number {

@@ -49,7 +49,10 @@ describe('FloorSamples', () => {
   it('pads a small scope with reference vectors, takes the scope once, and takes it again in the background when due', async () => {
     let now = 0;
     let loads = 0;
-    const samples = new FloorSamples(async () => reference, () => now);
+    const samples = new FloorSamples(
+      async () => reference,
+      () => now,
+    );
     const own = [unit([1, 0, 0]), unit([0, 1, 0])];
     const load = async (limit: number) => {
       loads++;

@@ -91,11 +91,7 @@ export const CLAIM_RETRY_MS = 1_000;
  * Claims `name`, asking again every `retryMs` while another holder has it (work that must happen now
  * rather than later: a flush, a sync someone asked for); rejects when `signal` aborts.
  */
-export async function claimWhenFree(
-  store: Pick<CoordinationStore, 'claimWork'>,
-  name: string,
-  options: { retryMs?: number; signal?: AbortSignal } = {},
-): Promise<WorkClaim> {
+export async function claimWhenFree(store: Pick<CoordinationStore, 'claimWork'>, name: string, options: { retryMs?: number; signal?: AbortSignal } = {}): Promise<WorkClaim> {
   for (;;) {
     options.signal?.throwIfAborted();
     const claim = await store.claimWork(name);

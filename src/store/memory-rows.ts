@@ -176,7 +176,10 @@ export function memoryFilterSql(filter: MemoryFilter, values: unknown[], dialect
 }
 
 /** The fields an update writes: `patch` over `current` (a null activity time in the patch clears it). */
-export function patchedMemory(current: Memory, patch: MemoryPatch): Pick<Memory, 'content' | 'type' | 'priority' | 'sceneName' | 'activityStart' | 'activityEnd' | 'sourceMessageIds'> {
+export function patchedMemory(
+  current: Memory,
+  patch: MemoryPatch,
+): Pick<Memory, 'content' | 'type' | 'priority' | 'sceneName' | 'activityStart' | 'activityEnd' | 'sourceMessageIds'> {
   return {
     content: patch.content ?? current.content,
     type: patch.type ?? current.type,

@@ -23,7 +23,13 @@ function urlError(url: string): string | null {
 
 describe('store.url', () => {
   it('accepts sqlite: and postgres:// URLs, from the file or CAIRN_STORE_URL', () => {
-    for (const url of ['sqlite:', 'sqlite://', 'postgres://cairn@127.0.0.1:5432/cairn', 'postgresql://u:p%40ss@db.example/cairn?sslmode=require', 'postgres:///cairn?host=/var/run/postgresql']) {
+    for (const url of [
+      'sqlite:',
+      'sqlite://',
+      'postgres://cairn@127.0.0.1:5432/cairn',
+      'postgresql://u:p%40ss@db.example/cairn?sslmode=require',
+      'postgres:///cairn?host=/var/run/postgresql',
+    ]) {
       expect(urlError(url)).toBeNull();
     }
     expect(loadConfig({ env: { CAIRN_HOME: dir, CAIRN_STORE_URL: 'postgres://u@h/db' } }).store.url).toBe('postgres://u@h/db');

@@ -139,7 +139,11 @@ async function fingerprintsOf(open: () => Promise<DataSnapshot>, keys: RecordKey
 
 /** Each compared record's key and a hash of its whole row (every column, in the export's engine-neutral form). */
 async function fingerprints(records: AsyncIterable<DumpRecord>, keys: RecordKeys): Promise<Fingerprints> {
-  const prints: Fingerprints = new Map(Object.keys(keys).filter((type) => !UNCOMPARED.has(type)).map((type) => [type, new Map<string, string>()]));
+  const prints: Fingerprints = new Map(
+    Object.keys(keys)
+      .filter((type) => !UNCOMPARED.has(type))
+      .map((type) => [type, new Map<string, string>()]),
+  );
   for await (const record of records) {
     if (UNCOMPARED.has(record.type)) continue;
     const rows = prints.get(record.type);

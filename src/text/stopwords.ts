@@ -16,7 +16,5 @@ export const ENGLISH_STOPWORDS: ReadonlySet<string> = new Set(
 /** Common Chinese particles, pronouns and fillers that carry no topic. */
 export const CHINESE_STOPWORDS: ReadonlySet<string> = new Set(
   `的 了 在 是 我 有 和 就 不 人 都 一 一个 上 也 很 到 说 要 去 你 会 着 没有 看 好 自己 这 他 她 它 们 那 吗 吧 呢 啊 呀 哦 嗯
-  我们 你们 他们 她们 这个 那个 什么 怎么 为什么 哪 哪里 哪个 谁 与 及 或 而 被 把 让 给 对 从 向 之 其 以 于 为 等 还 又 再 才 已经 得 地`.split(
-    /\s+/,
-  ),
+  我们 你们 他们 她们 这个 那个 什么 怎么 为什么 哪 哪里 哪个 谁 与 及 或 而 被 把 让 给 对 从 向 之 其 以 于 为 等 还 又 再 才 已经 得 地`.split(/\s+/),
 );

@@ -11,7 +11,10 @@ export function addConversationViews(add: AddView): void {
     // One row more than shown tells whether a next page exists.
     const sessions = await cairn.listSessions(scope, { limit: limit + 1, offset });
     const shown = sessions.slice(0, limit);
-    const proxied = await cairn.proxy.proxiedSessions(scope, shown.map((s) => s.sessionKey));
+    const proxied = await cairn.proxy.proxiedSessions(
+      scope,
+      shown.map((s) => s.sessionKey),
+    );
     const body = html`<h1>Conversations</h1>
 ${table(
   'Sessions, most recently written first',
@@ -35,9 +38,7 @@ ${captureForm(null)}`;
     const sessionKey = param('session');
     const { limit, offset } = pageOf(query, 50);
     const messages = await cairn.listMessages(scope, { sessionKey, limit: limit + 1, offset });
-    const pipeline = (await cairn.pipeline.status()).sessions.find(
-      (s) => s.sessionKey === sessionKey && s.scope.userId === scope.userId && s.scope.agentId === scope.agentId,
-    );
+    const pipeline = (await cairn.pipeline.status()).sessions.find((s) => s.sessionKey === sessionKey && s.scope.userId === scope.userId && s.scope.agentId === scope.agentId);
     const turns = await cairn.proxy.list(scope, sessionKey);
     const encoded = encodeURIComponent(sessionKey);
     const body = html`<h1>Session <code>${sessionKey}</code>${turns.length > 0 ? html` ${badge('memory proxy', 'ok')}` : ''}</h1>

@@ -21,15 +21,17 @@ export function addMemoryViews(add: AddView): void {
 ${table(
   'Memories, most recently changed first',
   ['Memory', 'Type', 'Priority', 'Scene', 'Extractor', 'Changed', 'State'],
-  memories.slice(0, limit).map((m) => [
-    html`<a href="/ui/memories/${m.id}">${clip(m.content, 200)}</a>`,
-    m.type,
-    num(m.priority),
-    m.sceneName,
-    m.extractor,
-    time(m.updatedAt),
-    m.supersededBy ? badge('superseded', 'warn') : badge('live', 'ok'),
-  ]),
+  memories
+    .slice(0, limit)
+    .map((m) => [
+      html`<a href="/ui/memories/${m.id}">${clip(m.content, 200)}</a>`,
+      m.type,
+      num(m.priority),
+      m.sceneName,
+      m.extractor,
+      time(m.updatedAt),
+      m.supersededBy ? badge('superseded', 'warn') : badge('live', 'ok'),
+    ]),
   'No memory matches.',
 )}
 ${pager(path, { type, scene, superseded: superseded ? 'true' : undefined }, offset, limit, memories.length > limit)}
@@ -58,15 +60,22 @@ ${memoryFields(null)}
 <tr><th scope="row">Changed</th><td>${time(m.updatedAt)}</td></tr>
 <tr><th scope="row">State</th><td>${m.supersededBy ? html`${badge('superseded', 'warn')} by <a href="/ui/memories/${m.supersededBy}">${m.supersededBy}</a>` : badge('live', 'ok')}</td></tr>
 </tbody></table>
-${m.supersededBy
-  ? html`<form class="inline" data-api="POST /v1/memories/${m.id}/undo" data-done="Supersession undone: this memory is live again."><button type="submit">Undo the supersession</button></form>`
-  : ''}
+${
+  m.supersededBy
+    ? html`<form class="inline" data-api="POST /v1/memories/${m.id}/undo" data-done="Supersession undone: this memory is live again."><button type="submit">Undo the supersession</button></form>`
+    : ''
+}
 <h2 id="why">Why remembered</h2>
 <p>Extractor: <strong>${sources.extractor}</strong>${sources.extractor === 'manual' ? ' (written through the API or this dashboard)' : ''}.</p>
 ${table(
   'Source messages',
   ['Session', 'Role', 'Message', 'Said at'],
-  sources.messages.map((s) => [html`<a href="/ui/conversations/${encodeURIComponent(s.sessionKey)}">${s.sessionKey}</a>`, s.role, clip(s.content, 600), time(s.timestamp ?? s.recordedAt)]),
+  sources.messages.map((s) => [
+    html`<a href="/ui/conversations/${encodeURIComponent(s.sessionKey)}">${s.sessionKey}</a>`,
+    s.role,
+    clip(s.content, 600),
+    time(s.timestamp ?? s.recordedAt),
+  ]),
   'No source message (the memory was written directly).',
 )}
 ${sources.missingMessageIds.length > 0 ? html`<p class="notice">Deleted since: ${sources.missingMessageIds.join(', ')}</p>` : ''}

@@ -52,8 +52,9 @@ ${explained ? explanation(explained, target) : ''}`;
 <label>User message<input name="query" value="${text}" size="50"></label>
 <button type="submit">Preview</button>
 </form>
-${result
-  ? html`<p>Strategy ${badge(result.strategy)} · ${String(result.memory_count)} memories ·
+${
+  result
+    ? html`<p>Strategy ${badge(result.strategy)} · ${String(result.memory_count)} memories ·
 <strong id="recall-tokens">${String(estimateTextTokens(result.context))} tokens</strong> (estimated, 4 characters a token) against a memory budget of
 ${String(budgetChars)} characters (about ${String(estimateTextTokens('x'.repeat(budgetChars)))} tokens; <code>recall.max_total_chars</code>).</p>
 <h2>Injected context</h2>
@@ -63,7 +64,8 @@ ${String(budgetChars)} characters (about ${String(estimateTextTokens('x'.repeat(
 <h3>This turn</h3><pre>${result.blocks.turn}</pre>
 <h3>Guide</h3><pre>${result.blocks.guide}</pre>
 </details>`
-  : ''}`;
+    : ''
+}`;
     return { title: 'Recall · Cairn', body };
   });
 }
@@ -82,7 +84,9 @@ ${table(
     const labels = [h.keyword ? 'keyword' : null, h.vector ? 'vector' : null].filter((l) => l !== null);
     return [
       String(i + 1),
-      target === 'memories' ? html`<a href="/ui/memories/${h.id}">${clip(hit?.content ?? h.id, 200)}</a>` : html`${clip(hit?.content ?? h.id, 200)} <span class="muted">(${hit?.session_key ?? ''})</span>`,
+      target === 'memories'
+        ? html`<a href="/ui/memories/${h.id}">${clip(hit?.content ?? h.id, 200)}</a>`
+        : html`${clip(hit?.content ?? h.id, 200)} <span class="muted">(${hit?.session_key ?? ''})</span>`,
       score(h.fused),
       rank(h.keyword),
       rank(h.vector),

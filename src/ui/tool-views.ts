@@ -28,7 +28,13 @@ export function addToolViews(add: AddView): void {
 ${table(
   'Tool sources: downstream MCP servers and knowledge resources',
   ['Server', 'State', 'Tools', 'Tools when last connected', 'Last error'],
-  catalog.sources.map((s) => [html`<a href="#server-${s.name}">${s.name}</a>`, stateBadge(s.state), String(s.toolCount), s.lastToolCount === null ? '—' : String(s.lastToolCount), s.reason ?? '']),
+  catalog.sources.map((s) => [
+    html`<a href="#server-${s.name}">${s.name}</a>`,
+    stateBadge(s.state),
+    String(s.toolCount),
+    s.lastToolCount === null ? '—' : String(s.lastToolCount),
+    s.reason ?? '',
+  ]),
   'No tool source is configured (tools.servers).',
 )}
 <h2>Listing the agent gets</h2>
@@ -42,25 +48,41 @@ ${disclosure.listing === null ? '' : html`<pre>${disclosure.listing}</pre>`}
 <label>Limit per query<input name="limit" type="number" min="1" max="${String(cairn.tools.limits.maxLimit)}" value="${limit === undefined ? '' : String(limit)}"></label>
 <div><button type="submit">Search tools</button></div>
 </form>
-${answer === null ? '' : 'error' in answer ? html`<p class="notice error" role="alert">${answer.error}</p>` : html`<p>${String(answer.total_available)} tools available.</p>
+${
+  answer === null
+    ? ''
+    : 'error' in answer
+      ? html`<p class="notice error" role="alert">${answer.error}</p>`
+      : html`<p>${String(answer.total_available)} tools available.</p>
 ${answer.results.map(
   (group) => html`<section aria-label="Group ${group.query}"><h3>Query “${group.query}”</h3>
 ${table(
   'Matches, best first',
   ['Tool', 'Matched by', 'Required', 'Description'],
-  group.matches.map((name) => [html`<code>${name}</code>`, badge(group.matched_by[name] ?? ''), (answer.tools[name]?.required ?? []).join(', '), clip(answer.tools[name]?.description ?? '', 200)]),
+  group.matches.map((name) => [
+    html`<code>${name}</code>`,
+    badge(group.matched_by[name] ?? ''),
+    (answer.tools[name]?.required ?? []).join(', '),
+    clip(answer.tools[name]?.description ?? '', 200),
+  ]),
   'No match.',
 )}
 ${group.available_sources ? html`<p>available_sources: ${group.available_sources.map((s) => html`${badge(`${s.name} (${s.tool_count})${s.unavailable ? `: ${s.unavailable}` : ''}`, s.unavailable ? 'bad' : 'ok')} `)}</p>` : ''}
 ${group.hint ? html`<p class="muted">${group.hint}</p>` : ''}
 </section>`,
 )}
-<details><summary>The JSON the agent receives</summary><pre>${JSON.stringify(answer, null, 2)}</pre></details>`}
+<details><summary>The JSON the agent receives</summary><pre>${JSON.stringify(answer, null, 2)}</pre></details>`
+}
 <h2>Catalog by server</h2>
 ${catalog.sources.map((s) => {
   const tools = catalog.tools.filter((t) => t.source === s.name);
   return html`<section id="server-${s.name}" aria-label="Server ${s.name}"><h3>${s.name} ${stateBadge(s.state)}</h3>
-${table(`Tools of ${s.name}`, ['Tool', 'Description'], tools.map((t) => [html`<code>${t.name}</code>`, clip(t.description, 240)]), 'No tool (not connected).')}</section>`;
+${table(
+  `Tools of ${s.name}`,
+  ['Tool', 'Description'],
+  tools.map((t) => [html`<code>${t.name}</code>`, clip(t.description, 240)]),
+  'No tool (not connected).',
+)}</section>`;
 })}
 <h2>Recent bridge calls</h2>
 <form class="inline" action="/ui/tools" method="get" aria-label="Recent calls of a session">
@@ -91,7 +113,14 @@ export function callTable(calls: readonly (CallRow & { task: string })[]): Html 
   return table(
     'Tool calls, newest first',
     ['At', 'Tool', 'Outcome', 'Arguments', 'Result', 'Run'],
-    calls.map((c) => [time(c.at), html`<code>${c.name}</code>`, c.is_error ? badge('error', 'bad') : badge('ok', 'ok'), clip(c.arguments, 160), clip(c.result ?? '', 240), html`<code>${c.task}</code>`]),
+    calls.map((c) => [
+      time(c.at),
+      html`<code>${c.name}</code>`,
+      c.is_error ? badge('error', 'bad') : badge('ok', 'ok'),
+      clip(c.arguments, 160),
+      clip(c.result ?? '', 240),
+      html`<code>${c.task}</code>`,
+    ]),
     'No tool call recorded in this session.',
   );
 }

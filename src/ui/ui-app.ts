@@ -111,4 +111,3 @@ async function respond(c: Context<UiEnv>, status: ContentfulStatusCode, rendered
   }
   return c.html(await page(rendered.title, c.req.path, rendered.body), status);
 }
-

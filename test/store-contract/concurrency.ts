@@ -16,7 +16,9 @@ export function concurrencyContract(ctx: ContractContext): void {
     const [, last] = await store.pipeline.messagesAfter(alice, 's1', 0, 10);
     await store.memories.createMemory(alice, { id: 'mem-target', content: 'Lives in Faro', type: 'persona' });
     const writers = ['one', 'two'].map((name) =>
-      store.pipeline.commitExtraction(commit(alice, 's1', 0, last!.seq, [extracted(`mem-${name}-1`, `${name}: lives in Porto`, ['mem-target']), extracted(`mem-${name}-2`, `${name}: works at Acme`)])),
+      store.pipeline.commitExtraction(
+        commit(alice, 's1', 0, last!.seq, [extracted(`mem-${name}-1`, `${name}: lives in Porto`, ['mem-target']), extracted(`mem-${name}-2`, `${name}: works at Acme`)]),
+      ),
     );
     const outcomes = await Promise.allSettled(writers);
     const won = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [['one', 'two'][i]!] : []));
@@ -73,7 +75,11 @@ export function concurrencyContract(ctx: ContractContext): void {
         for (;;) {
           const pending = await store.embeddings.pendingEmbeddings(target, 'e1', { after, limit: 7 });
           if (pending.length === 0) break;
-          await store.embeddings.saveEmbeddings(target, 'e1', pending.map((p) => ({ key: p.key, text: p.text, vector: vectorOf(p.text) })));
+          await store.embeddings.saveEmbeddings(
+            target,
+            'e1',
+            pending.map((p) => ({ key: p.key, text: p.text, vector: vectorOf(p.text) })),
+          );
           after = pending.at(-1)!.position;
         }
       }

@@ -31,7 +31,11 @@ export function embeddingContract(ctx: ContractContext): void {
     expect((await store.embeddings.pendingEmbeddings('message', 'e1', { after: 0, limit: 10, scope: bob })).map((p) => p.text)).toEqual(['east too']);
     expect(await store.embeddings.pendingEmbeddings('message', 'e1', { after: 0, limit: 10, scope: { userId: 'nobody', agentId: 'a1' } })).toEqual([]);
 
-    await store.embeddings.saveEmbeddings('message', 'e1', pending.map((p) => ({ key: p.key, text: p.text, vector: unit([1, p.position % 3, 0]) })));
+    await store.embeddings.saveEmbeddings(
+      'message',
+      'e1',
+      pending.map((p) => ({ key: p.key, text: p.text, vector: unit([1, p.position % 3, 0]) })),
+    );
     expect(await store.embeddings.countPendingEmbeddings('message', 'e1')).toBe(0);
     expect(await store.embeddings.pendingEmbeddings('message', 'e1', { after: 0, limit: 10 })).toEqual([]);
     // Another embedder still needs every row.
@@ -56,7 +60,7 @@ export function embeddingContract(ctx: ContractContext): void {
     expect(await store.embeddings.lastEmbeddingPosition('error_record')).toBeGreaterThan(0);
   });
 
-  it('samples a scope\'s stored vectors of one embedder, the same rows each time, never another scope\'s', async () => {
+  it("samples a scope's stored vectors of one embedder, the same rows each time, never another scope's", async () => {
     const { store } = ctx;
     await store.messages.addMessages(Array.from({ length: 30 }, (_, i) => msg(alice, `a${i}`, `alice text ${i}`)));
     await store.messages.addMessages(Array.from({ length: 5 }, (_, i) => msg(bob, `b${i}`, `bob text ${i}`)));
@@ -148,7 +152,11 @@ export function embeddingContract(ctx: ContractContext): void {
     await store.messages.addMessages([msg(alice, 'a', 'alpha'), msg(alice, 'b', 'beta')]);
     const pending = await store.embeddings.pendingEmbeddings('message', 'e1', { after: 0, limit: 10 });
     await store.embeddings.saveEmbeddings('message', 'e1', [{ key: pending[0]!.key, text: 'alpha', vector: unit([1, 1]) }]);
-    const found = await store.embeddings.embeddingsOf('message', 'e1', pending.map((p) => ({ key: p.key, text: p.text })));
+    const found = await store.embeddings.embeddingsOf(
+      'message',
+      'e1',
+      pending.map((p) => ({ key: p.key, text: p.text })),
+    );
     expect([...found.keys()]).toEqual([pending[0]!.key]);
     expect([...found.get(pending[0]!.key)!]).toEqual([...unit([1, 1])]);
     expect(await store.embeddings.embeddingsOf('message', 'e1', [{ key: pending[0]!.key, text: 'not alpha' }])).toEqual(new Map());
@@ -160,12 +168,20 @@ export function embeddingContract(ctx: ContractContext): void {
     await store.embeddings.indexVectors('message', 'e1', 2);
     await store.embeddings.indexVectors('message', 'e1', 2);
     const pending = await store.embeddings.pendingEmbeddings('message', 'e1', { after: 0, limit: 10 });
-    await store.embeddings.saveEmbeddings('message', 'e1', pending.map((p, i) => ({ key: p.key, text: p.text, vector: unit(i === 0 ? [1, 0] : [0, 1]) })));
+    await store.embeddings.saveEmbeddings(
+      'message',
+      'e1',
+      pending.map((p, i) => ({ key: p.key, text: p.text, vector: unit(i === 0 ? [1, 0] : [0, 1]) })),
+    );
     if (store.capabilities.vectorSearch) expect((await store.messages.searchMessagesByVector(alice, unit([1, 0.1]), 'e1', {}, 1)).map((h) => h.id)).toEqual(['a']);
     // A model of another dimension: its index, then its vectors, answer (each row keeps one vector: the newest).
     await store.embeddings.indexVectors('message', 'e3', 3);
     const third = await store.embeddings.pendingEmbeddings('message', 'e3', { after: 0, limit: 10 });
-    await store.embeddings.saveEmbeddings('message', 'e3', third.map((p, i) => ({ key: p.key, text: p.text, vector: unit(i === 0 ? [0, 0, 1] : [1, 0, 0]) })));
+    await store.embeddings.saveEmbeddings(
+      'message',
+      'e3',
+      third.map((p, i) => ({ key: p.key, text: p.text, vector: unit(i === 0 ? [0, 0, 1] : [1, 0, 0]) })),
+    );
     if (store.capabilities.vectorSearch) expect((await store.messages.searchMessagesByVector(alice, unit([0, 0.1, 1]), 'e3', {}, 1)).map((h) => h.id)).toEqual(['a']);
     expect(await store.embeddings.countPendingEmbeddings('message', 'e1')).toBe(2);
     for (const target of ['memory', 'error_record', 'run_text'] as const) await store.embeddings.indexVectors(target, 'e1', 2);

@@ -63,7 +63,11 @@ export function errorContract(ctx: ContractContext): void {
       [a.id, unit([1, 0])],
       [b.id, unit([0.6, 0.8])],
     ]);
-    await store.embeddings.saveEmbeddings('error_record', 'e1', pending.map((p) => ({ key: p.key, text: p.text, vector: vectors.get(p.key)! })));
+    await store.embeddings.saveEmbeddings(
+      'error_record',
+      'e1',
+      pending.map((p) => ({ key: p.key, text: p.text, vector: vectors.get(p.key)! })),
+    );
     const hits = await store.errors.searchErrorRecordsByVector(alice, unit([1, 0]), 'e1', {}, 5);
     expect(hits.map((h) => h.id)).toEqual([a.id, b.id]);
     expect(hits[0]!.score).toBeCloseTo(1, 5);

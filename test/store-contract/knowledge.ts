@@ -52,7 +52,11 @@ export function knowledgeContract(ctx: ContractContext): void {
     });
     expect(synced).toMatchObject({ version: 1, status: 'ready', error: null, stats: { pages: 2 }, summary: '2 pages', syncedAt: '2026-01-01T00:00:00.000Z' });
     expect(await store.knowledge.listKnowledgeFiles(alice, 'wiki-0000000a')).toEqual([file('a.md', 'h1', '{"title":"A"}'), file('b.md', 'h2')]);
-    const again = await store.knowledge.applyKnowledgeSync(alice, 'wiki-0000000a', { upserts: [file('a.md', 'h3', '{"title":"A2"}'), file('c.md', 'h4')], deletes: ['b.md', 'never.md'], patch: {} });
+    const again = await store.knowledge.applyKnowledgeSync(alice, 'wiki-0000000a', {
+      upserts: [file('a.md', 'h3', '{"title":"A2"}'), file('c.md', 'h4')],
+      deletes: ['b.md', 'never.md'],
+      patch: {},
+    });
     expect(again).toMatchObject({ version: 2, stats: { pages: 2 } });
     expect(await store.knowledge.listKnowledgeFiles(alice, 'wiki-0000000a')).toEqual([file('a.md', 'h3', '{"title":"A2"}'), file('c.md', 'h4')]);
     expect(await store.knowledge.listKnowledgeFiles(alice, 'wiki-0000000a', { withData: false })).toEqual([

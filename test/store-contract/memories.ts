@@ -22,7 +22,14 @@ export function memoryContract(ctx: ContractContext): void {
     });
     expect(created.id).toMatch(/^mem_/);
     expect(created.createdAt).toBe(created.updatedAt);
-    const named = await store.memories.createMemory(alice, { id: 'mem-fixed', content: 'Works nights', type: 'episodic', priority: -1, activityStart: '2024-01-01', activityEnd: '2024-02-01' });
+    const named = await store.memories.createMemory(alice, {
+      id: 'mem-fixed',
+      content: 'Works nights',
+      type: 'episodic',
+      priority: -1,
+      activityStart: '2024-01-01',
+      activityEnd: '2024-02-01',
+    });
     expect(named).toMatchObject({ id: 'mem-fixed', priority: -1, sceneName: '', activityStart: '2024-01-01', activityEnd: '2024-02-01', sourceMessageIds: [] });
     await expect(store.memories.createMemory(alice, { id: 'mem-fixed', content: 'again', type: 'episodic' })).rejects.toMatchObject({ code: 'conflict' });
     expect((await store.memories.getMemories(alice, ['mem-fixed', 'nope', created.id])).map((m) => m.id)).toEqual(['mem-fixed', created.id]);
@@ -127,7 +134,11 @@ export function memoryContract(ctx: ContractContext): void {
     await store.embeddings.indexVectors('memory', 'e1', 2);
     const pending = await store.embeddings.pendingEmbeddings('memory', 'e1', { after: 0, limit: 10 });
     expect(pending.map((p) => p.key)).toEqual([near.id, far.id]);
-    await store.embeddings.saveEmbeddings('memory', 'e1', pending.map((p) => ({ key: p.key, text: p.text, vector: vectors[p.text]! })));
+    await store.embeddings.saveEmbeddings(
+      'memory',
+      'e1',
+      pending.map((p) => ({ key: p.key, text: p.text, vector: vectors[p.text]! })),
+    );
     const hits = await store.memories.searchMemoriesByVector(alice, unit([1, 0]), 'e1', {}, 5);
     expect(hits.map((h) => h.id)).toEqual([near.id, far.id]);
     expect(hits[0]!.score).toBeCloseTo(1, 5);

@@ -141,7 +141,11 @@ export function messageContract(ctx: ContractContext): void {
     const embedAll = async (embedder: string, of: (text: string) => Float32Array | null) => {
       await store.embeddings.indexVectors('message', embedder, 3);
       const pending = await store.embeddings.pendingEmbeddings('message', embedder, { after: 0, limit: 100 });
-      await store.embeddings.saveEmbeddings('message', embedder, pending.map((p) => ({ key: p.key, text: p.text, vector: of(p.text) })));
+      await store.embeddings.saveEmbeddings(
+        'message',
+        embedder,
+        pending.map((p) => ({ key: p.key, text: p.text, vector: of(p.text) })),
+      );
     };
     await embedAll('e1', (text) => vectors[text] ?? null);
     const east = unit([1, 0, 0]);
@@ -225,5 +229,4 @@ export function messageContract(ctx: ContractContext): void {
       { numRuns: 8 },
     );
   });
-
 }

@@ -85,7 +85,9 @@ export function pipelineContract(ctx: ContractContext): void {
       ['supersede', 'pipeline:rules', 'mem-lisbon', 1, 2],
     ]);
     // The batch was committed: committing it again is a conflict and changes nothing.
-    await expect(store.pipeline.commitExtraction(commit(alice, 's1', first!.seq, second!.seq, [extracted('mem-dup', 'Lives in Lisbon')]))).rejects.toMatchObject({ code: 'conflict' });
+    await expect(store.pipeline.commitExtraction(commit(alice, 's1', first!.seq, second!.seq, [extracted('mem-dup', 'Lives in Lisbon')]))).rejects.toMatchObject({
+      code: 'conflict',
+    });
     expect(await store.memories.getMemories(alice, ['mem-dup'])).toEqual([]);
     expect(await store.pipeline.pipelineState(alice, 's1')).toMatchObject({ cursor: second!.seq, batches: 2 });
     // Another scope's cursor is its own.

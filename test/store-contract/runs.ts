@@ -27,7 +27,14 @@ export function runContract(ctx: ContractContext): void {
         { name: 'call_phone', arguments: '{}', result: 'busy', isError: true, at: at(2), source: 'bridge', reusable: false },
       ],
     });
-    const merged = await store.runs.saveRun(alice, { taskId: 't1', sessionKey: 's', reply: 'Booked for 8pm', model: 'm-1', endedAt: at(3), toolCalls: [{ name: 'confirm', arguments: '{}', result: 'ok', at: at(3) }] });
+    const merged = await store.runs.saveRun(alice, {
+      taskId: 't1',
+      sessionKey: 's',
+      reply: 'Booked for 8pm',
+      model: 'm-1',
+      endedAt: at(3),
+      toolCalls: [{ name: 'confirm', arguments: '{}', result: 'ok', at: at(3) }],
+    });
     expect(merged).toMatchObject({ objective: 'book a table', reply: 'Booked for 8pm', model: 'm-1', startedAt: at(0), endedAt: at(3) });
     expect(merged.toolCalls.map((c) => [c.name, c.isError, c.source, c.reusable, c.durationMs])).toEqual([
       ['search_places', false, 'host', null, 120],
@@ -100,9 +107,21 @@ export function runContract(ctx: ContractContext): void {
   it('prunes runs of every scope by last activity, and remembers withheld runs once', async () => {
     const { store } = ctx;
     await store.runs.saveRun(alice, { taskId: 'old', sessionKey: 's', objective: 'ancient', startedAt: '2020-01-01T00:00:00.000Z', endedAt: '2020-01-01T00:01:00.000Z' });
-    await store.runs.saveRun(strangers[0]!, { taskId: 'old-too', sessionKey: 's', objective: 'ancient', startedAt: '2020-01-01T00:00:00.000Z', endedAt: '2020-01-01T00:01:00.000Z' });
+    await store.runs.saveRun(strangers[0]!, {
+      taskId: 'old-too',
+      sessionKey: 's',
+      objective: 'ancient',
+      startedAt: '2020-01-01T00:00:00.000Z',
+      endedAt: '2020-01-01T00:01:00.000Z',
+    });
     // Started long ago, active recently: kept.
-    await store.runs.saveRun(alice, { taskId: 'long', sessionKey: 's', objective: 'long', startedAt: '2020-01-01T00:00:00.000Z', toolCalls: [{ name: 'x', arguments: '{}', result: 'y', at: at(0) }] });
+    await store.runs.saveRun(alice, {
+      taskId: 'long',
+      sessionKey: 's',
+      objective: 'long',
+      startedAt: '2020-01-01T00:00:00.000Z',
+      toolCalls: [{ name: 'x', arguments: '{}', result: 'y', at: at(0) }],
+    });
     expect(await store.runs.markWithheld(alice, 's', 'long')).toBe(true);
     expect(await store.runs.markWithheld(alice, 's', 'long')).toBe(false);
     expect(await store.runs.markWithheld(alice, 's', 'old')).toBe(true);
@@ -118,7 +137,13 @@ export function runContract(ctx: ContractContext): void {
 
   it('never returns or changes another scope\u2019s runs', async () => {
     const { store } = ctx;
-    await store.runs.saveRun(alice, { taskId: 't1', sessionKey: 's', objective: 'secret plan', startedAt: at(0), toolCalls: [{ name: 'x', arguments: '{}', result: 'secret result', at: at(1) }] });
+    await store.runs.saveRun(alice, {
+      taskId: 't1',
+      sessionKey: 's',
+      objective: 'secret plan',
+      startedAt: at(0),
+      toolCalls: [{ name: 'x', arguments: '{}', result: 'secret result', at: at(1) }],
+    });
     await store.runs.markWithheld(alice, 's', 't1');
     for (const other of strangers) {
       expect(await store.runs.getRuns(other, 's', ['t1'])).toEqual([]);

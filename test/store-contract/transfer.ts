@@ -12,11 +12,20 @@ async function* from(records: readonly DumpRecord[]): AsyncIterable<DumpRecord> 
 
 /** A store with a row of every kind, deleted and updated rows among them. */
 async function fill(store: Store): Promise<void> {
-  await store.messages.addMessages([msg(alice, 'm1', 'the harbour charts of Porto'), msg(alice, 'm2', 'gone soon'), msg(alice, 'm3', 'harbour pilots', 's1', 'assistant'), msg(bob, 'm1', 'bob harbour')]);
+  await store.messages.addMessages([
+    msg(alice, 'm1', 'the harbour charts of Porto'),
+    msg(alice, 'm2', 'gone soon'),
+    msg(alice, 'm3', 'harbour pilots', 's1', 'assistant'),
+    msg(bob, 'm1', 'bob harbour'),
+  ]);
   await store.messages.deleteMessage(alice, 'm2');
   const pending = await store.embeddings.pendingEmbeddings('message', 'e1', { after: 0, limit: 10 });
   await store.embeddings.indexVectors('message', 'e1', 2);
-  await store.embeddings.saveEmbeddings('message', 'e1', pending.map((p, i) => ({ key: p.key, text: p.text, vector: unit([1, i]) })));
+  await store.embeddings.saveEmbeddings(
+    'message',
+    'e1',
+    pending.map((p, i) => ({ key: p.key, text: p.text, vector: unit([1, i]) })),
+  );
   const [first] = await store.pipeline.messagesAfter(alice, 's1', 0, 1);
   await store.pipeline.commitExtraction(commit(alice, 's1', 0, first!.seq, [extracted('mem-a', 'Sails from the harbour of Porto')]));
   await store.pipeline.commitExtraction(commit(alice, 's1', first!.seq, first!.seq + 1, [extracted('mem-b', 'Sails from the harbour of Lisbon', ['mem-a'])]));
@@ -59,7 +68,9 @@ export function transferContract(ctx: ContractContext): void {
     expect(await target.messages.searchMessagesByKeyword(alice, terms, {}, 10)).toEqual(await store.messages.searchMessagesByKeyword(alice, terms, {}, 10));
     expect(await searchMemories(target, alice, terms, { includeSuperseded: true })).toEqual(await searchMemories(store, alice, terms, { includeSuperseded: true }));
     expect(await target.memories.memoryKeywordCandidates(alice, terms, {})).toEqual(await store.memories.memoryKeywordCandidates(alice, terms, {}));
-    expect(await target.memories.listMemories(alice, { limit: 10, includeSuperseded: true })).toEqual(await store.memories.listMemories(alice, { limit: 10, includeSuperseded: true }));
+    expect(await target.memories.listMemories(alice, { limit: 10, includeSuperseded: true })).toEqual(
+      await store.memories.listMemories(alice, { limit: 10, includeSuperseded: true }),
+    );
     expect(await target.pipeline.memoryAudit(alice, 'mem-a')).toEqual(await store.pipeline.memoryAudit(alice, 'mem-a'));
     expect(await target.pipeline.pipelineState(alice, 's1')).toEqual(await store.pipeline.pipelineState(alice, 's1'));
     expect(await target.pipeline.pipelineBacklog()).toEqual(await store.pipeline.pipelineBacklog());
@@ -75,7 +86,8 @@ export function transferContract(ctx: ContractContext): void {
     expect(await target.embeddings.countPendingEmbeddings('message', 'e1')).toBe(0);
     const [text] = await target.runs.recentRunTexts(alice, 's1', EPOCH, 1);
     expect((await target.embeddings.embeddingsOf('run_text', 'e1', [{ key: text!.key, text: text!.content }])).size).toBe(1);
-    if (target.capabilities.vectorSearch) expect(await target.messages.searchMessagesByVector(alice, unit([1, 0]), 'e1', {}, 5)).toEqual(await store.messages.searchMessagesByVector(alice, unit([1, 0]), 'e1', {}, 5));
+    if (target.capabilities.vectorSearch)
+      expect(await target.messages.searchMessagesByVector(alice, unit([1, 0]), 'e1', {}, 5)).toEqual(await store.messages.searchMessagesByVector(alice, unit([1, 0]), 'e1', {}, 5));
     // No storage position is handed out twice: a message added now comes after every restored one.
     await target.messages.addMessages([msg(alice, 'm4', 'after the restore')]);
     const after = await target.pipeline.messagesAfter(alice, 's1', 0, 10);

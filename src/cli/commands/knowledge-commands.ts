@@ -21,7 +21,10 @@ export async function addKnowledgeCommand(type: 'wiki' | 'code', dir: string, op
       await cairn.knowledge.remove(scope, added.id);
       const kind = type === 'code' ? 'TypeScript or JavaScript files' : 'files';
       const hint = lastSync.ignored.length > 0 ? ' (a `!dir/` line in a .gitignore re-includes a folder the defaults ignore)' : '';
-      throw new CairnError('invalid_input', `nothing to index in ${resource.root}: no ${kind}${leftOut(lastSync) ? `; left out: ${leftOut(lastSync)}` : ''}${hint}; nothing was registered`);
+      throw new CairnError(
+        'invalid_input',
+        `nothing to index in ${resource.root}: no ${kind}${leftOut(lastSync) ? `; left out: ${leftOut(lastSync)}` : ''}${hint}; nothing was registered`,
+      );
     }
     if (opts.json) return print(JSON.stringify(toKnowledgeWire(resource), null, 2));
     print(`${resource.id}  ${resource.type}  ${resource.name}  ${resource.status} (${lastSync?.reindexed.length ?? 0} file(s) in ${lastSync?.durationMs ?? 0} ms)`);

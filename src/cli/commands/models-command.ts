@@ -24,7 +24,16 @@ export async function listModelsCommand(opts: { json?: boolean }, cmd: Command):
     // Other Hub models pulled by id.
     ...[...pulled.values()]
       .filter((p) => !KNOWN_MODELS.some((m) => m.id === p.id))
-      .map((p) => ({ id: p.id, kind: p.kind, dimensions: null, size_mb: Math.round(p.files.reduce((n, f) => n + f.size, 0) / 1e6), languages: '', licence: '', pulled: p.revision, note: '' })),
+      .map((p) => ({
+        id: p.id,
+        kind: p.kind,
+        dimensions: null,
+        size_mb: Math.round(p.files.reduce((n, f) => n + f.size, 0) / 1e6),
+        languages: '',
+        licence: '',
+        pulled: p.revision,
+        note: '',
+      })),
   ];
   if (opts.json) return print(JSON.stringify({ models_dir: dir, models: rows }, null, 2));
   print(`# models in ${dir}; embedding.provider local uses embedding.model (default ${DEFAULT_LOCAL_MODEL})`);

@@ -34,11 +34,7 @@ export async function searchConversationsCommand(query: string | undefined, opts
 }
 
 /** `cairn search memories QUERY`. */
-export async function searchMemoriesCommand(
-  query: string,
-  opts: ScopeOptions & { limit: string; type?: MemoryType; scene?: string; json?: boolean },
-  cmd: Command,
-): Promise<void> {
+export async function searchMemoriesCommand(query: string, opts: ScopeOptions & { limit: string; type?: MemoryType; scene?: string; json?: boolean }, cmd: Command): Promise<void> {
   await withCairn(
     cmd,
     async (cairn) => {

@@ -19,7 +19,13 @@ export async function listToolsCommand(opts: { json?: boolean }, cmd: Command): 
     const catalog = await cairn.tools.ready();
     const sources = catalog.sources.map((s) => ({ ...s, tools: catalog.tools.filter((t) => t.source === s.name) }));
     if (opts.json) {
-      return print(JSON.stringify(sources.map((s) => ({ name: s.name, state: s.state, reason: s.reason, tools: s.tools.map((t) => ({ name: t.name, description: t.description })) })), null, 2));
+      return print(
+        JSON.stringify(
+          sources.map((s) => ({ name: s.name, state: s.state, reason: s.reason, tools: s.tools.map((t) => ({ name: t.name, description: t.description })) })),
+          null,
+          2,
+        ),
+      );
     }
     if (sources.length === 0) return print('No tool servers configured (add them under tools.servers in the config file).');
     for (const s of sources) {
@@ -44,7 +50,14 @@ export async function searchToolsCommand(query: string | undefined, opts: Search
     throw new CairnError('invalid_input', `cannot read catalog ${opts.catalog}: ${describeError(err)}`);
   }
   const embedder = config.tools.hybrid ? openEmbedder(config.embedding, { dataDir: config.data_dir }).embedder : null;
-  const searcher = offlineToolSearch(entries, { config: config.tools, embedder, vectorWeight: config.embedding.fusion_weight, queryTimeoutMs: config.embedding.query_timeout_ms, admission: opts.admission, warn: (m) => createLogger(config.log).warn(m) });
+  const searcher = offlineToolSearch(entries, {
+    config: config.tools,
+    embedder,
+    vectorWeight: config.embedding.fusion_weight,
+    queryTimeoutMs: config.embedding.query_timeout_ms,
+    admission: opts.admission,
+    warn: (m) => createLogger(config.log).warn(m),
+  });
   const answer = (matches: ToolMatch[]) => ({ names: matches.map((m) => m.tool.name), matched_by: Object.fromEntries(matches.map((m) => [m.tool.name, m.match])) });
   if (opts.batch) {
     const { values, errors } = await readJsonl(opts.batch, toolQueryLine);

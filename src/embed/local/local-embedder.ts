@@ -78,7 +78,10 @@ export class LocalEmbedder implements Embedder {
       throw new CairnError('config_invalid', `the local model ${id} is not in ${source.modelsDir} and embedding.allow_download is false: run \`${hint}\` first`);
     }
     if (this.known === undefined) {
-      throw new CairnError('config_invalid', `the model ${id} is not in ${source.modelsDir}; Cairn downloads only the models \`cairn models list\` shows at start: run \`${hint}\` first`);
+      throw new CairnError(
+        'config_invalid',
+        `the model ${id} is not in ${source.modelsDir}; Cairn downloads only the models \`cairn models list\` shows at start: run \`${hint}\` first`,
+      );
     }
     this.kind = this.known.kind;
     this.dimensions = this.known.dimensions;
@@ -180,7 +183,10 @@ function folderKind(folder: string): ModelKind {
 /** The first 12 hex digits of the SHA-256 of the folder's weights: a different file makes a different embedder. */
 function fingerprint(folder: string, kind: ModelKind): string {
   const file = kind === 'static' ? 'model.safetensors' : (['onnx/model.onnx', 'model.onnx', 'onnx/model_quantized.onnx'].find((f) => existsSync(join(folder, f))) ?? '');
-  return createHash('sha256').update(readFileSync(join(folder, file))).digest('hex').slice(0, 12);
+  return createHash('sha256')
+    .update(readFileSync(join(folder, file)))
+    .digest('hex')
+    .slice(0, 12);
 }
 
 /** Models pulled into `modelsDir` (complete folders only), known ones first in the list's order. */

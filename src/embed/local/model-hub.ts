@@ -127,7 +127,10 @@ function layoutOf(files: readonly HubFile[], id: string): ModelKind {
   const has = (path: string): boolean => files.some((f) => f.path === path);
   if (has('model.safetensors') && has('tokenizer.json') && has('config.json') && !has('onnx/model.onnx')) return 'static';
   if (has('onnx/model.onnx') && has('tokenizer.json') && has('config.json')) return 'transformer';
-  throw new CairnError('invalid_input', `${id} is in neither layout Cairn reads: a static model (model.safetensors, tokenizer.json, config.json) or a transformer (onnx/model.onnx, tokenizer.json, config.json)`);
+  throw new CairnError(
+    'invalid_input',
+    `${id} is in neither layout Cairn reads: a static model (model.safetensors, tokenizer.json, config.json) or a transformer (onnx/model.onnx, tokenizer.json, config.json)`,
+  );
 }
 
 function filesFor(kind: ModelKind, files: readonly HubFile[]): string[] {
@@ -151,7 +154,8 @@ async function hubListing(hub: string, id: string, revision: string, signal?: Ab
     sha?: unknown;
     siblings?: { rfilename?: unknown; size?: unknown; blobId?: unknown; lfs?: { sha256?: unknown; size?: unknown } }[];
   } | null;
-  if (body === null || typeof body.sha !== 'string' || !Array.isArray(body.siblings)) throw new CairnError('unavailable', `the model hub at ${hub} answered no file list for ${id}`);
+  if (body === null || typeof body.sha !== 'string' || !Array.isArray(body.siblings))
+    throw new CairnError('unavailable', `the model hub at ${hub} answered no file list for ${id}`);
   const files = body.siblings.flatMap((s): HubFile[] => {
     if (typeof s.rfilename !== 'string') return [];
     const sha256 = typeof s.lfs?.sha256 === 'string' ? s.lfs.sha256 : null;

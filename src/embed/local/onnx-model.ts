@@ -136,7 +136,8 @@ export class OnnxModel {
       // Some exports pool inside the graph (`sentence_embedding`).
       return encoded.map((e, b) => (e.length === 0 ? null : normalize(data.slice(b * dimensions, (b + 1) * dimensions))));
     }
-    if (dims.length !== 3 || dims[2] !== dimensions) throw new CairnError('embedding_failed', `${onnxPath} answered a ${this.output} of shape [${dims.join(', ')}], expected [batch, tokens, ${dimensions}]`);
+    if (dims.length !== 3 || dims[2] !== dimensions)
+      throw new CairnError('embedding_failed', `${onnxPath} answered a ${this.output} of shape [${dims.join(', ')}], expected [batch, tokens, ${dimensions}]`);
     return encoded.map((e, b) => {
       if (e.length === 0) return null;
       const vector = new Float32Array(dimensions);

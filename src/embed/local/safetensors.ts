@@ -49,7 +49,8 @@ export function readSafetensors(path: string): Map<string, SafetensorsTensor> {
     if (begin > end || end > dataLength) fail(`tensor "${name}" spans bytes ${begin}..${end} of ${dataLength} bytes of data (the file is truncated or damaged)`);
     const elements = (shape as number[]).reduce((n, d) => n * d, 1);
     const size = DTYPE_BYTES[dtype as SafetensorsDtype];
-    if (elements * size !== end - begin) fail(`tensor "${name}" of shape [${(shape as number[]).join(', ')}] and dtype ${dtype} needs ${elements * size} bytes, its range holds ${end - begin}`);
+    if (elements * size !== end - begin)
+      fail(`tensor "${name}" of shape [${(shape as number[]).join(', ')}] and dtype ${dtype} needs ${elements * size} bytes, its range holds ${end - begin}`);
     tensors.set(name, { name, dtype: dtype as SafetensorsDtype, shape: shape as number[], bytes: file.subarray(dataStart + begin, dataStart + end) });
   }
   return tensors;

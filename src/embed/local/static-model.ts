@@ -61,7 +61,8 @@ export function loadStaticModel(dir: string): StaticModel {
   } else if (rows < tokens) {
     throw new CairnError('config_invalid', `${weightsPath}: the "embeddings" tensor has ${rows} rows, tokenizer.json has ${tokens} tokens`);
   }
-  if (weights !== null && weights.length < tokens) throw new CairnError('config_invalid', `${weightsPath}: the "weights" tensor has ${weights.length} entries, tokenizer.json has ${tokens} tokens`);
+  if (weights !== null && weights.length < tokens)
+    throw new CairnError('config_invalid', `${weightsPath}: the "weights" tensor has ${weights.length} entries, tokenizer.json has ${tokens} tokens`);
   const pooling = RowPooling.of(table, dimensions, STATIC_MAX_TOKENS);
   return { dimensions, tokenizer, table: pooling?.table ?? table, mapping, weights, pooling };
 }

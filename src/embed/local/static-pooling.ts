@@ -36,25 +36,89 @@ const PAGE_BYTES = 65_536;
 export function poolingModule(): Uint8Array {
   const [table, rows, weights, count, width, out, end, row, j, w] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
   const code = [
-    ...get(rows), ...get(count), ...constant(4), I32_MUL, I32_ADD, ...set(end),
-    BLOCK, EMPTY_BLOCK, ...get(rows), ...get(end), I32_GE_U, BR_IF, 0,
-    LOOP, EMPTY_BLOCK,
-    ...get(table), ...get(rows), I32_LOAD, 2, 0, ...get(width), I32_MUL, I32_ADD, ...set(row),
-    ...get(weights), F32_LOAD, 2, 0, ...simd(F32X4_SPLAT), ...set(w),
-    ...constant(0), ...set(j),
-    LOOP, EMPTY_BLOCK,
+    ...get(rows),
+    ...get(count),
+    ...constant(4),
+    I32_MUL,
+    I32_ADD,
+    ...set(end),
+    BLOCK,
+    EMPTY_BLOCK,
+    ...get(rows),
+    ...get(end),
+    I32_GE_U,
+    BR_IF,
+    0,
+    LOOP,
+    EMPTY_BLOCK,
+    ...get(table),
+    ...get(rows),
+    I32_LOAD,
+    2,
+    0,
+    ...get(width),
+    I32_MUL,
+    I32_ADD,
+    ...set(row),
+    ...get(weights),
+    F32_LOAD,
+    2,
+    0,
+    ...simd(F32X4_SPLAT),
+    ...set(w),
+    ...constant(0),
+    ...set(j),
+    LOOP,
+    EMPTY_BLOCK,
     // out[j] += row[j] × w, four floats.
-    ...get(out), ...get(j), I32_ADD,
-    ...get(out), ...get(j), I32_ADD, ...load(0),
-    ...get(row), ...get(j), I32_ADD, ...load(0), ...get(w), ...simd(F32X4_MUL),
-    ...simd(F32X4_ADD), ...store(0),
-    ...get(j), ...constant(16), I32_ADD, ...tee(j), ...get(width), I32_LT_U, BR_IF, 0,
+    ...get(out),
+    ...get(j),
+    I32_ADD,
+    ...get(out),
+    ...get(j),
+    I32_ADD,
+    ...load(0),
+    ...get(row),
+    ...get(j),
+    I32_ADD,
+    ...load(0),
+    ...get(w),
+    ...simd(F32X4_MUL),
+    ...simd(F32X4_ADD),
+    ...store(0),
+    ...get(j),
+    ...constant(16),
+    I32_ADD,
+    ...tee(j),
+    ...get(width),
+    I32_LT_U,
+    BR_IF,
+    0,
     END,
-    ...get(weights), ...constant(4), I32_ADD, ...set(weights),
-    ...get(rows), ...constant(4), I32_ADD, ...tee(rows), ...get(end), I32_LT_U, BR_IF, 0,
-    END, END,
+    ...get(weights),
+    ...constant(4),
+    I32_ADD,
+    ...set(weights),
+    ...get(rows),
+    ...constant(4),
+    I32_ADD,
+    ...tee(rows),
+    ...get(end),
+    I32_LT_U,
+    BR_IF,
+    0,
+    END,
+    END,
   ];
-  return functionModule('pool', 6, [[3, I32], [1, V128]], code);
+  return functionModule(
+    'pool',
+    6,
+    [
+      [3, I32],
+      [1, V128],
+    ],
+    code,
+  );
 }
 
 type Pool = (table: number, rows: number, weights: number, count: number, width: number, out: number) => void;
@@ -72,7 +136,11 @@ export class RowPooling {
   private readonly scratch: number;
   private readonly capacity: number;
 
-  private constructor(table: Float32Array, private readonly dimensions: number, maxTokens: number) {
+  private constructor(
+    table: Float32Array,
+    private readonly dimensions: number,
+    maxTokens: number,
+  ) {
     this.width = dimensions * 4;
     // Layout: the table, then the row list, the weights and the sum of one text.
     this.scratch = Math.ceil(table.byteLength / 16) * 16;

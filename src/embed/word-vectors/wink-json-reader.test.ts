@@ -57,7 +57,10 @@ describe('readWinkVectors', () => {
     ];
     for (const [text, message] of cases) {
       writeFileSync(bad, text);
-      await expect(readWinkVectors(bad, () => {}), text).rejects.toThrow(message);
+      await expect(
+        readWinkVectors(bad, () => {}),
+        text,
+      ).rejects.toThrow(message);
     }
   });
 });

@@ -30,11 +30,7 @@ export type ReadWinkOptions = {
  * `values` holds the first `dimensions` numbers and is reused between calls. Rejects on any layout the
  * reader does not recognise, naming the byte offset.
  */
-export async function readWinkVectors(
-  path: string,
-  onVector: (word: string, values: Float64Array, rank: number) => void,
-  options: ReadWinkOptions = {},
-): Promise<WinkHeader> {
+export async function readWinkVectors(path: string, onVector: (word: string, values: Float64Array, rank: number) => void, options: ReadWinkOptions = {}): Promise<WinkHeader> {
   const total = (await stat(path)).size;
   const consumer = new WinkConsumer(onVector);
   const tokenizer = new JsonTokenizer(consumer);

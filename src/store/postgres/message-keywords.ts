@@ -37,7 +37,8 @@ export class MessageKeywords {
 
   async search(scope: Scope, terms: readonly string[], filter: MessageFilter, limit: number): Promise<RankedHit[]> {
     if (terms.length === 0) return [];
-    const session = filter.sessionKey === undefined ? 'NULL::bigint[]' : '(SELECT array_agg(seq ORDER BY seq) FROM messages WHERE user_id = $1 AND agent_id = $2 AND session_key = $3)';
+    const session =
+      filter.sessionKey === undefined ? 'NULL::bigint[]' : '(SELECT array_agg(seq ORDER BY seq) FROM messages WHERE user_id = $1 AND agent_id = $2 AND session_key = $3)';
     const values: unknown[] = [scope.userId, scope.agentId];
     if (filter.sessionKey !== undefined) values.push(filter.sessionKey);
     const [state] = await this.db.prepared<SearchState>(
@@ -112,10 +113,11 @@ export class MessageKeywords {
 
   /** The scope's saved postings when they reflect `generation`, else null (an unreadable one is only a lost cache). */
   private async snapshot(scope: Scope, generation: number): Promise<TopKIndex | null> {
-    const [row] = await this.db.query<{ last_seq: number; data: Buffer }>(
-      'SELECT last_seq, data FROM message_postings WHERE user_id = $1 AND agent_id = $2 AND generation = $3',
-      [scope.userId, scope.agentId, generation],
-    );
+    const [row] = await this.db.query<{ last_seq: number; data: Buffer }>('SELECT last_seq, data FROM message_postings WHERE user_id = $1 AND agent_id = $2 AND generation = $3', [
+      scope.userId,
+      scope.agentId,
+      generation,
+    ]);
     if (row === undefined) return null;
     try {
       const index = TopKIndex.fromBytes(row.data);

@@ -55,7 +55,9 @@ export class PostgresCoordination implements CoordinationStore {
     this.claiming.add(name);
     try {
       const key = lockKey(name);
-      const taken = await this.onLockConnection(async (client) => (await client.query<{ taken: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS taken', [key])).rows[0]?.taken === true);
+      const taken = await this.onLockConnection(
+        async (client) => (await client.query<{ taken: boolean }>('SELECT pg_try_advisory_lock($1::bigint) AS taken', [key])).rows[0]?.taken === true,
+      );
       if (!taken) return null;
       const claim = new PostgresClaim(name, async () => {
         if (this.held.get(name) === claim) this.held.delete(name);
@@ -115,9 +117,11 @@ export class PostgresCoordination implements CoordinationStore {
   }
 
   private onLockConnection<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const next = this.lockQueue.then(async () => work(await this.lockConnection())).catch((err: unknown) => {
-      throw toPostgresError(err, this.location);
-    });
+    const next = this.lockQueue
+      .then(async () => work(await this.lockConnection()))
+      .catch((err: unknown) => {
+        throw toPostgresError(err, this.location);
+      });
     this.lockQueue = next.catch(() => undefined);
     return next;
   }

@@ -3,22 +3,22 @@ import { analyze } from '../../text/analyze.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { PostgresMigration } from './postgres-migrations.js';
 import { lockPositions, type PostgresDatabase } from './postgres-db.js';
-import { ERROR_INSERT_COLUMNS, type ErrorRow, errorRecordValues, type RunRow, type RunTextRow, type ToolCallRow, toErrorRecord, toFlag, toRunSummary, toRunText, toToolCall } from '../history-rows.js';
+import {
+  ERROR_INSERT_COLUMNS,
+  type ErrorRow,
+  errorRecordValues,
+  type RunRow,
+  type RunTextRow,
+  type ToolCallRow,
+  toErrorRecord,
+  toFlag,
+  toRunSummary,
+  toRunText,
+  toToolCall,
+} from '../history-rows.js';
 import { likeLiteral } from './sql-text.js';
 import { toVector } from './history-embeddings.js';
-import type {
-  ErrorRecord,
-  ErrorRecordFilter,
-  ErrorRecordWrite,
-  ErrorStore,
-  RunStore,
-  KeywordCandidates,
-  Run,
-  RunSummary,
-  RunText,
-  RunToolCall,
-  RunWrite,
-} from '../store.js';
+import type { ErrorRecord, ErrorRecordFilter, ErrorRecordWrite, ErrorStore, RunStore, KeywordCandidates, Run, RunSummary, RunText, RunToolCall, RunWrite } from '../store.js';
 
 /**
  * The history schema on PostgreSQL: the same tables and columns as SQLite's (times as ISO-8601 text,
@@ -110,7 +110,6 @@ export const HISTORY_MIGRATION: PostgresMigration = {
   `,
 };
 
-
 const ERROR_COLUMNS = 'seq, id, user_id, agent_id, tool_name, keywords, symptom, cause, action, outcome, created_at, updated_at';
 
 /**
@@ -195,15 +194,14 @@ export class PostgresHistory implements RunStore, ErrorStore {
 
   async getRuns(scope: Scope, sessionKey: string, taskIds: readonly string[]): Promise<Run[]> {
     if (taskIds.length === 0) return [];
-    const rows = await this.db.query<RunRow>(
-      `SELECT * FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 AND task_id = ANY($4::text[])`,
-      [scope.userId, scope.agentId, sessionKey, [...taskIds]],
-    );
+    const rows = await this.db.query<RunRow>(`SELECT * FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 AND task_id = ANY($4::text[])`, [
+      scope.userId,
+      scope.agentId,
+      sessionKey,
+      [...taskIds],
+    ]);
     if (rows.length === 0) return [];
-    const calls = await this.db.query<ToolCallRow & { run_seq: number }>(
-      `SELECT * FROM run_tool_calls WHERE run_seq = ANY($1::bigint[]) ORDER BY seq`,
-      [rows.map((r) => r.seq)],
-    );
+    const calls = await this.db.query<ToolCallRow & { run_seq: number }>(`SELECT * FROM run_tool_calls WHERE run_seq = ANY($1::bigint[]) ORDER BY seq`, [rows.map((r) => r.seq)]);
     const byRun = new Map<number, RunToolCall[]>();
     for (const c of calls) {
       const list = byRun.get(c.run_seq) ?? [];
@@ -218,10 +216,13 @@ export class PostgresHistory implements RunStore, ErrorStore {
   }
 
   async listRuns(scope: Scope, sessionKey: string, limit: number, offset = 0): Promise<RunSummary[]> {
-    const rows = await this.db.query<RunRow>(
-      `SELECT * FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 ORDER BY started_at DESC, seq DESC LIMIT $4 OFFSET $5`,
-      [scope.userId, scope.agentId, sessionKey, limit, offset],
-    );
+    const rows = await this.db.query<RunRow>(`SELECT * FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 ORDER BY started_at DESC, seq DESC LIMIT $4 OFFSET $5`, [
+      scope.userId,
+      scope.agentId,
+      sessionKey,
+      limit,
+      offset,
+    ]);
     return rows.map(toRunSummary);
   }
 
@@ -266,10 +267,13 @@ export class PostgresHistory implements RunStore, ErrorStore {
   }
 
   async markWithheld(scope: Scope, sessionKey: string, taskId: string): Promise<boolean> {
-    const rows = await this.db.query(
-      `INSERT INTO run_withheld (user_id, agent_id, session_key, task_id, at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1`,
-      [scope.userId, scope.agentId, sessionKey, taskId, new Date().toISOString()],
-    );
+    const rows = await this.db.query(`INSERT INTO run_withheld (user_id, agent_id, session_key, task_id, at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1`, [
+      scope.userId,
+      scope.agentId,
+      sessionKey,
+      taskId,
+      new Date().toISOString(),
+    ]);
     return rows.length > 0;
   }
 
@@ -301,10 +305,13 @@ export class PostgresHistory implements RunStore, ErrorStore {
         const merged = toErrorRecord({ ...existing, keywords: JSON.stringify(keywords), cause: record.cause ?? existing.cause });
         // The text changed, so its vector is stale.
         await client.query('DELETE FROM error_record_vectors WHERE error_seq = $1', [existing.seq]);
-        const { rows } = await client.query<ErrorRow>(
-          `UPDATE error_records SET keywords = $2, cause = $3, updated_at = $4, terms = $5 WHERE seq = $1 RETURNING ${ERROR_COLUMNS}`,
-          [existing.seq, JSON.stringify(keywords), merged.cause, now, errorTerms(merged)],
-        );
+        const { rows } = await client.query<ErrorRow>(`UPDATE error_records SET keywords = $2, cause = $3, updated_at = $4, terms = $5 WHERE seq = $1 RETURNING ${ERROR_COLUMNS}`, [
+          existing.seq,
+          JSON.stringify(keywords),
+          merged.cause,
+          now,
+          errorTerms(merged),
+        ]);
         return rows[0]!;
       }
       const { rows } = await client.query<ErrorRow>(
@@ -319,10 +326,11 @@ export class PostgresHistory implements RunStore, ErrorStore {
 
   async getErrorRecords(scope: Scope, ids: readonly string[]): Promise<ErrorRecord[]> {
     if (ids.length === 0) return [];
-    const rows = await this.db.query<ErrorRow>(
-      `SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`,
-      [scope.userId, scope.agentId, [...ids]],
-    );
+    const rows = await this.db.query<ErrorRow>(`SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`, [
+      scope.userId,
+      scope.agentId,
+      [...ids],
+    ]);
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.flatMap((id) => {
       const row = byId.get(id);
@@ -332,10 +340,12 @@ export class PostgresHistory implements RunStore, ErrorStore {
 
   async findErrorRecordsByPrefix(scope: Scope, prefix: string, limit: number): Promise<ErrorRecord[]> {
     if (!/^[0-9a-f]*$/.test(prefix)) return [];
-    const rows = await this.db.query<ErrorRow>(
-      `SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id LIKE $3 ORDER BY id COLLATE "C" LIMIT $4`,
-      [scope.userId, scope.agentId, `${likeLiteral(prefix)}%`, limit],
-    );
+    const rows = await this.db.query<ErrorRow>(`SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id LIKE $3 ORDER BY id COLLATE "C" LIMIT $4`, [
+      scope.userId,
+      scope.agentId,
+      `${likeLiteral(prefix)}%`,
+      limit,
+    ]);
     return rows.map(toErrorRecord);
   }
 

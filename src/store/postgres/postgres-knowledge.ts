@@ -3,14 +3,7 @@ import type { Scope } from '../../types.js';
 import type { PostgresMigration } from './postgres-migrations.js';
 import type { PostgresDatabase, Queryable } from './postgres-db.js';
 import { KNOWLEDGE_PATCH_COLUMNS, type KnowledgeFileRow, type KnowledgeResourceRow, toKnowledgeFile, toKnowledgeResource } from '../knowledge-rows.js';
-import type {
-  KnowledgeFileRecord,
-  KnowledgeResourcePatch,
-  KnowledgeResourceRecord,
-  KnowledgeStore,
-  KnowledgeSyncChange,
-  NewKnowledgeResource,
-} from '../store.js';
+import type { KnowledgeFileRecord, KnowledgeResourcePatch, KnowledgeResourceRecord, KnowledgeStore, KnowledgeSyncChange, NewKnowledgeResource } from '../store.js';
 
 /**
  * The knowledge schema on PostgreSQL, with SQLite's columns. File records reference their resource with
@@ -47,7 +40,6 @@ export const KNOWLEDGE_MIGRATION: PostgresMigration = {
   `,
 };
 
-
 /**
  * The knowledge tables of the PostgreSQL store. A resource belongs to the scope that created it: every
  * read and write is filtered by that scope in SQL, file records through their resource.
@@ -66,19 +58,15 @@ export class PostgresKnowledge implements KnowledgeStore {
   }
 
   async getKnowledgeResource(scope: Scope, id: string): Promise<KnowledgeResourceRecord | null> {
-    const rows = await this.db.query<KnowledgeResourceRow>('SELECT * FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3', [
-      id,
-      scope.userId,
-      scope.agentId,
-    ]);
+    const rows = await this.db.query<KnowledgeResourceRow>('SELECT * FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3', [id, scope.userId, scope.agentId]);
     return rows[0] ? toKnowledgeResource(rows[0]) : null;
   }
 
   async listKnowledgeResources(scope: Scope): Promise<KnowledgeResourceRecord[]> {
-    const rows = await this.db.query<KnowledgeResourceRow>(
-      'SELECT * FROM knowledge_resources WHERE user_id = $1 AND agent_id = $2 ORDER BY created_at, id',
-      [scope.userId, scope.agentId],
-    );
+    const rows = await this.db.query<KnowledgeResourceRow>('SELECT * FROM knowledge_resources WHERE user_id = $1 AND agent_id = $2 ORDER BY created_at, id', [
+      scope.userId,
+      scope.agentId,
+    ]);
     return rows.map(toKnowledgeResource);
   }
 
@@ -112,11 +100,7 @@ export class PostgresKnowledge implements KnowledgeStore {
     const row = await this.db.transaction(async (client) => {
       // The resource row stays locked until commit: a delete racing this sync waits, then removes the
       // resource and (by cascade) every file record written here; it never leaves orphans.
-      const owned = await client.query('SELECT 1 FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3 FOR UPDATE', [
-        resourceId,
-        scope.userId,
-        scope.agentId,
-      ]);
+      const owned = await client.query('SELECT 1 FROM knowledge_resources WHERE id = $1 AND user_id = $2 AND agent_id = $3 FOR UPDATE', [resourceId, scope.userId, scope.agentId]);
       if (owned.rowCount === 0) return null;
       if (change.deletes.length > 0) {
         await client.query('DELETE FROM knowledge_files WHERE resource_id = $1 AND path = ANY($2::text[])', [resourceId, [...change.deletes]]);
@@ -137,13 +121,7 @@ export class PostgresKnowledge implements KnowledgeStore {
 }
 
 /** Applies a patch to a resource of `scope` (bumping `version` for a sync); the updated row, or null when there is none. */
-async function patchResource(
-  db: Queryable,
-  scope: Scope,
-  id: string,
-  patch: KnowledgeResourcePatch,
-  bumpVersion: boolean,
-): Promise<KnowledgeResourceRow | null> {
+async function patchResource(db: Queryable, scope: Scope, id: string, patch: KnowledgeResourcePatch, bumpVersion: boolean): Promise<KnowledgeResourceRow | null> {
   const sets: string[] = bumpVersion ? ['version = version + 1'] : [];
   const params: unknown[] = [id, scope.userId, scope.agentId];
   for (const [key, column] of Object.entries(KNOWLEDGE_PATCH_COLUMNS) as [keyof KnowledgeResourcePatch, string][]) {
@@ -159,4 +137,3 @@ async function patchResource(
   const { rows } = await db.query(sql, params);
   return (rows[0] as KnowledgeResourceRow | undefined) ?? null;
 }
-

@@ -132,11 +132,11 @@ export class PostgresMemories implements MemoryStore {
 
   async deleteMemory(scope: Scope, id: string): Promise<boolean> {
     return this.db.transaction(async (client) => {
-      const [old] = await rows<{ version: number; content: string }>(
-        client,
-        'DELETE FROM memories WHERE user_id = $1 AND agent_id = $2 AND id = $3 RETURNING version, content',
-        [scope.userId, scope.agentId, id],
-      );
+      const [old] = await rows<{ version: number; content: string }>(client, 'DELETE FROM memories WHERE user_id = $1 AND agent_id = $2 AND id = $3 RETURNING version, content', [
+        scope.userId,
+        scope.agentId,
+        id,
+      ]);
       if (old === undefined) return false;
       await audit(client, scope, id, 'delete', API_ACTOR, new Date().toISOString(), { oldVersion: old.version, oldContent: old.content });
       return true;
@@ -158,14 +158,7 @@ export async function getMemories(on: Queryable, scope: Scope, ids: readonly str
  * Inserts a memory with its analysed terms; null when the id exists already. The caller's transaction
  * holds the scope's memories ordering lock (its `seq` is the embedding queue's cursor).
  */
-export async function insertMemory(
-  client: Queryable,
-  scope: Scope,
-  input: NewMemory & { id: string },
-  extractor: string,
-  version: number,
-  now: string,
-): Promise<MemoryRow | null> {
+export async function insertMemory(client: Queryable, scope: Scope, input: NewMemory & { id: string }, extractor: string, version: number, now: string): Promise<MemoryRow | null> {
   const sceneName = input.sceneName ?? '';
   const [row] = await rows<MemoryRow>(
     client,

@@ -38,7 +38,12 @@ export class PostgresMessages implements MessageStore {
     for (let first = 0; first < messages.length; first += commitEvery) {
       const last = Math.min(first + commitEvery, messages.length);
       inserted += await this.db.transaction(async (client) => {
-        await lockPositions(client, 'messages', messages.slice(first, last).map((m) => m.scope), this.db.orderLocking);
+        await lockPositions(
+          client,
+          'messages',
+          messages.slice(first, last).map((m) => m.scope),
+          this.db.orderLocking,
+        );
         let count = 0;
         for (let start = first; start < last; start += INSERT_CHUNK) {
           const end = Math.min(start + INSERT_CHUNK, last);
@@ -54,11 +59,11 @@ export class PostgresMessages implements MessageStore {
 
   async getMessages(scope: Scope, ids: readonly string[]): Promise<Message[]> {
     if (ids.length === 0) return [];
-    const found = await this.db.prepared<MessageRow>('cairn_get_messages', `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`, [
-      scope.userId,
-      scope.agentId,
-      [...ids],
-    ]);
+    const found = await this.db.prepared<MessageRow>(
+      'cairn_get_messages',
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`,
+      [scope.userId, scope.agentId, [...ids]],
+    );
     return orderBy(ids, found.map(toMessage));
   }
 
@@ -107,11 +112,11 @@ export class PostgresMessages implements MessageStore {
   async deleteMessage(scope: Scope, id: string): Promise<boolean> {
     return this.db.transaction(async (client) => {
       await lockPositions(client, 'messages', [scope], this.db.orderLocking);
-      const [gone] = await rows<{ seq: number; session_key: string }>(
-        client,
-        'DELETE FROM messages WHERE user_id = $1 AND agent_id = $2 AND id = $3 RETURNING seq, session_key',
-        [scope.userId, scope.agentId, id],
-      );
+      const [gone] = await rows<{ seq: number; session_key: string }>(client, 'DELETE FROM messages WHERE user_id = $1 AND agent_id = $2 AND id = $3 RETURNING seq, session_key', [
+        scope.userId,
+        scope.agentId,
+        id,
+      ]);
       if (gone === undefined) return false;
       // The next message's context becomes the terms of the message now before it (or nothing).
       await client.query(
@@ -181,9 +186,7 @@ async function insertChunk(client: pg.PoolClient, part: readonly NewMessage[], i
     [sessions.map((m) => m.scope.userId), sessions.map((m) => m.scope.agentId), sessions.map((m) => m.sessionKey)],
   );
   const lastTerms = new Map(previous.map((p) => [`${p.u}\u0000${p.a}\u0000${p.k}`, p.terms]));
-  const seqs = (await rows<{ seq: number }>(client, `SELECT nextval('messages_seq') AS seq FROM generate_series(1, $1)`, [part.length]))
-    .map((r) => r.seq)
-    .sort((a, b) => a - b);
+  const seqs = (await rows<{ seq: number }>(client, `SELECT nextval('messages_seq') AS seq FROM generate_series(1, $1)`, [part.length])).map((r) => r.seq).sort((a, b) => a - b);
   const insertedRows = await rows<{ seq: number }>(
     client,
     `INSERT INTO messages (seq, id, user_id, agent_id, session_key, role, content, name, recorded_at, timestamp)

@@ -71,16 +71,12 @@ export class PostgresPipeline implements PipelineStore {
     const { scope, sessionKey } = commit;
     await this.db.transaction(async (client) => {
       // The cursor row exists before it is locked, so two commits of one session always meet on one row lock.
-      await client.query('INSERT INTO pipeline_cursors (user_id, agent_id, session_key) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [
+      await client.query('INSERT INTO pipeline_cursors (user_id, agent_id, session_key) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING', [scope.userId, scope.agentId, sessionKey]);
+      const [cursor] = await rows<{ last_seq: number }>(client, 'SELECT last_seq FROM pipeline_cursors WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 FOR UPDATE', [
         scope.userId,
         scope.agentId,
         sessionKey,
       ]);
-      const [cursor] = await rows<{ last_seq: number }>(
-        client,
-        'SELECT last_seq FROM pipeline_cursors WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 FOR UPDATE',
-        [scope.userId, scope.agentId, sessionKey],
-      );
       const at = cursor?.last_seq ?? 0;
       if (at !== commit.fromCursor) {
         throw new CairnError('conflict', `extraction cursor of session ${sessionKey} is at ${at}, not ${commit.fromCursor}: the batch was already committed`);
@@ -184,7 +180,11 @@ export class PostgresPipeline implements PipelineStore {
           relatedId: id,
         });
       }
-      return getMemories(client, scope, back.map((row) => row.id));
+      return getMemories(
+        client,
+        scope,
+        back.map((row) => row.id),
+      );
     });
   }
 

@@ -110,7 +110,12 @@ export class PostgresStore implements Store {
     } finally {
       await client.end().catch(() => undefined);
     }
-    const db = PostgresDatabase.connect({ url: options.url, location, vectorOid, poolSize: options.poolSize, lockTimeoutMs: options.busyTimeoutMs,
+    const db = PostgresDatabase.connect({
+      url: options.url,
+      location,
+      vectorOid,
+      poolSize: options.poolSize,
+      lockTimeoutMs: options.busyTimeoutMs,
       orderLocking: options.orderLocking ?? (process.env.CAIRN_POSTGRES_ORDER_LOCKING === 'table' ? 'table' : 'scope'),
       warn,
     });

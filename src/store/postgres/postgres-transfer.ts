@@ -303,7 +303,10 @@ export class PostgresTransfer implements TransferStore {
   private async indexStoredVectors(): Promise<void> {
     const index = this.options.indexVectors;
     if (index === undefined) return;
-    for (const [target, table] of [['message', 'message_vectors'], ['memory', 'memory_vectors']] as const) {
+    for (const [target, table] of [
+      ['message', 'message_vectors'],
+      ['memory', 'memory_vectors'],
+    ] as const) {
       const held = await this.db.query<{ embedder: string; dimensions: number }>(
         `SELECT DISTINCT embedder, vector_dims(embedding) AS dimensions FROM ${table} WHERE embedding IS NOT NULL`,
       );
@@ -313,10 +316,7 @@ export class PostgresTransfer implements TransferStore {
 
   /** An online copy of a PostgreSQL database is a job for its own tools. */
   async backup(_path: string, _onProgress?: (done: number, total: number) => void): Promise<void> {
-    throw new CairnError(
-      'invalid_input',
-      'cairn backup copies an SQLite file; on PostgreSQL use pg_dump (e.g. pg_dump -Fc -f cairn.dump <database>) or `cairn export --out FILE`',
-    );
+    throw new CairnError('invalid_input', 'cairn backup copies an SQLite file; on PostgreSQL use pg_dump (e.g. pg_dump -Fc -f cairn.dump <database>) or `cairn export --out FILE`');
   }
 
   /**
@@ -370,10 +370,7 @@ export class PostgresTransfer implements TransferStore {
       const names = given.filter((n) => kind.columns.includes(n));
       const derived = kind.derive?.(record.row) ?? {};
       const allNames = [...names, ...Object.keys(derived)];
-      const values = [
-        ...names.map((n) => (n === kind.vector ? toVector(decodeVector(record.row[n], line, kind.type)) : record.row[n])),
-        ...Object.values(derived),
-      ];
+      const values = [...names.map((n) => (n === kind.vector ? toVector(decodeVector(record.row[n], line, kind.type)) : record.row[n])), ...Object.values(derived)];
       if (pending && (pending.kind !== kind || pending.names.join() !== allNames.join())) await flush();
       pending ??= { kind, names: allNames, rows: [] };
       pending.rows.push(values);
@@ -419,7 +416,9 @@ export class PostgresTransfer implements TransferStore {
     const overwritten = written.filter((c) => !key.includes(c));
     // A merge overwrites by the kind's key only: a clash on another unique key is an error, not a skipped row.
     const onConflict =
-      mode === 'restore' ? '' : `ON CONFLICT (${key.join(', ')}) ${overwritten.length === 0 ? 'DO NOTHING' : `DO UPDATE SET ${overwritten.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`}`;
+      mode === 'restore'
+        ? ''
+        : `ON CONFLICT (${key.join(', ')}) ${overwritten.length === 0 ? 'DO NOTHING' : `DO UPDATE SET ${overwritten.map((c) => `${c} = EXCLUDED.${c}`).join(', ')}`}`;
     const sql = `INSERT INTO ${kind.table} (${written.join(', ')}) OVERRIDING SYSTEM VALUE
       SELECT ${[...names.map((n) => `v.${n}`), ...extra.map(([, expr]) => expr)].join(', ')}
       FROM (VALUES ${tuples.join(', ')}) AS v(${names.join(', ')})

@@ -27,9 +27,10 @@ export function errorRowText(row: ErrorTextRow): string {
 export function indexAnalysedTerms(db: Database.Database, options: { fts?: boolean } = {}): Map<string, { rows: number; tokens: number }> {
   const written = new Map<string, { rows: number; tokens: number }>();
   const memories = (db.prepare('SELECT seq, content FROM memories').all() as { seq: number; content: string }[]).map((r) => ({ seq: r.seq, text: r.content }));
-  const errors = (db.prepare('SELECT seq, tool_name, keywords, symptom, cause, action FROM error_records').all() as (ErrorTextRow & { seq: number })[]).map(
-    (r) => ({ seq: r.seq, text: errorRowText(r) }),
-  );
+  const errors = (db.prepare('SELECT seq, tool_name, keywords, symptom, cause, action FROM error_records').all() as (ErrorTextRow & { seq: number })[]).map((r) => ({
+    seq: r.seq,
+    text: errorRowText(r),
+  }));
   const tables = [
     { fts: 'memories_fts', terms: 'memory_terms', key: 'memory_seq', rows: memories },
     { fts: 'error_records_fts', terms: 'error_record_terms', key: 'error_seq', rows: errors },

@@ -59,9 +59,7 @@ export class MessageKeywords {
     // Changes when another connection commits (data_version) or this one writes (total_changes).
     this.version = db.prepare('SELECT data_version AS version, total_changes() AS changes FROM pragma_data_version');
     // CROSS JOIN keeps json_each outermost: each hit is one rowid look-up, never a scan of the scope's index.
-    this.idsOf = db.prepare(
-      'SELECT m.seq, m.id FROM json_each(@seqs) AS j CROSS JOIN messages AS m ON m.seq = j.value WHERE m.user_id = @user AND m.agent_id = @agent',
-    ).raw();
+    this.idsOf = db.prepare('SELECT m.seq, m.id FROM json_each(@seqs) AS j CROSS JOIN messages AS m ON m.seq = j.value WHERE m.user_id = @user AND m.agent_id = @agent').raw();
   }
 
   /** The `limit` best messages of `scope` for the analysed `terms` (see TopKIndex.search). */
@@ -72,7 +70,9 @@ export class MessageKeywords {
     const within = filter.sessionKey === undefined ? undefined : (this.sessionSeqs.all(scope.userId, scope.agentId, filter.sessionKey) as number[]);
     const hits = index.search(terms, limit, { within });
     if (hits.length === 0) return [];
-    const ids = new Map((this.idsOf.all({ seqs: JSON.stringify(hits.map((h) => h.seq)), user: scope.userId, agent: scope.agentId }) as [number, string][]).map(([seq, id]) => [seq, id]));
+    const ids = new Map(
+      (this.idsOf.all({ seqs: JSON.stringify(hits.map((h) => h.seq)), user: scope.userId, agent: scope.agentId }) as [number, string][]).map(([seq, id]) => [seq, id]),
+    );
     return rankedHits(hits, ids);
   }
 

@@ -28,9 +28,7 @@ export class MessageKnn {
 
   /** The embedder and dimensions the index holds, or null when there is none. */
   private current(): { embedder: string; dimensions: number } | null {
-    const row = this.statements.get(`SELECT embedder, dimensions FROM vector_indexes WHERE target = 'message'`).get() as
-      | { embedder: string; dimensions: number }
-      | undefined;
+    const row = this.statements.get(`SELECT embedder, dimensions FROM vector_indexes WHERE target = 'message'`).get() as { embedder: string; dimensions: number } | undefined;
     return row ?? null;
   }
 
@@ -114,8 +112,6 @@ export class MessageKnn {
   }
 
   private hasVectors(embedderId: string, dimensions: number): boolean {
-    return (
-      this.statements.get('SELECT 1 FROM message_vectors WHERE embedder = ? AND length(embedding) = ? LIMIT 1').get(embedderId, dimensions * 4) !== undefined
-    );
+    return this.statements.get('SELECT 1 FROM message_vectors WHERE embedder = ? AND length(embedding) = ? LIMIT 1').get(embedderId, dimensions * 4) !== undefined;
   }
 }

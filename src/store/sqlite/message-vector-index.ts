@@ -132,12 +132,8 @@ export class MessageVectorIndex {
          WHERE v.saved > ? AND m.user_id = ? AND m.agent_id = ? ORDER BY v.saved`,
       )
       .raw();
-    this.readSnapshot = db.prepare(
-      'SELECT part, parts, generation, saves, data FROM message_vector_snapshots WHERE user_id = ? AND agent_id = ? AND embedder = ? ORDER BY part',
-    );
-    this.floats = db
-      .prepare('SELECT v.message_seq, v.embedding FROM json_each(?) AS j CROSS JOIN message_vectors AS v ON v.message_seq = j.value WHERE v.embedder = ?')
-      .raw();
+    this.readSnapshot = db.prepare('SELECT part, parts, generation, saves, data FROM message_vector_snapshots WHERE user_id = ? AND agent_id = ? AND embedder = ? ORDER BY part');
+    this.floats = db.prepare('SELECT v.message_seq, v.embedding FROM json_each(?) AS j CROSS JOIN message_vectors AS v ON v.message_seq = j.value WHERE v.embedder = ?').raw();
   }
 
   /** The index for `db`, or null when this runtime has no WebAssembly SIMD. */
@@ -317,7 +313,8 @@ export class MessageVectorIndex {
           read.head = { parts: row.parts, generation: row.generation, saves: row.saves, length: row.data.length };
         }
         const head = read.head;
-        if (row.part !== read.parts || row.parts !== head.parts || row.generation !== head.generation || row.saves !== head.saves) throw new Error('vector snapshot: parts of different snapshots');
+        if (row.part !== read.parts || row.parts !== head.parts || row.generation !== head.generation || row.saves !== head.saves)
+          throw new Error('vector snapshot: parts of different snapshots');
         read.parts++;
         yield row.data;
       }

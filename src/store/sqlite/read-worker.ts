@@ -38,7 +38,7 @@ if (port) {
     const call =
       part === undefined
         ? Promise.reject(new Error(`${String(method)} is not a pooled read`))
-        : ((part as unknown as Record<PooledRead, (...args: unknown[]) => Promise<unknown>>)[method]).apply(part, request.args);
+        : (part as unknown as Record<PooledRead, (...args: unknown[]) => Promise<unknown>>)[method].apply(part, request.args);
     call.then(
       // With the answer, what the worker now holds for the scope on this path (read-pool.ts keeps a large scope here).
       (result) => reply({ id: request.id, type: 'done', result, held: store.messages.heldBytes(method, request.args[0] as Scope) }),

@@ -103,8 +103,9 @@ export class SqliteCoordination implements CoordinationStore {
     const touched = this.touch();
     const prune = ++this.charges % pruneInterval(charge.maxTurns) === 0;
     const row = await turns.writes.run(() => {
-      const counted = turns.statements.get(
-        `INSERT INTO turn_budgets (user_id, agent_id, session_key, kind, name, used, last_allowed_at, allowed, touched)
+      const counted = turns.statements
+        .get(
+          `INSERT INTO turn_budgets (user_id, agent_id, session_key, kind, name, used, last_allowed_at, allowed, touched)
          VALUES (@user, @agent, @session, @kind, @name, 1, @now, 1, @touched)
          ON CONFLICT (user_id, agent_id, session_key, kind, name) DO UPDATE SET
            allowed = (@idle > 0 AND @now - last_allowed_at >= @idle) OR used < @limit,
@@ -112,17 +113,18 @@ export class SqliteCoordination implements CoordinationStore {
            last_allowed_at = CASE WHEN (@idle > 0 AND @now - last_allowed_at >= @idle) OR used < @limit THEN @now ELSE last_allowed_at END,
            touched = excluded.touched
          RETURNING used, last_allowed_at, allowed`,
-      ).get({
-        user: charge.scope.userId,
-        agent: charge.scope.agentId,
-        session: charge.sessionKey,
-        kind,
-        name,
-        now: charge.now,
-        idle: charge.idleMs,
-        limit: charge.limit,
-        touched,
-      }) as {
+        )
+        .get({
+          user: charge.scope.userId,
+          agent: charge.scope.agentId,
+          session: charge.sessionKey,
+          kind,
+          name,
+          now: charge.now,
+          idle: charge.idleMs,
+          limit: charge.limit,
+          touched,
+        }) as {
         used: number;
         last_allowed_at: number;
         allowed: number;
@@ -206,17 +208,20 @@ class SqliteClaim implements WorkClaim {
     ttlMs: number,
     private readonly table: { renew: (expiresAt: number) => Promise<boolean>; release: () => Promise<void> },
   ) {
-    this.heartbeat = setInterval(() => {
-      const next = Date.now() + ttlMs;
-      table.renew(next).then(
-        (renewed) => {
-          if (renewed) this.expiresAt = next;
-          else this.lose();
-        },
-        // A busy database skips one renewal; the lease outlasts two more attempts.
-        () => undefined,
-      );
-    }, Math.max(1, Math.floor(ttlMs / 3))).unref();
+    this.heartbeat = setInterval(
+      () => {
+        const next = Date.now() + ttlMs;
+        table.renew(next).then(
+          (renewed) => {
+            if (renewed) this.expiresAt = next;
+            else this.lose();
+          },
+          // A busy database skips one renewal; the lease outlasts two more attempts.
+          () => undefined,
+        );
+      },
+      Math.max(1, Math.floor(ttlMs / 3)),
+    ).unref();
   }
 
   get held(): boolean {

@@ -2,7 +2,16 @@ import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { CairnError } from '../../errors.js';
 import type { Scope } from '../../types.js';
-import { SAMPLE_HASH, SAMPLE_MODULUS, type EmbeddingStore, type EmbeddingTarget, type PendingEmbedding, type PendingEmbeddingsQuery, type QueuedEmbeddingTarget, type SavedEmbedding } from '../store.js';
+import {
+  SAMPLE_HASH,
+  SAMPLE_MODULUS,
+  type EmbeddingStore,
+  type EmbeddingTarget,
+  type PendingEmbedding,
+  type PendingEmbeddingsQuery,
+  type QueuedEmbeddingTarget,
+  type SavedEmbedding,
+} from '../store.js';
 import { errorRowText, type ErrorTextRow } from './analysed-terms.js';
 import type { MessageKnn } from './message-knn.js';
 import { Statements } from './statements.js';
@@ -106,9 +115,10 @@ export class SqliteEmbeddings implements EmbeddingStore {
 
   async countPendingEmbeddings(target: QueuedEmbeddingTarget, embedderId: string, after = 0): Promise<number> {
     const t = queued(target);
-    const row = this.stmt(
-      `SELECT count(*) AS n FROM ${t.base} b LEFT JOIN ${t.vectors} v ON v.${t.key} = b.seq WHERE b.seq > ? AND (v.${t.key} IS NULL OR v.embedder != ?)`,
-    ).get(after, embedderId) as { n: number };
+    const row = this.stmt(`SELECT count(*) AS n FROM ${t.base} b LEFT JOIN ${t.vectors} v ON v.${t.key} = b.seq WHERE b.seq > ? AND (v.${t.key} IS NULL OR v.embedder != ?)`).get(
+      after,
+      embedderId,
+    ) as { n: number };
     return row.n;
   }
 
@@ -145,8 +155,9 @@ export class SqliteEmbeddings implements EmbeddingStore {
       const from = range.lo + Math.floor((span * i) / limit);
       const to = range.lo + Math.floor((span * (i + 1)) / limit);
       if (to <= from) continue;
-      const start = from + (((i + 1) * SAMPLE_HASH) % SAMPLE_MODULUS) % (to - from);
-      const row = (next.get(scope.userId, scope.agentId, start, to, embedderId) ?? next.get(scope.userId, scope.agentId, from, start, embedderId)) as { embedding: Buffer } | undefined;
+      const start = from + ((((i + 1) * SAMPLE_HASH) % SAMPLE_MODULUS) % (to - from));
+      const row = (next.get(scope.userId, scope.agentId, start, to, embedderId) ?? next.get(scope.userId, scope.agentId, from, start, embedderId)) as
+        { embedding: Buffer } | undefined;
       if (row !== undefined) out.push(fromBlob(row.embedding));
     }
     return out;

@@ -6,19 +6,20 @@ import { Statements } from './statements.js';
 import { toBlob } from './vector-blob.js';
 import { errorRowText, storedTerms } from './analysed-terms.js';
 import type { WriteLock } from './write-lock.js';
-import type {
-  ErrorRecord,
-  ErrorRecordFilter,
-  ErrorRecordWrite,
-  ErrorStore,
-  RunStore,
-  KeywordCandidates,
-  Run,
-  RunSummary,
-  RunText,
-  RunWrite,
-} from '../store.js';
-import { ERROR_INSERT_COLUMNS, type ErrorRow, errorRecordValues, type RunRow, type RunTextRow, type ToolCallRow, toErrorRecord, toFlag, toRunSummary, toRunText, toToolCall } from '../history-rows.js';
+import type { ErrorRecord, ErrorRecordFilter, ErrorRecordWrite, ErrorStore, RunStore, KeywordCandidates, Run, RunSummary, RunText, RunWrite } from '../store.js';
+import {
+  ERROR_INSERT_COLUMNS,
+  type ErrorRow,
+  errorRecordValues,
+  type RunRow,
+  type RunTextRow,
+  type ToolCallRow,
+  toErrorRecord,
+  toFlag,
+  toRunSummary,
+  toRunText,
+  toToolCall,
+} from '../history-rows.js';
 
 /**
  * The current definitions of the trigram indexes. When a database holds another definition (an older
@@ -112,9 +113,7 @@ export class SqliteHistory implements RunStore, ErrorStore {
           ).lastInsertRowid,
         );
       }
-      const insert = this.stmt(
-        `INSERT INTO run_tool_calls (run_seq, name, arguments, result, is_error, duration_ms, at, source, reusable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      );
+      const insert = this.stmt(`INSERT INTO run_tool_calls (run_seq, name, arguments, result, is_error, duration_ms, at, source, reusable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
       for (const c of calls) insert.run(runSeq, c.name, c.arguments, c.result, c.isError ? 1 : 0, c.durationMs ?? null, c.at, c.source ?? 'host', toFlag(c.reusable));
     });
     const [saved] = await this.getRuns(scope, run.sessionKey, [run.taskId]);
@@ -132,16 +131,22 @@ export class SqliteHistory implements RunStore, ErrorStore {
   }
 
   async listRuns(scope: Scope, sessionKey: string, limit: number, offset = 0): Promise<RunSummary[]> {
-    const rows = this.stmt(
-      `SELECT * FROM runs WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY started_at DESC, seq DESC LIMIT ? OFFSET ?`,
-    ).all(scope.userId, scope.agentId, sessionKey, limit, offset) as RunRow[];
+    const rows = this.stmt(`SELECT * FROM runs WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY started_at DESC, seq DESC LIMIT ? OFFSET ?`).all(
+      scope.userId,
+      scope.agentId,
+      sessionKey,
+      limit,
+      offset,
+    ) as RunRow[];
     return rows.map(toRunSummary);
   }
 
   async openRunId(scope: Scope, sessionKey: string): Promise<string | null> {
-    const row = this.stmt(
-      `SELECT task_id FROM runs WHERE user_id = ? AND agent_id = ? AND session_key = ? AND ended_at IS NULL ORDER BY started_at DESC, seq DESC LIMIT 1`,
-    ).get(scope.userId, scope.agentId, sessionKey) as { task_id: string } | undefined;
+    const row = this.stmt(`SELECT task_id FROM runs WHERE user_id = ? AND agent_id = ? AND session_key = ? AND ended_at IS NULL ORDER BY started_at DESC, seq DESC LIMIT 1`).get(
+      scope.userId,
+      scope.agentId,
+      sessionKey,
+    ) as { task_id: string } | undefined;
     return row?.task_id ?? null;
   }
 
@@ -197,12 +202,8 @@ export class SqliteHistory implements RunStore, ErrorStore {
   }
 
   private findRun(scope: Scope, sessionKey: string, taskId: string): RunRow | undefined {
-    return this.stmt('SELECT * FROM runs WHERE user_id = ? AND agent_id = ? AND session_key = ? AND task_id = ?').get(
-      scope.userId,
-      scope.agentId,
-      sessionKey,
-      taskId,
-    ) as RunRow | undefined;
+    return this.stmt('SELECT * FROM runs WHERE user_id = ? AND agent_id = ? AND session_key = ? AND task_id = ?').get(scope.userId, scope.agentId, sessionKey, taskId) as
+      RunRow | undefined;
   }
 
   // ---- error records -----------------------------------------------------------------------
@@ -213,20 +214,17 @@ export class SqliteHistory implements RunStore, ErrorStore {
       const existing = this.findError(scope, record.id);
       if (existing) {
         const keywords = [...new Set([...(JSON.parse(existing.keywords) as string[]), ...record.keywords])];
-        this.stmt('UPDATE error_records SET keywords = ?, cause = coalesce(?, cause), updated_at = ? WHERE seq = ?').run(
-          JSON.stringify(keywords),
-          record.cause,
-          now,
-          existing.seq,
-        );
+        this.stmt('UPDATE error_records SET keywords = ?, cause = coalesce(?, cause), updated_at = ? WHERE seq = ?').run(JSON.stringify(keywords), record.cause, now, existing.seq);
         this.stmt('DELETE FROM error_records_fts WHERE rowid = ?').run(existing.seq);
         this.indexError(this.findError(scope, record.id)!);
         return;
       }
       const seq = Number(
-        this.stmt(
-          `INSERT INTO error_records (${ERROR_INSERT_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        ).run(...errorRecordValues(scope, record), now, now).lastInsertRowid,
+        this.stmt(`INSERT INTO error_records (${ERROR_INSERT_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
+          ...errorRecordValues(scope, record),
+          now,
+          now,
+        ).lastInsertRowid,
       );
       this.indexError(this.stmt('SELECT * FROM error_records WHERE seq = ?').get(seq) as ErrorRow);
     });
@@ -243,9 +241,13 @@ export class SqliteHistory implements RunStore, ErrorStore {
   async findErrorRecordsByPrefix(scope: Scope, prefix: string, limit: number): Promise<ErrorRecord[]> {
     if (!/^[0-9a-f]*$/.test(prefix)) return [];
     // Ids are lower-case hex, so a range on the unique index is an exact prefix match.
-    const rows = this.stmt(
-      `SELECT * FROM error_records WHERE user_id = ? AND agent_id = ? AND id >= ? AND id < ? ORDER BY id LIMIT ?`,
-    ).all(scope.userId, scope.agentId, prefix, `${prefix}g`, limit) as ErrorRow[];
+    const rows = this.stmt(`SELECT * FROM error_records WHERE user_id = ? AND agent_id = ? AND id >= ? AND id < ? ORDER BY id LIMIT ?`).all(
+      scope.userId,
+      scope.agentId,
+      prefix,
+      `${prefix}g`,
+      limit,
+    ) as ErrorRow[];
     return rows.map(toErrorRecord);
   }
 
@@ -300,9 +302,7 @@ export class SqliteHistory implements RunStore, ErrorStore {
   }
 
   private findError(scope: Scope, id: string): ErrorRow | undefined {
-    return this.stmt('SELECT * FROM error_records WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as
-      | ErrorRow
-      | undefined;
+    return this.stmt('SELECT * FROM error_records WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as ErrorRow | undefined;
   }
 
   private indexError(row: ErrorRow): void {

@@ -1,17 +1,9 @@
 import type Database from 'better-sqlite3';
 import { CairnError } from '../../errors.js';
 import { KNOWLEDGE_PATCH_COLUMNS, type KnowledgeFileRow, type KnowledgeResourceRow, toKnowledgeFile, toKnowledgeResource } from '../knowledge-rows.js';
-import type {
-  KnowledgeFileRecord,
-  KnowledgeResourcePatch,
-  KnowledgeResourceRecord,
-  KnowledgeStore,
-  KnowledgeSyncChange,
-  NewKnowledgeResource,
-} from '../store.js';
+import type { KnowledgeFileRecord, KnowledgeResourcePatch, KnowledgeResourceRecord, KnowledgeStore, KnowledgeSyncChange, NewKnowledgeResource } from '../store.js';
 import type { WriteLock } from './write-lock.js';
 import type { Scope } from '../../types.js';
-
 
 /** Owner condition on `knowledge_resources`; every query a caller reaches carries it. */
 const OWNED = 'user_id = ? AND agent_id = ?';
@@ -107,4 +99,3 @@ export class SqliteKnowledge implements KnowledgeStore {
     return this.db.prepare(`UPDATE knowledge_resources SET ${sets.join(', ')} WHERE id = ? AND ${OWNED}`).run(...params, id, scope.userId, scope.agentId).changes > 0;
   }
 }
-

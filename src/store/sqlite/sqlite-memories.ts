@@ -49,15 +49,23 @@ export class SqliteMemories implements MemoryStore {
 
   async getMemories(scope: Scope, ids: readonly string[]): Promise<Memory[]> {
     if (ids.length === 0) return [];
-    const rows = this.stmt(`SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id IN (SELECT value FROM json_each(?))`).all(scope.userId, scope.agentId, JSON.stringify(ids)) as MemoryRow[];
+    const rows = this.stmt(`SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id IN (SELECT value FROM json_each(?))`).all(
+      scope.userId,
+      scope.agentId,
+      JSON.stringify(ids),
+    ) as MemoryRow[];
     return orderBy(ids, rows.map(toMemory));
   }
 
   async listMemories(scope: Scope, query: ListMemoriesQuery): Promise<Memory[]> {
     const { clause, params } = memoryFilterSql(query);
-    const rows = this.stmt(
-      `SELECT * FROM memories m WHERE m.user_id = ? AND m.agent_id = ? ${clause} ORDER BY m.updated_at DESC, m.seq DESC LIMIT ? OFFSET ?`,
-    ).all(scope.userId, scope.agentId, ...params, query.limit, query.offset ?? 0) as MemoryRow[];
+    const rows = this.stmt(`SELECT * FROM memories m WHERE m.user_id = ? AND m.agent_id = ? ${clause} ORDER BY m.updated_at DESC, m.seq DESC LIMIT ? OFFSET ?`).all(
+      scope.userId,
+      scope.agentId,
+      ...params,
+      query.limit,
+      query.offset ?? 0,
+    ) as MemoryRow[];
     return rows.map(toMemory);
   }
 
@@ -105,11 +113,8 @@ export class SqliteMemories implements MemoryStore {
 
   async deleteMemory(scope: Scope, id: string): Promise<boolean> {
     return this.writes.run(() => {
-      const old = this.stmt('DELETE FROM memories WHERE user_id = ? AND agent_id = ? AND id = ? RETURNING version, content').get(
-        scope.userId,
-        scope.agentId,
-        id,
-      ) as { version: number; content: string } | undefined;
+      const old = this.stmt('DELETE FROM memories WHERE user_id = ? AND agent_id = ? AND id = ? RETURNING version, content').get(scope.userId, scope.agentId, id) as
+        { version: number; content: string } | undefined;
       if (old) auditMemory(this.statements, scope, id, 'delete', API_ACTOR, new Date().toISOString(), { oldVersion: old.version, oldContent: old.content });
       return old !== undefined;
     });
@@ -151,26 +156,28 @@ export class SqliteMemories implements MemoryStore {
 
 /** Inserts a memory row and its keyword index entry; false when the id exists already. */
 export function insertMemory(statements: Statements, scope: Scope, input: NewMemory & { id: string }, extractor: string, version: number, now: string): boolean {
-  const info = statements.get(
-    `INSERT INTO memories (id, user_id, agent_id, content, type, priority, scene_name, created_at, updated_at,
+  const info = statements
+    .get(
+      `INSERT INTO memories (id, user_id, agent_id, content, type, priority, scene_name, created_at, updated_at,
        activity_start, activity_end, source_message_ids, version, extractor)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-  ).run(
-    input.id,
-    scope.userId,
-    scope.agentId,
-    input.content,
-    input.type,
-    input.priority ?? DEFAULT_PRIORITY,
-    input.sceneName ?? '',
-    now,
-    now,
-    input.activityStart ?? null,
-    input.activityEnd ?? null,
-    JSON.stringify(input.sourceMessageIds ?? []),
-    version,
-    extractor,
-  );
+    )
+    .run(
+      input.id,
+      scope.userId,
+      scope.agentId,
+      input.content,
+      input.type,
+      input.priority ?? DEFAULT_PRIORITY,
+      input.sceneName ?? '',
+      now,
+      now,
+      input.activityStart ?? null,
+      input.activityEnd ?? null,
+      JSON.stringify(input.sourceMessageIds ?? []),
+      version,
+      extractor,
+    );
   if (info.changes === 0) return false;
   indexMemory(statements, info.lastInsertRowid, input.content);
   return true;

@@ -116,19 +116,18 @@ export class SqliteMessages implements MessageStore {
 
   async getMessages(scope: Scope, ids: readonly string[]): Promise<Message[]> {
     if (ids.length === 0) return [];
-    const rows = this.stmt(`SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND id IN (SELECT value FROM json_each(?))`).all(scope.userId, scope.agentId, JSON.stringify(ids)) as MessageRow[];
+    const rows = this.stmt(`SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND id IN (SELECT value FROM json_each(?))`).all(
+      scope.userId,
+      scope.agentId,
+      JSON.stringify(ids),
+    ) as MessageRow[];
     return orderBy(ids, rows.map(toMessage));
   }
 
   async listMessages(scope: Scope, query: ListMessagesQuery): Promise<Message[]> {
     const rows = (
       query.sessionKey === undefined
-        ? this.stmt(`SELECT * FROM messages WHERE user_id = ? AND agent_id = ? ORDER BY seq LIMIT ? OFFSET ?`).all(
-            scope.userId,
-            scope.agentId,
-            query.limit,
-            query.offset ?? 0,
-          )
+        ? this.stmt(`SELECT * FROM messages WHERE user_id = ? AND agent_id = ? ORDER BY seq LIMIT ? OFFSET ?`).all(scope.userId, scope.agentId, query.limit, query.offset ?? 0)
         : this.stmt(`SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY seq LIMIT ? OFFSET ?`).all(
             scope.userId,
             scope.agentId,
@@ -142,11 +141,8 @@ export class SqliteMessages implements MessageStore {
 
   async deleteMessage(scope: Scope, id: string): Promise<boolean> {
     return this.writes.run(() => {
-      const row = this.stmt('DELETE FROM messages WHERE user_id = ? AND agent_id = ? AND id = ? RETURNING seq, session_key').get(
-        scope.userId,
-        scope.agentId,
-        id,
-      ) as { seq: number; session_key: string } | undefined;
+      const row = this.stmt('DELETE FROM messages WHERE user_id = ? AND agent_id = ? AND id = ? RETURNING seq, session_key').get(scope.userId, scope.agentId, id) as
+        { seq: number; session_key: string } | undefined;
       if (!row) return false;
       this.messageIndex.afterDelete(row.seq, { ...scope, sessionKey: row.session_key });
       return true;
@@ -264,9 +260,11 @@ export class SqliteMessages implements MessageStore {
    */
   saveVectorSnapshot(snapshot: VectorSnapshot): Promise<void> {
     if (this.db.readonly || !this.db.open || !this.vectorOptions.saveCaches) return Promise.resolve();
-    this.snapshotWrites = this.snapshotWrites.then(() => this.writeVectorSnapshot(snapshot)).catch(() => {
-      // Busy past the timeout, or closed meanwhile: the next process reads the vectors instead.
-    });
+    this.snapshotWrites = this.snapshotWrites
+      .then(() => this.writeVectorSnapshot(snapshot))
+      .catch(() => {
+        // Busy past the timeout, or closed meanwhile: the next process reads the vectors instead.
+      });
     return this.snapshotWrites;
   }
 

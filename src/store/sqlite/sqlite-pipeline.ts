@@ -23,9 +23,8 @@ export class SqlitePipeline implements PipelineStore {
   }
 
   async pipelineState(scope: Scope, sessionKey: string): Promise<PipelineState> {
-    const row = this.stmt(
-      'SELECT * FROM pipeline_cursors WHERE user_id = ? AND agent_id = ? AND session_key = ?',
-    ).get(scope.userId, scope.agentId, sessionKey) as CursorRow | undefined;
+    const row = this.stmt('SELECT * FROM pipeline_cursors WHERE user_id = ? AND agent_id = ? AND session_key = ?').get(scope.userId, scope.agentId, sessionKey) as
+      CursorRow | undefined;
     return this.toPipelineState(scope, sessionKey, row);
   }
 
@@ -39,33 +38,36 @@ export class SqlitePipeline implements PipelineStore {
        WHERE s.max_seq > coalesce(c.last_seq, 0) OR c.failures > 0
        ORDER BY s.user_id, s.agent_id, s.session_key`,
     ).all() as (CursorRow & { user_id: string; agent_id: string; session_key: string })[];
-    return rows.map((row) =>
-      this.toPipelineState({ userId: row.user_id, agentId: row.agent_id }, row.session_key, row.last_seq === null ? undefined : row),
-    );
+    return rows.map((row) => this.toPipelineState({ userId: row.user_id, agentId: row.agent_id }, row.session_key, row.last_seq === null ? undefined : row));
   }
 
   async messagesAfter(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
-    const rows = this.stmt(
-      'SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq > ? ORDER BY seq LIMIT ?',
-    ).all(scope.userId, scope.agentId, sessionKey, cursor, limit) as MessageRow[];
+    const rows = this.stmt('SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq > ? ORDER BY seq LIMIT ?').all(
+      scope.userId,
+      scope.agentId,
+      sessionKey,
+      cursor,
+      limit,
+    ) as MessageRow[];
     return rows.map((row) => ({ ...toMessage(row), seq: row.seq }));
   }
 
   async messagesBefore(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
-    const rows = this.stmt(
-      'SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq <= ? ORDER BY seq DESC LIMIT ?',
-    ).all(scope.userId, scope.agentId, sessionKey, cursor, limit) as MessageRow[];
+    const rows = this.stmt('SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq <= ? ORDER BY seq DESC LIMIT ?').all(
+      scope.userId,
+      scope.agentId,
+      sessionKey,
+      cursor,
+      limit,
+    ) as MessageRow[];
     return rows.reverse().map((row) => ({ ...toMessage(row), seq: row.seq }));
   }
 
   async commitExtraction(commit: ExtractionCommit): Promise<void> {
     const { scope, sessionKey } = commit;
     await this.writes.run(() => {
-      const cursor = this.stmt('SELECT last_seq FROM pipeline_cursors WHERE user_id = ? AND agent_id = ? AND session_key = ?').get(
-        scope.userId,
-        scope.agentId,
-        sessionKey,
-      ) as { last_seq: number } | undefined;
+      const cursor = this.stmt('SELECT last_seq FROM pipeline_cursors WHERE user_id = ? AND agent_id = ? AND session_key = ?').get(scope.userId, scope.agentId, sessionKey) as
+        { last_seq: number } | undefined;
       const at = cursor?.last_seq ?? 0;
       if (at !== commit.fromCursor) {
         throw new CairnError('conflict', `extraction cursor of session ${sessionKey} is at ${at}, not ${commit.fromCursor}: the batch was already committed`);
@@ -125,9 +127,7 @@ export class SqlitePipeline implements PipelineStore {
 
   async restoreSuperseded(scope: Scope, id: string, actor: string): Promise<Memory[]> {
     const restored = await this.writes.run(() => {
-      const target = this.stmt('SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as
-        | MemoryRow
-        | undefined;
+      const target = this.stmt('SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as MemoryRow | undefined;
       if (!target) throw new CairnError('not_found', `memory ${id} not found`);
       if (target.superseded_by === null) throw new CairnError('invalid_input', `memory ${id} is not superseded; nothing to undo`);
       const now = new Date().toISOString();
@@ -139,7 +139,12 @@ export class SqlitePipeline implements PipelineStore {
          WHERE user_id = ? AND agent_id = ? AND superseded_by = ? AND superseded_in IS ? RETURNING id, version, content`,
       ).all(scope.userId, scope.agentId, target.superseded_by, target.superseded_in) as { id: string; version: number; content: string }[];
       for (const row of back) {
-        auditMemory(this.statements, scope, row.id, 'restore', actor, now, { oldVersion: row.version, newVersion: row.version, newContent: row.content, relatedId: target.superseded_by });
+        auditMemory(this.statements, scope, row.id, 'restore', actor, now, {
+          oldVersion: row.version,
+          newVersion: row.version,
+          newContent: row.content,
+          relatedId: target.superseded_by,
+        });
       }
       const hidden = decision.startsWith(UNDO_DECISION)
         ? // Undoing an undo: what that undo restored is superseded again, by the memory now restored.
@@ -170,11 +175,7 @@ export class SqlitePipeline implements PipelineStore {
   }
 
   async memoryAudit(scope: Scope, id: string): Promise<MemoryAuditEntry[]> {
-    const rows = this.stmt('SELECT * FROM memory_audit WHERE user_id = ? AND agent_id = ? AND memory_id = ? ORDER BY seq').all(
-      scope.userId,
-      scope.agentId,
-      id,
-    ) as MemoryAuditRow[];
+    const rows = this.stmt('SELECT * FROM memory_audit WHERE user_id = ? AND agent_id = ? AND memory_id = ? ORDER BY seq').all(scope.userId, scope.agentId, id) as MemoryAuditRow[];
     return rows.map(toMemoryAuditEntry);
   }
 

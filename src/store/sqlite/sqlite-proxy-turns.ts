@@ -44,9 +44,7 @@ export class SqliteProxyTurns implements ProxyTurnStore {
   async proxiedSessions(scope: Scope, sessionKeys: readonly string[]): Promise<Set<string>> {
     if (sessionKeys.length === 0) return new Set();
     const rows = this.statements
-      .get(
-        `SELECT DISTINCT session_key FROM proxy_turns WHERE user_id = ? AND agent_id = ? AND session_key IN (SELECT value FROM json_each(?))`,
-      )
+      .get(`SELECT DISTINCT session_key FROM proxy_turns WHERE user_id = ? AND agent_id = ? AND session_key IN (SELECT value FROM json_each(?))`)
       .pluck()
       .all(scope.userId, scope.agentId, JSON.stringify(sessionKeys)) as string[];
     return new Set(rows);

@@ -112,16 +112,10 @@ export function storedRows(db: Database.Database): number {
  * The transaction spans the awaits of reading the file: restore is the only writer of the process, and a
  * bad record anywhere rolls everything back. Returns the rows written per record type.
  */
-export async function restoreRecords(
-  db: Database.Database,
-  records: AsyncIterable<DumpRecord>,
-  onProgress: (done: number) => void = () => {},
-): Promise<Record<string, number>> {
+export async function restoreRecords(db: Database.Database, records: AsyncIterable<DumpRecord>, onProgress: (done: number) => void = () => {}): Promise<Record<string, number>> {
   const held = storedRows(db);
   if (held > 0) throw new CairnError('conflict', `restore needs an empty database; this one holds ${held} row(s) (nothing was changed)`);
-  const columns = new Map<string, Set<string>>(
-    KINDS.map((k) => [k.type, new Set((db.pragma(`table_info(${k.table})`) as { name: string }[]).map((c) => c.name))]),
-  );
+  const columns = new Map<string, Set<string>>(KINDS.map((k) => [k.type, new Set((db.pragma(`table_info(${k.table})`) as { name: string }[]).map((c) => c.name))]));
   columns.set('fts_totals', new Set(['table', 'rows', 'tokens']));
   const totals = new Map<string, { rows: number; tokens: number }>();
   const inserts = new Map<string, Database.Statement>();

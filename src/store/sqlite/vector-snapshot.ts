@@ -64,7 +64,14 @@ export function encodeVectorSnapshot(image: VectorRowsImage): ArrayBuffer {
   const bytes = new Uint8Array(offset + sizes.reduce((sum, n) => sum + align(n), 0));
   new DataView(bytes.buffer).setUint32(0, json.length, true);
   bytes.set(json, 4);
-  const parts = [image.seqs.subarray(0, image.size), image.scales.subarray(0, image.size), image.center ?? new Float64Array(0), image.sessions.subarray(0, image.size), image.rows, image.codes];
+  const parts = [
+    image.seqs.subarray(0, image.size),
+    image.scales.subarray(0, image.size),
+    image.center ?? new Float64Array(0),
+    image.sessions.subarray(0, image.size),
+    image.rows,
+    image.codes,
+  ];
   parts.forEach((part, i) => {
     if (part.byteLength !== sizes[i]) throw new RangeError(`vector snapshot: section ${i} holds ${part.byteLength} bytes, expected ${sizes[i]}`);
     bytes.set(new Uint8Array(part.buffer, part.byteOffset, part.byteLength), offset);
