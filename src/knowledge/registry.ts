@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { realpath, stat } from 'node:fs/promises';
-import { basename, resolve, sep } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { z } from 'zod';
 import { CairnError, describeError, isCairnError } from '../errors.js';
 import { parseInput } from '../parse-input.js';
@@ -8,6 +8,7 @@ import { errorResult, textResult, type ToolResult } from '../tool-result.js';
 import { claimWhenFree, workNames } from '../store/coordination.js';
 import type { KnowledgeResourceRecord, KnowledgeType, Store } from '../store/store.js';
 import type { Scope } from '../types.js';
+import { type AllowedRoot, type Grants, isUnder, outsideRoots, resolveGrants } from './allowed-roots.js';
 import { CodeGraph, isCodePath, type CodeFileData } from './code-graph.js';
 import { FolderWatcher } from './folder-watcher.js';
 import { IndexRunner } from './index-runner.js';
@@ -141,7 +142,7 @@ export class KnowledgeRegistry {
   private async addNow(scope: Scope, input: NewKnowledge, registrar: Registrar): Promise<KnowledgeResource> {
     const valid = parseInput(newKnowledgeSchema, input, 'knowledge resource');
     const requested = resolve(valid.path);
-    const grants = registrar === 'operator' ? null : await this.grants(registrar);
+    const grants = registrar === 'operator' ? null : await resolveGrants(this.options.roots, registrar);
     const roots = grants && grants.of(scope);
     // Lexical check first, so a caller confined to the roots learns nothing about folders outside them.
     if (roots && !roots.some((r) => isUnder(requested, r.given) || isUnder(requested, r.real))) throw outsideRoots(requested, roots);
@@ -536,28 +537,6 @@ export class KnowledgeRegistry {
     return record;
   }
 
-  /** `knowledge.roots` with their real paths (a root that does not resolve keeps only its given path); null when unset in local mode. */
-  private async grants(registrar: Exclude<Registrar, 'operator'>): Promise<Grants | null> {
-    const entries = Object.entries(this.options.roots ?? {}).filter(([, folders]) => folders.length > 0);
-    if (entries.length === 0) {
-      if (registrar === 'loopback') return null;
-      throw new CairnError(
-        'forbidden',
-        'registering folders with an API key needs knowledge.roots in the server config (absolute folders tenants may index); none is set, so only the operator can register folders (cairn knowledge add)',
-      );
-    }
-    const byKey = new Map<string, AllowedRoot[]>(
-      await Promise.all(
-        entries.map(
-          async ([key, folders]) =>
-            [key, await Promise.all(folders.map(async (given) => ({ given: resolve(given), real: await realpath(given).catch(() => resolve(given)) })))] as const,
-        ),
-      ),
-    );
-    const named = (scope: Scope) => [...(byKey.get(scope.userId) ?? []), ...(byKey.get(`${scope.userId}/${scope.agentId}`) ?? [])];
-    return { of: (scope) => [...(byKey.get('*') ?? []), ...named(scope)], named };
-  }
-
   /**
    * Refuses `root` when it is, holds or lies inside another scope's resource, unless both scopes are mapped
    * by name (not `*`) to roots holding both folders: the operator shared them. Which scope and folder it
@@ -581,19 +560,6 @@ export class KnowledgeRegistry {
     const { version: _version, ...rest } = record;
     return { ...rest, syncing: this.jobs.has(record.id), progress: this.progress.get(record.id) ?? null };
   }
-}
-
-type AllowedRoot = { given: string; real: string };
-/** `knowledge.roots` resolved: the roots a scope may register under, and those mapped to it by name (not `*`). */
-type Grants = { of: (scope: Scope) => AllowedRoot[]; named: (scope: Scope) => AllowedRoot[] };
-
-function isUnder(path: string, root: string): boolean {
-  return path === root || path.startsWith(root.endsWith(sep) ? root : `${root}${sep}`);
-}
-
-function outsideRoots(path: string, roots: readonly AllowedRoot[]): CairnError {
-  if (roots.length === 0) return new CairnError('forbidden', `${path} is not under knowledge.roots: none is mapped to you, so you cannot register folders`);
-  return new CairnError('forbidden', `${path} is not under knowledge.roots (${roots.map((r) => r.given).join(', ')}); only folders there may be registered`);
 }
 
 function clip(text: string, max: number): string {
