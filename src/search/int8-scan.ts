@@ -12,30 +12,24 @@
  */
 
 import {
-  BLOCK,
-  BR_IF,
   constant,
-  EMPTY_BLOCK,
-  END,
   F64_CONVERT_I32_S,
   F64_LOAD,
   F64_MUL,
   F64_STORE,
+  forRange,
   functionModule,
   get,
   I16X8_EXTEND_HIGH_I8X16_S,
   I16X8_EXTEND_LOW_I8X16_S,
   I32,
   I32_ADD,
-  I32_GE_U,
   I32_LOAD,
-  I32_LT_U,
   I32_MUL,
   I32X4_ADD,
   I32X4_DOT_I16X8_S,
   I32X4_EXTRACT_LANE,
   load,
-  LOOP,
   set,
   simd,
   tee,
@@ -79,26 +73,26 @@ export function kernelModule(width: number, indexed = false): Uint8Array {
   }
   code.push(...get(rows), ...set(row), ...get(scales), ...set(scale));
   code.push(...get(cursor), ...get(count), ...constant(step), I32_MUL, I32_ADD, ...set(end));
-  // block { if cursor >= end break; loop { out[i] = Σ lanes × scale; advance; continue while cursor < end } }
-  code.push(BLOCK, EMPTY_BLOCK, ...get(cursor), ...get(end), I32_GE_U, BR_IF, 0, LOOP, EMPTY_BLOCK);
+  // Per row: out[i] = Σ lanes × scale, then out (and, unindexed, scale) move on.
+  const body: number[] = [];
   if (indexed) {
     // row = rows + width × index, scale = scales + 8 × index.
-    code.push(...get(rows), ...get(indices), I32_LOAD, 2, 0, ...tee(scale), ...constant(width), I32_MUL, I32_ADD, ...set(row));
-    code.push(...get(scales), ...get(scale), ...constant(8), I32_MUL, I32_ADD, ...set(scale));
+    body.push(...get(rows), ...get(indices), I32_LOAD, 2, 0, ...tee(scale), ...constant(width), I32_MUL, I32_ADD, ...set(row));
+    body.push(...get(scales), ...get(scale), ...constant(8), I32_MUL, I32_ADD, ...set(scale));
   }
   for (let j = 0; j < lanes; j++) {
-    code.push(...get(row), ...load(j * LANE_BYTES), ...tee(lane), ...simd(I16X8_EXTEND_LOW_I8X16_S), ...get(low(j)), ...simd(I32X4_DOT_I16X8_S));
-    if (j > 0) code.push(...simd(I32X4_ADD));
-    code.push(...get(lane), ...simd(I16X8_EXTEND_HIGH_I8X16_S), ...get(high(j)), ...simd(I32X4_DOT_I16X8_S), ...simd(I32X4_ADD));
+    body.push(...get(row), ...load(j * LANE_BYTES), ...tee(lane), ...simd(I16X8_EXTEND_LOW_I8X16_S), ...get(low(j)), ...simd(I32X4_DOT_I16X8_S));
+    if (j > 0) body.push(...simd(I32X4_ADD));
+    body.push(...get(lane), ...simd(I16X8_EXTEND_HIGH_I8X16_S), ...get(high(j)), ...simd(I32X4_DOT_I16X8_S), ...simd(I32X4_ADD));
   }
-  code.push(...set(sum), ...get(out));
-  code.push(...get(sum), ...simd(I32X4_EXTRACT_LANE, 0), ...get(sum), ...simd(I32X4_EXTRACT_LANE, 1), I32_ADD);
-  code.push(...get(sum), ...simd(I32X4_EXTRACT_LANE, 2), I32_ADD, ...get(sum), ...simd(I32X4_EXTRACT_LANE, 3), I32_ADD);
+  body.push(...set(sum), ...get(out));
+  body.push(...get(sum), ...simd(I32X4_EXTRACT_LANE, 0), ...get(sum), ...simd(I32X4_EXTRACT_LANE, 1), I32_ADD);
+  body.push(...get(sum), ...simd(I32X4_EXTRACT_LANE, 2), I32_ADD, ...get(sum), ...simd(I32X4_EXTRACT_LANE, 3), I32_ADD);
   // out = f64(dot) × scale; out moves on by 8 bytes.
-  code.push(F64_CONVERT_I32_S, ...get(scale), F64_LOAD, 3, 0, F64_MUL, F64_STORE, 3, 0);
-  code.push(...get(out), ...constant(8), I32_ADD, ...set(out));
-  if (!indexed) code.push(...get(scale), ...constant(8), I32_ADD, ...set(scale));
-  code.push(...get(cursor), ...constant(step), I32_ADD, ...tee(cursor), ...get(end), I32_LT_U, BR_IF, 0, END, END);
+  body.push(F64_CONVERT_I32_S, ...get(scale), F64_LOAD, 3, 0, F64_MUL, F64_STORE, 3, 0);
+  body.push(...get(out), ...constant(8), I32_ADD, ...set(out));
+  if (!indexed) body.push(...get(scale), ...constant(8), I32_ADD, ...set(scale));
+  code.push(...forRange(cursor, end, step, body));
   return functionModule(
     'dots',
     6,

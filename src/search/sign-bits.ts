@@ -14,19 +14,14 @@
  * after subtracting their mean (`center`), which spreads their angles apart.
  */
 import {
-  BLOCK,
-  BR_IF,
   constant,
-  EMPTY_BLOCK,
-  END,
+  forRange,
   functionModule,
   get,
   I32,
   I32_ADD,
-  I32_GE_U,
   I32_LE_S,
   I32_LOAD,
-  I32_LT_U,
   I32_MUL,
   I32_STORE,
   I32_WRAP_I64,
@@ -35,7 +30,6 @@ import {
   I64_POPCNT,
   I64_XOR,
   load64,
-  LOOP,
   set,
   tee,
 } from './wasm-assembler.js';
@@ -72,16 +66,16 @@ export function hammingModule(width: number): Uint8Array {
   const code: number[] = [];
   for (let j = 0; j < words; j++) code.push(...get(query), ...load64(j * 8), ...set(queryWord(j)));
   code.push(...get(rows), ...get(count), ...constant(width), I32_MUL, I32_ADD, ...set(end), ...get(rows), ...set(row));
-  // block { if row >= end break; loop { d = Σ popcount(row ^ query); out[i] = d; histogram[d]++; row += width; out += 4; continue while row < end } }
-  code.push(BLOCK, EMPTY_BLOCK, ...get(row), ...get(end), I32_GE_U, BR_IF, 0, LOOP, EMPTY_BLOCK);
+  // Per row: d = Σ popcount(row ^ query); out[i] = d; histogram[d]++; out += 4.
+  const body: number[] = [];
   for (let j = 0; j < words; j++) {
-    code.push(...get(row), ...load64(j * 8), ...get(queryWord(j)), I64_XOR, I64_POPCNT);
-    if (j > 0) code.push(I64_ADD);
+    body.push(...get(row), ...load64(j * 8), ...get(queryWord(j)), I64_XOR, I64_POPCNT);
+    if (j > 0) body.push(I64_ADD);
   }
-  code.push(I32_WRAP_I64, ...set(distance));
-  code.push(...get(out), ...get(distance), I32_STORE, 2, 0, ...get(out), ...constant(4), I32_ADD, ...set(out));
-  code.push(...get(histogram), ...get(distance), ...constant(4), I32_MUL, I32_ADD, ...tee(slot), ...get(slot), I32_LOAD, 2, 0, ...constant(1), I32_ADD, I32_STORE, 2, 0);
-  code.push(...get(row), ...constant(width), I32_ADD, ...tee(row), ...get(end), I32_LT_U, BR_IF, 0, END, END);
+  body.push(I32_WRAP_I64, ...set(distance));
+  body.push(...get(out), ...get(distance), I32_STORE, 2, 0, ...get(out), ...constant(4), I32_ADD, ...set(out));
+  body.push(...get(histogram), ...get(distance), ...constant(4), I32_MUL, I32_ADD, ...tee(slot), ...get(slot), I32_LOAD, 2, 0, ...constant(1), I32_ADD, I32_STORE, 2, 0);
+  code.push(...forRange(row, end, width, body));
   return functionModule(
     'hamming',
     5,
@@ -104,12 +98,12 @@ export function selectModule(): Uint8Array {
   const [distances, count, limit, out, end, at, stop, index] = [0, 1, 2, 3, 4, 5, 6, 7];
   const code: number[] = [];
   code.push(...get(distances), ...get(count), ...constant(4), I32_MUL, I32_ADD, ...set(stop), ...get(distances), ...set(at));
-  // block { if at >= stop break; loop { out[0] = index; out += 4 × (distance ≤ limit); at += 4; index++; continue while at < stop } }
-  code.push(BLOCK, EMPTY_BLOCK, ...get(at), ...get(stop), I32_GE_U, BR_IF, 0, LOOP, EMPTY_BLOCK);
-  code.push(...get(out), ...get(index), I32_STORE, 2, 0);
-  code.push(...get(out), ...get(at), I32_LOAD, 2, 0, ...get(limit), I32_LE_S, ...constant(4), I32_MUL, I32_ADD, ...set(out));
-  code.push(...get(index), ...constant(1), I32_ADD, ...set(index));
-  code.push(...get(at), ...constant(4), I32_ADD, ...tee(at), ...get(stop), I32_LT_U, BR_IF, 0, END, END);
+  // Per distance: out[0] = index; out += 4 × (distance ≤ limit); index++.
+  const body: number[] = [];
+  body.push(...get(out), ...get(index), I32_STORE, 2, 0);
+  body.push(...get(out), ...get(at), I32_LOAD, 2, 0, ...get(limit), I32_LE_S, ...constant(4), I32_MUL, I32_ADD, ...set(out));
+  body.push(...get(index), ...constant(1), I32_ADD, ...set(index));
+  code.push(...forRange(at, stop, 4, body));
   code.push(...get(end), ...get(out), I32_STORE, 2, 0);
   return functionModule('select', 5, [[3, I32]], code);
 }

@@ -1,7 +1,7 @@
 /**
  * The few pieces needed to write a one-function WebAssembly module by hand, from named instructions (no
- * toolchain at build or run time): the SIMD scans of `int8-scan.ts` and `sign-bits.ts` are assembled with
- * them. Encodings are those of the WebAssembly core and SIMD specifications.
+ * toolchain at build or run time): the SIMD scans of `int8-scan.ts` and `sign-bits.ts` and the static
+ * model's pooling (`embed/local/static-pooling.ts`) are assembled with them. Encodings are those of the WebAssembly core and SIMD specifications.
  */
 
 /** Value types. */
@@ -92,6 +92,16 @@ export const get = (local: number): number[] => [LOCAL_GET, ...unsigned(local)];
 export const set = (local: number): number[] => [LOCAL_SET, ...unsigned(local)];
 export const tee = (local: number): number[] => [LOCAL_TEE, ...unsigned(local)];
 export const constant = (n: number): number[] => [I32_CONST, ...signed(n)];
+
+/**
+ * `block { if cursor >= end break; loop { body; cursor += step; continue while cursor < end } }`: runs
+ * `body` for the i32 local `cursor` from its value up to the i32 local `end` (unsigned), `step` at a time.
+ */
+export function forRange(cursor: number, end: number, step: number, body: number[]): number[] {
+  const code = [BLOCK, EMPTY_BLOCK, ...get(cursor), ...get(end), I32_GE_U, BR_IF, 0, LOOP, EMPTY_BLOCK, ...body];
+  code.push(...get(cursor), ...constant(step), I32_ADD, ...tee(cursor), ...get(end), I32_LT_U, BR_IF, 0, END, END);
+  return code;
+}
 
 const name = (text: string): number[] => [...unsigned(text.length), ...Array.from(text, (c) => c.charCodeAt(0))];
 const section = (id: number, bytes: number[]): number[] => [id, ...unsigned(bytes.length), ...bytes];

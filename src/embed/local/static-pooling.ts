@@ -1,27 +1,20 @@
 import {
-  BLOCK,
-  BR_IF,
   constant,
-  EMPTY_BLOCK,
-  END,
   F32_LOAD,
   F32X4_ADD,
   F32X4_MUL,
   F32X4_SPLAT,
+  forRange,
   functionModule,
   get,
   I32,
   I32_ADD,
-  I32_GE_U,
   I32_LOAD,
-  I32_LT_U,
   I32_MUL,
   load,
-  LOOP,
   set,
   simd,
   store,
-  tee,
   V128,
 } from '../../search/wasm-assembler.js';
 
@@ -35,81 +28,21 @@ const PAGE_BYTES = 65_536;
  */
 export function poolingModule(): Uint8Array {
   const [table, rows, weights, count, width, out, end, row, j, w] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
-  const code = [
-    ...get(rows),
-    ...get(count),
-    ...constant(4),
-    I32_MUL,
-    I32_ADD,
-    ...set(end),
-    BLOCK,
-    EMPTY_BLOCK,
-    ...get(rows),
-    ...get(end),
-    I32_GE_U,
-    BR_IF,
-    0,
-    LOOP,
-    EMPTY_BLOCK,
-    ...get(table),
-    ...get(rows),
-    I32_LOAD,
-    2,
-    0,
-    ...get(width),
-    I32_MUL,
-    I32_ADD,
-    ...set(row),
-    ...get(weights),
-    F32_LOAD,
-    2,
-    0,
-    ...simd(F32X4_SPLAT),
-    ...set(w),
-    ...constant(0),
-    ...set(j),
-    LOOP,
-    EMPTY_BLOCK,
-    // out[j] += row[j] × w, four floats.
-    ...get(out),
-    ...get(j),
-    I32_ADD,
-    ...get(out),
-    ...get(j),
-    I32_ADD,
-    ...load(0),
-    ...get(row),
-    ...get(j),
-    I32_ADD,
-    ...load(0),
-    ...get(w),
-    ...simd(F32X4_MUL),
-    ...simd(F32X4_ADD),
-    ...store(0),
-    ...get(j),
-    ...constant(16),
-    I32_ADD,
-    ...tee(j),
-    ...get(width),
-    I32_LT_U,
-    BR_IF,
-    0,
-    END,
-    ...get(weights),
-    ...constant(4),
-    I32_ADD,
-    ...set(weights),
-    ...get(rows),
-    ...constant(4),
-    I32_ADD,
-    ...tee(rows),
-    ...get(end),
-    I32_LT_U,
-    BR_IF,
-    0,
-    END,
-    END,
-  ];
+  // out[j] += row[j] × w, four floats at a time.
+  const addRow: number[] = [];
+  addRow.push(...get(out), ...get(j), I32_ADD);
+  addRow.push(...get(out), ...get(j), I32_ADD, ...load(0));
+  addRow.push(...get(row), ...get(j), I32_ADD, ...load(0));
+  addRow.push(...get(w), ...simd(F32X4_MUL), ...simd(F32X4_ADD), ...store(0));
+  // Per listed row: row = table + rows[i] × width, w = splat(weights[i]), add it, weights += 4.
+  const perRow: number[] = [];
+  perRow.push(...get(table), ...get(rows), I32_LOAD, 2, 0, ...get(width), I32_MUL, I32_ADD, ...set(row));
+  perRow.push(...get(weights), F32_LOAD, 2, 0, ...simd(F32X4_SPLAT), ...set(w));
+  perRow.push(...constant(0), ...set(j), ...forRange(j, width, 16, addRow));
+  perRow.push(...get(weights), ...constant(4), I32_ADD, ...set(weights));
+  const code: number[] = [];
+  code.push(...get(rows), ...get(count), ...constant(4), I32_MUL, I32_ADD, ...set(end));
+  code.push(...forRange(rows, end, 4, perRow));
   return functionModule(
     'pool',
     6,
