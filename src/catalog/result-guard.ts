@@ -133,13 +133,11 @@ export class BoundedLineBuffer {
   constructor(private readonly limits: ResultLimits) {}
 
   append(chunk: Buffer): void {
-    let start = 0;
-    for (let nl = chunk.indexOf(0x0a, start); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
-      this.take(chunk.subarray(start, nl));
-      this.endLine();
-      start = nl + 1;
-    }
-    if (start < chunk.length) this.take(chunk.subarray(start));
+    splitLines(
+      chunk,
+      (part) => this.take(part),
+      () => this.endLine(),
+    );
   }
 
   readMessage(): JSONRPCMessage | null {
@@ -186,6 +184,21 @@ export class BoundedLineBuffer {
     this.pendingBytes = 0;
     if (line.trim() !== '') this.ready.push(line);
   }
+}
+
+/**
+ * Feeds one chunk of a newline-delimited stream to a line reader: each piece of a line to `part` (a line
+ * may span chunks), then `end` at each newline. The reader keeps the pieces, so it can bound a line as
+ * it streams in instead of holding it whole.
+ */
+export function splitLines(chunk: Buffer, part: (piece: Buffer) => void, end: () => void): void {
+  let start = 0;
+  for (let nl = chunk.indexOf(0x0a, start); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
+    part(chunk.subarray(start, nl));
+    end();
+    start = nl + 1;
+  }
+  if (start < chunk.length) part(chunk.subarray(start));
 }
 
 function lastBytes(b: Buffer): Buffer {

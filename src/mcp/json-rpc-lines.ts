@@ -1,4 +1,5 @@
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
+import { splitLines } from '../catalog/result-guard.js';
 
 /** JSON-RPC 2.0 error codes for messages that never reach a handler. */
 export const PARSE_ERROR = -32700;
@@ -28,13 +29,11 @@ export class JsonRpcLines {
   ) {}
 
   push(chunk: Buffer): void {
-    let start = 0;
-    for (let nl = chunk.indexOf(0x0a, start); nl !== -1; nl = chunk.indexOf(0x0a, start)) {
-      this.append(chunk.subarray(start, nl));
-      this.finishLine();
-      start = nl + 1;
-    }
-    if (start < chunk.length) this.append(chunk.subarray(start));
+    splitLines(
+      chunk,
+      (part) => this.append(part),
+      () => this.finishLine(),
+    );
   }
 
   private append(part: Buffer): void {

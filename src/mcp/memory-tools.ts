@@ -1,10 +1,11 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer, ToolCallback } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import { CairnError } from '../errors.js';
 import { budgetSentence } from '../memory/budget.js';
 import { conversationSearchParams, memorySearchParams } from '../memory/search-params.js';
 import { MEMORY_TYPES, MESSAGE_ROLES, type NewMessage } from '../types.js';
-import { runTool, sessionSentence, turnOf, type ToolContext } from './tool-context.js';
+import type { TurnRef } from '../cairn.js';
+import { runTool, sessionSentence, turnOf, type ToolContext, type ToolExtra } from './tool-context.js';
 import { textResult } from '../tool-result.js';
 
 const strategy = z.enum(['hybrid', 'embedding', 'fts', 'none']);
@@ -68,42 +69,28 @@ const conversationWriteParams = z.object({
 export function registerMemoryTools(server: McpServer, ctx: ToolContext): void {
   const limit = budgetSentence(ctx.cairn.callsPerTurn);
 
-  server.registerTool(
-    'memory_search',
-    {
-      title: 'Memory Search',
-      description:
-        "Search the user's long-term structured memories: preferences, facts about them, past events and standing instructions. " +
-        `Try this first when you need to recall something about the user. ${limit}`,
-      inputSchema: memorySearchParams,
-      outputSchema: searchOutput(memoryHit),
-      annotations: { readOnlyHint: true, openWorldHint: false },
-    },
-    (args, extra) =>
-      // The seed's failure texts: `Memory search failed: …`, `Conversation search failed: …`.
-      runTool(ctx, 'Memory search', async () => {
-        const r = await ctx.cairn.searchMemoriesInTurn(turnOf(ctx, extra), args);
-        return textResult(r.text, searchContent(r));
-      }),
-  );
+  registerSearchTool(server, ctx, 'memory_search', {
+    title: 'Memory Search',
+    description:
+      "Search the user's long-term structured memories: preferences, facts about them, past events and standing instructions. " +
+      `Try this first when you need to recall something about the user. ${limit}`,
+    inputSchema: memorySearchParams,
+    hit: memoryHit,
+    // The seed's failure texts: `Memory search failed: …`, `Conversation search failed: …`.
+    failure: 'Memory search',
+    search: (turn, args) => ctx.cairn.searchMemoriesInTurn(turn, args),
+  });
 
-  server.registerTool(
-    'conversation_search',
-    {
-      title: 'Conversation Search',
-      description:
-        'Search past conversation messages for exact wording, timelines or session context. ' +
-        `Use it when memory_search is not enough or you need what was actually said. ${limit}`,
-      inputSchema: conversationSearchParams,
-      outputSchema: searchOutput(conversationHit),
-      annotations: { readOnlyHint: true, openWorldHint: false },
-    },
-    (args, extra) =>
-      runTool(ctx, 'Conversation search', async () => {
-        const r = await ctx.cairn.searchConversationsInTurn(turnOf(ctx, extra), args);
-        return textResult(r.text, searchContent(r));
-      }),
-  );
+  registerSearchTool(server, ctx, 'conversation_search', {
+    title: 'Conversation Search',
+    description:
+      'Search past conversation messages for exact wording, timelines or session context. ' +
+      `Use it when memory_search is not enough or you need what was actually said. ${limit}`,
+    inputSchema: conversationSearchParams,
+    hit: conversationHit,
+    failure: 'Conversation search',
+    search: (turn, args) => ctx.cairn.searchConversationsInTurn(turn, args),
+  });
 
   server.registerTool(
     'conversation_write',
@@ -176,6 +163,35 @@ export function registerMemoryTools(server: McpServer, ctx: ToolContext): void {
         if (!(await ctx.cairn.deleteMemory(scope, args.id))) throw new CairnError('not_found', `memory ${args.id} not found`);
         return textResult(`Deleted memory ${args.id}.`, { id: args.id, deleted: true });
       }),
+  );
+}
+
+/** What a search tool's answer holds: the formatted text and what {@link searchContent} reports. */
+type SearchAnswer = Parameters<typeof searchContent>[0] & { text: string };
+
+/** A read-only search tool: its answer is the formatted text, with the hits as structured content. */
+function registerSearchTool<S extends z.ZodObject>(
+  server: McpServer,
+  ctx: ToolContext,
+  name: string,
+  tool: { title: string; description: string; inputSchema: S; hit: z.ZodType; failure: string; search: (turn: TurnRef, args: z.infer<S>) => Promise<SearchAnswer> },
+): void {
+  // The SDK parses `args` with `inputSchema`, but its callback type stays unresolved for a generic schema.
+  const run = ((args: z.infer<S>, extra: ToolExtra) =>
+    runTool(ctx, tool.failure, async () => {
+      const r = await tool.search(turnOf(ctx, extra), args);
+      return textResult(r.text, searchContent(r));
+    })) as ToolCallback<S>;
+  server.registerTool(
+    name,
+    {
+      title: tool.title,
+      description: tool.description,
+      inputSchema: tool.inputSchema,
+      outputSchema: searchOutput(tool.hit),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    run,
   );
 }
 
