@@ -1,6 +1,6 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import type { Cairn, TurnSearchResult } from '../cairn.js';
+import type { Cairn, TurnRef, TurnSearchResult } from '../cairn.js';
 import type { ConversationSearchResult } from '../memory/conversation-search.js';
 import type { MemorySearchResult } from '../memory/memory-search.js';
 import type { NewMessage } from '../types.js';
@@ -12,36 +12,22 @@ const captureResponse = z.object({ l0_recorded: z.number().int().describe('Messa
 
 /** The seed's gateway endpoints: `POST /search/memories`, `POST /search/conversations`, `POST /capture`. */
 export function addSeedRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
-  app.post(
-    '/search/memories',
-    describe({
-      operationId: 'searchMemories',
-      summary: 'memory_search (seed endpoint; counts against the turn budget)',
-      body: searchMemoriesBody,
-      turn: true,
-      responses: { 200: searchResponse },
-    }),
-    async (c) => {
+  const addTurnSearch = <S extends z.ZodType>(
+    path: string,
+    operationId: string,
+    summary: string,
+    body: S,
+    search: (turn: TurnRef, body: z.infer<S>) => Promise<SeedSearchResult>,
+  ) =>
+    app.post(path, describe({ operationId, summary, body, turn: true, responses: { 200: searchResponse } }), async (c) => {
       const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h), c.get('key'));
-      const body = await readBody(c, searchMemoriesBody);
-      return c.json(toSearchResponse(await cairn.searchMemoriesInTurn(turn, body)));
-    },
+      return c.json(toSearchResponse(await search(turn, await readBody(c, body))));
+    });
+  addTurnSearch('/search/memories', 'searchMemories', 'memory_search (seed endpoint; counts against the turn budget)', searchMemoriesBody, (turn, body) =>
+    cairn.searchMemoriesInTurn(turn, body),
   );
-
-  app.post(
-    '/search/conversations',
-    describe({
-      operationId: 'searchConversations',
-      summary: 'conversation_search (seed endpoint; counts against the turn budget)',
-      body: searchConversationsBody,
-      turn: true,
-      responses: { 200: searchResponse },
-    }),
-    async (c) => {
-      const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h), c.get('key'));
-      const body = await readBody(c, searchConversationsBody);
-      return c.json(toSearchResponse(await cairn.searchConversationsInTurn(turn, body)));
-    },
+  addTurnSearch('/search/conversations', 'searchConversations', 'conversation_search (seed endpoint; counts against the turn budget)', searchConversationsBody, (turn, body) =>
+    cairn.searchConversationsInTurn(turn, body),
   );
 
   app.post(
@@ -63,7 +49,9 @@ export function addSeedRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
   );
 }
 
-function toSearchResponse(r: TurnSearchResult<MemorySearchResult | ConversationSearchResult>): z.infer<typeof searchResponse> {
+type SeedSearchResult = TurnSearchResult<MemorySearchResult | ConversationSearchResult>;
+
+function toSearchResponse(r: SeedSearchResult): z.infer<typeof searchResponse> {
   const body: z.infer<typeof searchResponse> = { results: r.text, total: r.results.length, strategy: r.strategy };
   if (r.embedder !== null) body.embedder = r.embedder;
   if (!r.budget.allowed) body.budget_exhausted = true;
