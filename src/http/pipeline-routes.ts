@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { Cairn, ExtractionRun, MemoryAuditEntry, PipelineSessionStatus } from '../cairn.js';
 import type { Scope } from '../types.js';
-import { claimOf, requestScope, resolveScope, type AppEnv, type AuthMode } from './caller.js';
+import { requestScope, type AppEnv, type AuthMode } from './caller.js';
 import { describe } from './openapi.js';
 import { memoryWire, messageWire, readBody, toMemoryWire, toMessageWire } from './wire.js';
 
@@ -77,11 +77,7 @@ export function addPipelineRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMod
     describe({ operationId: 'recall', summary: 'Auto-recall context for the start of a turn (seed endpoint)', body: recallBody, responses: { 200: recallResponse } }),
     async (c) => {
       const body = await readBody(c, recallBody);
-      const scope = resolveScope(
-        mode,
-        c.get('key'),
-        claimOf((h) => c.req.header(h), { userId: body.user_id, agentId: body.agent_id }),
-      );
+      const scope = requestScope(c, mode, body);
       const result = await cairn.recall(scope, { query: body.query, session_key: body.session_key });
       return c.json(result satisfies z.infer<typeof recallResponse>);
     },

@@ -4,7 +4,7 @@ import type { Cairn, TurnRef, TurnSearchResult } from '../cairn.js';
 import type { ConversationSearchResult } from '../memory/conversation-search.js';
 import type { MemorySearchResult } from '../memory/memory-search.js';
 import type { NewMessage } from '../types.js';
-import { claimOf, requestScope, resolveScope, restConnection, turnOf, type AppEnv, type AuthMode } from './caller.js';
+import { requestScope, restConnection, turnOf, type AppEnv, type AuthMode } from './caller.js';
 import { describe } from './openapi.js';
 import { captureBody, readBody, searchConversationsBody, searchMemoriesBody, searchResponse } from './wire.js';
 
@@ -35,11 +35,7 @@ export function addSeedRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
     describe({ operationId: 'capture', summary: 'Record one user/assistant exchange (seed endpoint)', body: captureBody, responses: { 200: captureResponse } }),
     async (c) => {
       const body = await readBody(c, captureBody);
-      const scope = resolveScope(
-        mode,
-        c.get('key'),
-        claimOf((h) => c.req.header(h), { userId: body.user_id, agentId: body.agent_id }),
-      );
+      const scope = requestScope(c, mode, body);
       const common = { scope, sessionKey: body.session_key, timestamp: body.timestamp ?? null };
       const messages: NewMessage[] = [{ ...common, role: 'user', content: body.user_content }];
       if (body.assistant_content !== '') messages.push({ ...common, role: 'assistant', content: body.assistant_content });
