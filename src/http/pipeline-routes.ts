@@ -4,7 +4,7 @@ import type { Cairn, ExtractionRun, MemoryAuditEntry, PipelineSessionStatus } fr
 import type { Scope } from '../types.js';
 import { requestScope, type AppEnv, type AuthMode } from './caller.js';
 import { describe } from './openapi.js';
-import { memoryWire, messageWire, readBody, toMemoryWire, toMessageWire } from './wire.js';
+import { memoryWire, messageWire, readBody, toMemoryWire, toMessageWire, wireFields } from './wire.js';
 
 export const recallBody = z.strictObject({
   query: z.string().describe("The user's new message; the per-turn block is what is relevant to it."),
@@ -141,28 +141,10 @@ function toSessionWire(s: PipelineSessionStatus): z.infer<typeof pipelineRespons
   return {
     user_id: s.scope.userId,
     agent_id: s.scope.agentId,
-    session_key: s.sessionKey,
-    state: s.state,
-    pending_messages: s.pendingMessages,
-    pending_user_turns: s.pendingUserTurns,
-    threshold: s.threshold,
-    batches: s.batches,
-    failures: s.failures,
-    last_error: s.lastError,
-    last_run_at: s.lastRunAt,
-    next_retry_at: s.nextRetryAt,
+    ...wireFields(s, ['sessionKey', 'state', 'pendingMessages', 'pendingUserTurns', 'threshold', 'batches', 'failures', 'lastError', 'lastRunAt', 'nextRetryAt']),
   };
 }
 
 function toAuditWire(h: MemoryAuditEntry): z.infer<typeof auditWire> {
-  return {
-    action: h.action,
-    actor: h.actor,
-    at: h.at,
-    old_version: h.oldVersion,
-    new_version: h.newVersion,
-    old_content: h.oldContent,
-    new_content: h.newContent,
-    related_id: h.relatedId,
-  };
+  return wireFields(h, ['action', 'actor', 'at', 'oldVersion', 'newVersion', 'oldContent', 'newContent', 'relatedId']);
 }

@@ -151,18 +151,18 @@ export const readyWire = z.object({
   }),
 });
 
+/** `oldVersion` → `old_version`: a field's wire name is its TypeScript name in snake_case. */
+type SnakeCase<S extends string> = S extends `${infer H}${infer T}` ? `${H extends Lowercase<H> ? H : `_${Lowercase<H>}`}${SnakeCase<T>}` : S;
+
+/** The named fields of `source` under their snake_case wire names, in the order named (the rest are left out). */
+export function wireFields<T extends object, K extends keyof T & string>(source: T, keys: readonly K[]): { [P in K as SnakeCase<P>]: T[P] } {
+  const wire: Record<string, unknown> = {};
+  for (const key of keys) wire[key.replace(/[A-Z]/g, (ch) => `_${ch.toLowerCase()}`)] = source[key];
+  return wire as { [P in K as SnakeCase<P>]: T[P] };
+}
+
 export function toMessageWire(m: Message): z.infer<typeof messageWire> {
-  return {
-    id: m.id,
-    user_id: m.scope.userId,
-    agent_id: m.scope.agentId,
-    session_key: m.sessionKey,
-    role: m.role,
-    content: m.content,
-    name: m.name,
-    recorded_at: m.recordedAt,
-    timestamp: m.timestamp,
-  };
+  return { id: m.id, user_id: m.scope.userId, agent_id: m.scope.agentId, ...wireFields(m, ['sessionKey', 'role', 'content', 'name', 'recordedAt', 'timestamp']) };
 }
 
 export function toMemoryWire(m: Memory): z.infer<typeof memoryWire> {
@@ -170,18 +170,20 @@ export function toMemoryWire(m: Memory): z.infer<typeof memoryWire> {
     id: m.id,
     user_id: m.scope.userId,
     agent_id: m.scope.agentId,
-    content: m.content,
-    type: m.type,
-    priority: m.priority,
-    scene_name: m.sceneName,
-    activity_start: m.activityStart,
-    activity_end: m.activityEnd,
-    source_message_ids: m.sourceMessageIds,
-    created_at: m.createdAt,
-    updated_at: m.updatedAt,
-    version: m.version,
-    extractor: m.extractor,
-    superseded_by: m.supersededBy,
+    ...wireFields(m, [
+      'content',
+      'type',
+      'priority',
+      'sceneName',
+      'activityStart',
+      'activityEnd',
+      'sourceMessageIds',
+      'createdAt',
+      'updatedAt',
+      'version',
+      'extractor',
+      'supersededBy',
+    ]),
   };
 }
 
