@@ -4,7 +4,7 @@ import type { Cairn, ExtractionRun, MemoryAuditEntry, PipelineSessionStatus } fr
 import type { Scope } from '../types.js';
 import { requestScope, type AppEnv, type AuthMode } from './caller.js';
 import { describe } from './openapi.js';
-import { memoryWire, messageWire, readBody, toMemoryWire, toMessageWire, wireFields } from './wire.js';
+import { memoryWire, messageWire, readScopedBody, toMemoryWire, toMessageWire, wireFields } from './wire.js';
 
 export const recallBody = z.strictObject({
   query: z.string().describe("The user's new message; the per-turn block is what is relevant to it."),
@@ -76,8 +76,7 @@ export function addPipelineRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMod
     '/recall',
     describe({ operationId: 'recall', summary: 'Auto-recall context for the start of a turn (seed endpoint)', body: recallBody, responses: { 200: recallResponse } }),
     async (c) => {
-      const body = await readBody(c, recallBody);
-      const scope = requestScope(c, mode, body);
+      const { body, scope } = await readScopedBody(c, mode, recallBody);
       const result = await cairn.recall(scope, { query: body.query, session_key: body.session_key });
       return c.json(result satisfies z.infer<typeof recallResponse>);
     },

@@ -6,7 +6,7 @@ import type { MemorySearchResult } from '../memory/memory-search.js';
 import type { NewMessage } from '../types.js';
 import { requestScope, restConnection, turnOf, type AppEnv, type AuthMode } from './caller.js';
 import { describe } from './openapi.js';
-import { captureBody, readBody, searchConversationsBody, searchMemoriesBody, searchResponse } from './wire.js';
+import { captureBody, readBody, readScopedBody, searchConversationsBody, searchMemoriesBody, searchResponse } from './wire.js';
 
 const captureResponse = z.object({ l0_recorded: z.number().int().describe('Messages recorded (an empty assistant_content records only the user message).') });
 
@@ -34,8 +34,7 @@ export function addSeedRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
     '/capture',
     describe({ operationId: 'capture', summary: 'Record one user/assistant exchange (seed endpoint)', body: captureBody, responses: { 200: captureResponse } }),
     async (c) => {
-      const body = await readBody(c, captureBody);
-      const scope = requestScope(c, mode, body);
+      const { body, scope } = await readScopedBody(c, mode, captureBody);
       const common = { scope, sessionKey: body.session_key, timestamp: body.timestamp ?? null };
       const messages: NewMessage[] = [{ ...common, role: 'user', content: body.user_content }];
       if (body.assistant_content !== '') messages.push({ ...common, role: 'assistant', content: body.assistant_content });

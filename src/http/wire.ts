@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { CairnError, describeError, type CairnErrorCode } from '../errors.js';
 import { parseInput } from '../parse-input.js';
 import { conversationSearchParams, memorySearchParams } from '../memory/search-params.js';
-import { MEMORY_TYPES, MESSAGE_ROLES, type Memory, type Message } from '../types.js';
+import { MEMORY_TYPES, MESSAGE_ROLES, type Memory, type Message, type Scope } from '../types.js';
+import { requestScope, type AppEnv, type AuthMode } from './caller.js';
 import { STATUS_BY_CODE, type ErrorBody } from './error-response.js';
 
 // Request bodies are strict: an unknown field is a 400, never silently dropped. Field names are the
@@ -205,6 +206,16 @@ export async function readBody<S extends z.ZodType>(c: Context, schema: S): Prom
     throw new CairnError('invalid_input', `malformed JSON body: ${describeError(err)}`);
   }
   return parseInput(schema, value, 'body');
+}
+
+/** A seed endpoint's JSON body (see {@link readBody}) and the scope it acts in: the body's `user_id`/`agent_id` must agree with the key and headers. */
+export async function readScopedBody<S extends z.ZodType<{ user_id?: string | undefined; agent_id?: string | undefined }>>(
+  c: Context<AppEnv>,
+  mode: AuthMode,
+  schema: S,
+): Promise<{ body: z.infer<S>; scope: Scope }> {
+  const body = await readBody(c, schema);
+  return { body, scope: requestScope(c, mode, body) };
 }
 
 /** The query string, validated. */
