@@ -88,11 +88,14 @@ function nonEmpty(value: string | undefined): string | undefined {
 /** Hono environment of the app: the authenticated key (or null) of the request. */
 export type AppEnv = { Variables: { key: ApiKey | null } };
 
-/** The scope of a request from its key and `x-cairn-*` headers. */
-export function requestScope(c: Context<AppEnv>, mode: AuthMode): Scope {
+/**
+ * The scope of a request from its key and `x-cairn-*` headers, plus the `user_id`/`agent_id` body fields
+ * of the seed endpoints, which must agree with the headers.
+ */
+export function requestScope(c: Context<AppEnv>, mode: AuthMode, body: { user_id?: string | undefined; agent_id?: string | undefined } = {}): Scope {
   return resolveScope(
     mode,
     c.get('key'),
-    claimOf((h) => c.req.header(h)),
+    claimOf((h) => c.req.header(h), { userId: body.user_id, agentId: body.agent_id }),
   );
 }

@@ -8,7 +8,7 @@ import { writeResultParams } from '../history/write-result.js';
 import type { ErrorRecord, Run } from '../store/store.js';
 import { CALLER_HEADERS, requestScope, type AppEnv, type AuthMode } from './caller.js';
 import { describe } from './openapi.js';
-import { readBody, readQuery } from './wire.js';
+import { readBody, readQuery, wireFields } from './wire.js';
 
 // Wire shapes of the history tools: snake_case, strict bodies; the façade validates the tool parameters.
 
@@ -248,36 +248,11 @@ export function addHistoryRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode
 
 function toRunWire(run: Run): z.infer<typeof runWire> {
   return {
-    task_id: run.taskId,
-    session_key: run.sessionKey,
-    objective: run.objective,
-    reply: run.reply,
-    model: run.model,
-    started_at: run.startedAt,
-    ended_at: run.endedAt,
-    tool_calls: run.toolCalls.map((t) => ({
-      name: t.name,
-      arguments: t.arguments,
-      result: t.result,
-      is_error: t.isError,
-      duration_ms: t.durationMs,
-      at: t.at,
-      source: t.source,
-    })),
+    ...wireFields(run, ['taskId', 'sessionKey', 'objective', 'reply', 'model', 'startedAt', 'endedAt']),
+    tool_calls: run.toolCalls.map((t) => wireFields(t, ['name', 'arguments', 'result', 'isError', 'durationMs', 'at', 'source'])),
   };
 }
 
 function toErrorWire(r: ErrorRecord): z.infer<typeof errorRecordWire> {
-  return {
-    hash: shortHash(r.id),
-    id: r.id,
-    tool_name: r.toolName,
-    keywords: r.keywords,
-    symptom: r.symptom,
-    cause: r.cause,
-    action: r.action,
-    outcome: r.outcome,
-    created_at: r.createdAt,
-    updated_at: r.updatedAt,
-  };
+  return { hash: shortHash(r.id), ...wireFields(r, ['id', 'toolName', 'keywords', 'symptom', 'cause', 'action', 'outcome', 'createdAt', 'updatedAt']) };
 }

@@ -2,9 +2,9 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { Cairn, ExtractionRun, MemoryAuditEntry, PipelineSessionStatus } from '../cairn.js';
 import type { Scope } from '../types.js';
-import { claimOf, requestScope, resolveScope, type AppEnv, type AuthMode } from './caller.js';
+import { requestScope, type AppEnv, type AuthMode } from './caller.js';
 import { describe } from './openapi.js';
-import { memoryWire, messageWire, readBody, toMemoryWire, toMessageWire } from './wire.js';
+import { memoryWire, messageWire, readScopedBody, toMemoryWire, toMessageWire, wireFields } from './wire.js';
 
 export const recallBody = z.strictObject({
   query: z.string().describe("The user's new message; the per-turn block is what is relevant to it."),
@@ -76,12 +76,7 @@ export function addPipelineRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMod
     '/recall',
     describe({ operationId: 'recall', summary: 'Auto-recall context for the start of a turn (seed endpoint)', body: recallBody, responses: { 200: recallResponse } }),
     async (c) => {
-      const body = await readBody(c, recallBody);
-      const scope = resolveScope(
-        mode,
-        c.get('key'),
-        claimOf((h) => c.req.header(h), { userId: body.user_id, agentId: body.agent_id }),
-      );
+      const { body, scope } = await readScopedBody(c, mode, recallBody);
       const result = await cairn.recall(scope, { query: body.query, session_key: body.session_key });
       return c.json(result satisfies z.infer<typeof recallResponse>);
     },
@@ -145,28 +140,10 @@ function toSessionWire(s: PipelineSessionStatus): z.infer<typeof pipelineRespons
   return {
     user_id: s.scope.userId,
     agent_id: s.scope.agentId,
-    session_key: s.sessionKey,
-    state: s.state,
-    pending_messages: s.pendingMessages,
-    pending_user_turns: s.pendingUserTurns,
-    threshold: s.threshold,
-    batches: s.batches,
-    failures: s.failures,
-    last_error: s.lastError,
-    last_run_at: s.lastRunAt,
-    next_retry_at: s.nextRetryAt,
+    ...wireFields(s, ['sessionKey', 'state', 'pendingMessages', 'pendingUserTurns', 'threshold', 'batches', 'failures', 'lastError', 'lastRunAt', 'nextRetryAt']),
   };
 }
 
 function toAuditWire(h: MemoryAuditEntry): z.infer<typeof auditWire> {
-  return {
-    action: h.action,
-    actor: h.actor,
-    at: h.at,
-    old_version: h.oldVersion,
-    new_version: h.newVersion,
-    old_content: h.oldContent,
-    new_content: h.newContent,
-    related_id: h.relatedId,
-  };
+  return wireFields(h, ['action', 'actor', 'at', 'oldVersion', 'newVersion', 'oldContent', 'newContent', 'relatedId']);
 }

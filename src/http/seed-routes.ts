@@ -1,59 +1,40 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import type { Cairn, TurnSearchResult } from '../cairn.js';
+import type { Cairn, TurnRef, TurnSearchResult } from '../cairn.js';
 import type { ConversationSearchResult } from '../memory/conversation-search.js';
 import type { MemorySearchResult } from '../memory/memory-search.js';
 import type { NewMessage } from '../types.js';
-import { claimOf, requestScope, resolveScope, restConnection, turnOf, type AppEnv, type AuthMode } from './caller.js';
+import { requestScope, restConnection, turnOf, type AppEnv, type AuthMode } from './caller.js';
 import { describe } from './openapi.js';
-import { captureBody, readBody, searchConversationsBody, searchMemoriesBody, searchResponse } from './wire.js';
+import { captureBody, readBody, readScopedBody, searchConversationsBody, searchMemoriesBody, searchResponse } from './wire.js';
 
 const captureResponse = z.object({ l0_recorded: z.number().int().describe('Messages recorded (an empty assistant_content records only the user message).') });
 
 /** The seed's gateway endpoints: `POST /search/memories`, `POST /search/conversations`, `POST /capture`. */
 export function addSeedRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
-  app.post(
-    '/search/memories',
-    describe({
-      operationId: 'searchMemories',
-      summary: 'memory_search (seed endpoint; counts against the turn budget)',
-      body: searchMemoriesBody,
-      turn: true,
-      responses: { 200: searchResponse },
-    }),
-    async (c) => {
+  const addTurnSearch = <S extends z.ZodType>(
+    path: string,
+    operationId: string,
+    summary: string,
+    body: S,
+    search: (turn: TurnRef, body: z.infer<S>) => Promise<SeedSearchResult>,
+  ) =>
+    app.post(path, describe({ operationId, summary, body, turn: true, responses: { 200: searchResponse } }), async (c) => {
       const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h), c.get('key'));
-      const body = await readBody(c, searchMemoriesBody);
-      return c.json(toSearchResponse(await cairn.searchMemoriesInTurn(turn, body)));
-    },
+      return c.json(toSearchResponse(await search(turn, await readBody(c, body))));
+    });
+  addTurnSearch('/search/memories', 'searchMemories', 'memory_search (seed endpoint; counts against the turn budget)', searchMemoriesBody, (turn, body) =>
+    cairn.searchMemoriesInTurn(turn, body),
   );
-
-  app.post(
-    '/search/conversations',
-    describe({
-      operationId: 'searchConversations',
-      summary: 'conversation_search (seed endpoint; counts against the turn budget)',
-      body: searchConversationsBody,
-      turn: true,
-      responses: { 200: searchResponse },
-    }),
-    async (c) => {
-      const turn = turnOf(requestScope(c, mode), (h) => c.req.header(h), c.get('key'));
-      const body = await readBody(c, searchConversationsBody);
-      return c.json(toSearchResponse(await cairn.searchConversationsInTurn(turn, body)));
-    },
+  addTurnSearch('/search/conversations', 'searchConversations', 'conversation_search (seed endpoint; counts against the turn budget)', searchConversationsBody, (turn, body) =>
+    cairn.searchConversationsInTurn(turn, body),
   );
 
   app.post(
     '/capture',
     describe({ operationId: 'capture', summary: 'Record one user/assistant exchange (seed endpoint)', body: captureBody, responses: { 200: captureResponse } }),
     async (c) => {
-      const body = await readBody(c, captureBody);
-      const scope = resolveScope(
-        mode,
-        c.get('key'),
-        claimOf((h) => c.req.header(h), { userId: body.user_id, agentId: body.agent_id }),
-      );
+      const { body, scope } = await readScopedBody(c, mode, captureBody);
       const common = { scope, sessionKey: body.session_key, timestamp: body.timestamp ?? null };
       const messages: NewMessage[] = [{ ...common, role: 'user', content: body.user_content }];
       if (body.assistant_content !== '') messages.push({ ...common, role: 'assistant', content: body.assistant_content });
@@ -63,7 +44,9 @@ export function addSeedRoutes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): 
   );
 }
 
-function toSearchResponse(r: TurnSearchResult<MemorySearchResult | ConversationSearchResult>): z.infer<typeof searchResponse> {
+type SeedSearchResult = TurnSearchResult<MemorySearchResult | ConversationSearchResult>;
+
+function toSearchResponse(r: SeedSearchResult): z.infer<typeof searchResponse> {
   const body: z.infer<typeof searchResponse> = { results: r.text, total: r.results.length, strategy: r.strategy };
   if (r.embedder !== null) body.embedder = r.embedder;
   if (!r.budget.allowed) body.budget_exhausted = true;

@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import type { Cairn } from '../cairn.js';
 import { CairnError } from '../errors.js';
 import { z } from 'zod';
-import type { MemoryPatch, NewMemory } from '../types.js';
+import type { MemoryPatch, NewMemory, Scope } from '../types.js';
 import { requestScope, restConnection, type AppEnv, type AuthMode } from './caller.js';
 import { describe } from './openapi.js';
 import {
@@ -25,6 +25,22 @@ const page = { limit: z.number().int(), offset: z.number().int() };
 
 /** Cairn's resource API: conversations, messages and memories under `/v1`, all in the request's scope. */
 export function addV1Routes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): void {
+  /** `GET path`: one page of the scope's rows (as wire objects) under `doc.rows`, with the limit and offset it was read with. */
+  const addPageRoute = <S extends z.ZodObject<{ limit: z.ZodType<number>; offset: z.ZodType<number> }>>(
+    path: string,
+    doc: { operationId: string; summary: string; query: S; rows: string; wire: z.ZodType },
+    list: (scope: Scope, q: z.infer<S>) => Promise<unknown[]>,
+  ) =>
+    app.get(
+      path,
+      describe({ operationId: doc.operationId, summary: doc.summary, query: doc.query, responses: { 200: z.object({ [doc.rows]: z.array(doc.wire), ...page }) } }),
+      async (c) => {
+        const scope = requestScope(c, mode);
+        const q = readQuery(c, doc.query);
+        return c.json({ [doc.rows]: await list(scope, q), limit: q.limit, offset: q.offset });
+      },
+    );
+
   app.post(
     '/v1/conversations',
     describe({ operationId: 'addConversation', summary: 'Record 1-500 messages of a session', body: addConversationBody, responses: { 201: idsResponse } }),
@@ -39,20 +55,10 @@ export function addV1Routes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): vo
     },
   );
 
-  app.get(
+  addPageRoute(
     '/v1/conversations',
-    describe({
-      operationId: 'listMessages',
-      summary: 'List messages, oldest first',
-      query: listConversationsQuery,
-      responses: { 200: z.object({ messages: z.array(messageWire), ...page }) },
-    }),
-    async (c) => {
-      const scope = requestScope(c, mode);
-      const q = readQuery(c, listConversationsQuery);
-      const messages = await cairn.listMessages(scope, { sessionKey: q.session_key, limit: q.limit, offset: q.offset });
-      return c.json({ messages: messages.map(toMessageWire), limit: q.limit, offset: q.offset });
-    },
+    { operationId: 'listMessages', summary: 'List messages, oldest first', query: listConversationsQuery, rows: 'messages', wire: messageWire },
+    (scope, q) => cairn.listMessages(scope, { sessionKey: q.session_key, limit: q.limit, offset: q.offset }).then((messages) => messages.map(toMessageWire)),
   );
 
   app.delete(
@@ -85,26 +91,10 @@ export function addV1Routes(app: Hono<AppEnv>, cairn: Cairn, mode: AuthMode): vo
     },
   );
 
-  app.get(
-    '/v1/memories',
-    describe({
-      operationId: 'listMemories',
-      summary: 'List memories, newest first',
-      query: listMemoriesQuery,
-      responses: { 200: z.object({ memories: z.array(memoryWire), ...page }) },
-    }),
-    async (c) => {
-      const scope = requestScope(c, mode);
-      const q = readQuery(c, listMemoriesQuery);
-      const memories = await cairn.listMemories(scope, {
-        type: q.type,
-        scene: q.scene,
-        includeSuperseded: q.include_superseded === 'true',
-        limit: q.limit,
-        offset: q.offset,
-      });
-      return c.json({ memories: memories.map(toMemoryWire), limit: q.limit, offset: q.offset });
-    },
+  addPageRoute('/v1/memories', { operationId: 'listMemories', summary: 'List memories, newest first', query: listMemoriesQuery, rows: 'memories', wire: memoryWire }, (scope, q) =>
+    cairn
+      .listMemories(scope, { type: q.type, scene: q.scene, includeSuperseded: q.include_superseded === 'true', limit: q.limit, offset: q.offset })
+      .then((memories) => memories.map(toMemoryWire)),
   );
 
   app.get('/v1/memories/:id', describe({ operationId: 'getMemory', summary: 'One memory', responses: { 200: memoryWire }, errors: [404] }), async (c) => {

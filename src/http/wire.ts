@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { CairnError, describeError, type CairnErrorCode } from '../errors.js';
 import { parseInput } from '../parse-input.js';
 import { conversationSearchParams, memorySearchParams } from '../memory/search-params.js';
-import { MEMORY_TYPES, MESSAGE_ROLES, type Memory, type Message } from '../types.js';
+import { MEMORY_TYPES, MESSAGE_ROLES, type Memory, type Message, type Scope } from '../types.js';
+import { requestScope, type AppEnv, type AuthMode } from './caller.js';
 import { STATUS_BY_CODE, type ErrorBody } from './error-response.js';
 
 // Request bodies are strict: an unknown field is a 400, never silently dropped. Field names are the
@@ -151,18 +152,18 @@ export const readyWire = z.object({
   }),
 });
 
+/** `oldVersion` → `old_version`: a field's wire name is its TypeScript name in snake_case. */
+type SnakeCase<S extends string> = S extends `${infer H}${infer T}` ? `${H extends Lowercase<H> ? H : `_${Lowercase<H>}`}${SnakeCase<T>}` : S;
+
+/** The named fields of `source` under their snake_case wire names, in the order named (the rest are left out). */
+export function wireFields<T extends object, K extends keyof T & string>(source: T, keys: readonly K[]): { [P in K as SnakeCase<P>]: T[P] } {
+  const wire: Record<string, unknown> = {};
+  for (const key of keys) wire[key.replace(/[A-Z]/g, (ch) => `_${ch.toLowerCase()}`)] = source[key];
+  return wire as { [P in K as SnakeCase<P>]: T[P] };
+}
+
 export function toMessageWire(m: Message): z.infer<typeof messageWire> {
-  return {
-    id: m.id,
-    user_id: m.scope.userId,
-    agent_id: m.scope.agentId,
-    session_key: m.sessionKey,
-    role: m.role,
-    content: m.content,
-    name: m.name,
-    recorded_at: m.recordedAt,
-    timestamp: m.timestamp,
-  };
+  return { id: m.id, user_id: m.scope.userId, agent_id: m.scope.agentId, ...wireFields(m, ['sessionKey', 'role', 'content', 'name', 'recordedAt', 'timestamp']) };
 }
 
 export function toMemoryWire(m: Memory): z.infer<typeof memoryWire> {
@@ -170,18 +171,20 @@ export function toMemoryWire(m: Memory): z.infer<typeof memoryWire> {
     id: m.id,
     user_id: m.scope.userId,
     agent_id: m.scope.agentId,
-    content: m.content,
-    type: m.type,
-    priority: m.priority,
-    scene_name: m.sceneName,
-    activity_start: m.activityStart,
-    activity_end: m.activityEnd,
-    source_message_ids: m.sourceMessageIds,
-    created_at: m.createdAt,
-    updated_at: m.updatedAt,
-    version: m.version,
-    extractor: m.extractor,
-    superseded_by: m.supersededBy,
+    ...wireFields(m, [
+      'content',
+      'type',
+      'priority',
+      'sceneName',
+      'activityStart',
+      'activityEnd',
+      'sourceMessageIds',
+      'createdAt',
+      'updatedAt',
+      'version',
+      'extractor',
+      'supersededBy',
+    ]),
   };
 }
 
@@ -203,6 +206,16 @@ export async function readBody<S extends z.ZodType>(c: Context, schema: S): Prom
     throw new CairnError('invalid_input', `malformed JSON body: ${describeError(err)}`);
   }
   return parseInput(schema, value, 'body');
+}
+
+/** A seed endpoint's JSON body (see {@link readBody}) and the scope it acts in: the body's `user_id`/`agent_id` must agree with the key and headers. */
+export async function readScopedBody<S extends z.ZodType<{ user_id?: string | undefined; agent_id?: string | undefined }>>(
+  c: Context<AppEnv>,
+  mode: AuthMode,
+  schema: S,
+): Promise<{ body: z.infer<S>; scope: Scope }> {
+  const body = await readBody(c, schema);
+  return { body, scope: requestScope(c, mode, body) };
 }
 
 /** The query string, validated. */
