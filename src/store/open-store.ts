@@ -1,5 +1,6 @@
 import { sqliteFile, type CairnConfig } from '../config.js';
 import { CairnError } from '../errors.js';
+import { redactUrl } from '../redact-url.js';
 import { toStoreError, withStoreErrors } from './sqlite/sqlite-errors.js';
 import { SqliteStore } from './sqlite/sqlite-store.js';
 import type { Store } from './store.js';
@@ -48,22 +49,9 @@ async function openPostgres(url: string, busyTimeoutMs: number, options: OpenSto
     backend = (await import(POSTGRES_MODULE)) as PostgresModule;
   } catch (err) {
     if ((err as { code?: unknown } | null)?.code !== 'ERR_MODULE_NOT_FOUND') throw err;
-    throw new CairnError('config_invalid', `store.url names a PostgreSQL server (${redactStoreUrl(url)}), but this build of Cairn has no PostgreSQL backend`, {
+    throw new CairnError('config_invalid', `store.url names a PostgreSQL server (${redactUrl(url)}), but this build of Cairn has no PostgreSQL backend`, {
       cause: err,
     });
   }
   return backend.PostgresStore.open({ url, warn: options.warn, readWorkers: options.readWorkers, busyTimeoutMs });
-}
-
-/** `url` with its password replaced by `***` (`postgres://user:***@host/db`); what logs and `capabilities.location` show. */
-export function redactStoreUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password === '') return url;
-    parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    // Unparseable: show the scheme only, since the rest may hold a password.
-    return `${/^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0] ?? ''}…`;
-  }
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { ConfigSource } from '../../config.js';
+import { redactUrl } from '../../redact-url.js';
 import { explainOf, print } from '../context.js';
 
 /** Keys whose values are secrets (`embedding.api_key`, `llm.api_key`, any `…_token` or `…_password`). */
@@ -32,23 +33,16 @@ function redact(key: string, value: unknown): unknown {
   if (value === undefined || value === null) return value ?? null;
   if (Array.isArray(value) && key === 'tools.servers') return value.map((server: Record<string, unknown>) => redactServer(server));
   if (SECRET_KEY.test(key)) return '***';
-  if (typeof value === 'string') return redactUrl(value);
+  if (typeof value === 'string') return redactIfUrl(value);
   return value;
 }
 
 function redactServer(server: Record<string, unknown>): Record<string, unknown> {
   const hide = (record: unknown) => Object.fromEntries(Object.keys((record ?? {}) as object).map((k) => [k, '***']));
-  return { ...server, env: hide(server.env), headers: hide(server.headers), ...(typeof server.url === 'string' ? { url: redactUrl(server.url) } : {}) };
+  return { ...server, env: hide(server.env), headers: hide(server.headers), ...(typeof server.url === 'string' ? { url: redactIfUrl(server.url) } : {}) };
 }
 
-function redactUrl(text: string): string {
-  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return text;
-  try {
-    const url = new URL(text);
-    if (url.password === '') return text;
-    url.password = '***';
-    return url.toString();
-  } catch {
-    return text;
-  }
+/** Config strings that are URLs (`scheme://…`) lose their secrets; any other string is shown as it is. */
+function redactIfUrl(text: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? redactUrl(text) : text;
 }

@@ -1,22 +1,6 @@
 import { CairnError, describeError, isCairnError, type CairnErrorCode } from '../../errors.js';
 
 /**
- * A connection string with its password replaced by `***` (`postgres://user:***@host/db`): the form
- * every message, log line and `capabilities.location` shows. A string that does not parse as a URL is
- * shown as its scheme only, since it cannot be redacted reliably.
- */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') parsed.password = '***';
-    for (const key of [...parsed.searchParams.keys()]) if (/pass|secret|key/i.test(key)) parsed.searchParams.set(key, '***');
-    return parsed.toString();
-  } catch {
-    return `${url.split(':')[0] ?? 'postgres'}://***`;
-  }
-}
-
-/**
  * A PostgreSQL failure as a CairnError. `pg` reports server errors with their SQLSTATE in `code`
  * (23505 unique violation, 40P01 deadlock, …) and socket failures with Node's errno codes
  * (ECONNREFUSED, …); callers of the façade only ever see Cairn's codes. `location` is the redacted URL.
