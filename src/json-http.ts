@@ -75,3 +75,17 @@ function sleep(ms: number, signal: AbortSignal | undefined, abortError: CairnErr
     );
   });
 }
+
+/** One provider endpoint (`{baseUrl}/{path}`) with its key, timeout, retries and error code fixed once. */
+export type JsonEndpoint = {
+  /** The endpoint's URL, for messages. */
+  readonly url: string;
+  /** POSTs `body` to the endpoint (see {@link postJson}). */
+  post(body: unknown, signal?: AbortSignal): Promise<unknown>;
+};
+
+/** The endpoint `path` under `baseUrl` (trailing slashes dropped), posting with these settings. */
+export function jsonEndpoint(baseUrl: string, path: string, settings: Omit<PostJsonOptions, 'url' | 'body' | 'signal'>): JsonEndpoint {
+  const url = `${baseUrl.replace(/\/+$/, '')}/${path}`;
+  return { url, post: (body, signal) => postJson({ ...settings, url, body, signal }) };
+}

@@ -1,5 +1,5 @@
 import { CairnError } from '../errors.js';
-import { postJson } from '../json-http.js';
+import { jsonEndpoint, type JsonEndpoint } from '../json-http.js';
 import type { Embedder } from './embedder.js';
 import { normalize } from './embedder.js';
 
@@ -30,18 +30,22 @@ type EmbeddingResponse = { data?: { index?: number; embedding?: unknown }[] };
 export class OpenAIEmbedder implements Embedder {
   readonly id: string;
   readonly dimensions: number;
-  private readonly url: string;
   private readonly batchSize: number;
-  private readonly timeoutMs: number;
-  private readonly maxRetries: number;
+  private readonly endpoint: JsonEndpoint;
 
   constructor(private readonly options: OpenAIEmbedderOptions) {
     this.dimensions = options.dimensions;
     this.id = `openai_compatible:${options.model}:${options.dimensions}`;
-    this.url = `${options.baseUrl.replace(/\/+$/, '')}/embeddings`;
     this.batchSize = Math.min(Math.max(1, options.batchSize ?? 64), MAX_BATCH);
-    this.timeoutMs = options.timeoutMs ?? 30_000;
-    this.maxRetries = options.maxRetries ?? 3;
+    this.endpoint = jsonEndpoint(options.baseUrl, 'embeddings', {
+      apiKey: options.apiKey,
+      timeoutMs: options.timeoutMs ?? 30_000,
+      maxRetries: options.maxRetries ?? 3,
+      retryBaseMs: RETRY_BASE_MS,
+      retryCapMs: RETRY_CAP_MS,
+      errorCode: 'embedding_failed',
+      what: 'embedding request',
+    });
   }
 
   async embed(texts: readonly string[], signal?: AbortSignal): Promise<(Float32Array | null)[]> {
@@ -62,13 +66,16 @@ export class OpenAIEmbedder implements Embedder {
     const json = await this.post(body, signal);
     const data = json.data;
     if (!Array.isArray(data) || data.length !== present.length) {
-      throw new CairnError('embedding_failed', `embedding provider at ${this.url} returned ${Array.isArray(data) ? data.length : 'no'} vectors for ${present.length} inputs`);
+      throw new CairnError(
+        'embedding_failed',
+        `embedding provider at ${this.endpoint.url} returned ${Array.isArray(data) ? data.length : 'no'} vectors for ${present.length} inputs`,
+      );
     }
     data.forEach((item, position) => {
       const index = typeof item.index === 'number' ? item.index : position;
       const target = present[index];
       if (!target || !Array.isArray(item.embedding)) {
-        throw new CairnError('embedding_failed', `embedding provider at ${this.url} returned a malformed item at index ${index}`);
+        throw new CairnError('embedding_failed', `embedding provider at ${this.endpoint.url} returned a malformed item at index ${index}`);
       }
       if (item.embedding.length !== this.dimensions) {
         throw new CairnError('embedding_failed', `embedding model ${this.options.model} returned ${item.embedding.length} dimensions, configured ${this.dimensions}`);
@@ -79,17 +86,6 @@ export class OpenAIEmbedder implements Embedder {
   }
 
   private async post(body: Record<string, unknown>, signal?: AbortSignal): Promise<EmbeddingResponse> {
-    return (await postJson({
-      url: this.url,
-      body,
-      apiKey: this.options.apiKey,
-      timeoutMs: this.timeoutMs,
-      maxRetries: this.maxRetries,
-      retryBaseMs: RETRY_BASE_MS,
-      retryCapMs: RETRY_CAP_MS,
-      errorCode: 'embedding_failed',
-      what: 'embedding request',
-      signal,
-    })) as EmbeddingResponse;
+    return (await this.endpoint.post(body, signal)) as EmbeddingResponse;
   }
 }

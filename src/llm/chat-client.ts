@@ -1,6 +1,6 @@
 import type { LlmConfig } from '../config.js';
 import { CairnError } from '../errors.js';
-import { postJson } from '../json-http.js';
+import { jsonEndpoint, type JsonEndpoint } from '../json-http.js';
 
 export type ChatMessage = { role: 'system' | 'user' | 'assistant'; content: string };
 
@@ -36,34 +36,26 @@ type CompletionResponse = { choices?: { message?: { content?: unknown } }[] };
 export class ChatClient implements ChatModel {
   readonly id: string;
   readonly model: string;
-  private readonly url: string;
-  private readonly timeoutMs: number;
-  private readonly maxRetries: number;
-  private readonly retryBaseMs: number;
+  private readonly endpoint: JsonEndpoint;
 
   constructor(private readonly options: ChatClientOptions) {
     this.model = options.model;
     this.id = `openai_compatible:${options.model}`;
-    this.url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
-    this.timeoutMs = options.timeoutMs ?? 120_000;
-    this.maxRetries = options.maxRetries ?? 3;
-    this.retryBaseMs = options.retryBaseMs ?? 500;
-  }
-
-  async complete(messages: readonly ChatMessage[], signal?: AbortSignal): Promise<string> {
-    const json = await postJson({
-      url: this.url,
-      body: { model: this.options.model, messages, temperature: this.options.temperature ?? 0, max_tokens: this.options.maxTokens ?? 4096 },
-      apiKey: this.options.apiKey,
-      timeoutMs: this.timeoutMs,
-      maxRetries: this.maxRetries,
-      retryBaseMs: this.retryBaseMs,
+    this.endpoint = jsonEndpoint(options.baseUrl, 'chat/completions', {
+      apiKey: options.apiKey,
+      timeoutMs: options.timeoutMs ?? 120_000,
+      maxRetries: options.maxRetries ?? 3,
+      retryBaseMs: options.retryBaseMs ?? 500,
       retryCapMs: RETRY_CAP_MS,
       errorCode: 'llm_failed',
       what: 'chat request',
-      signal,
     });
-    return contentOf(json as CompletionResponse, this.url);
+  }
+
+  async complete(messages: readonly ChatMessage[], signal?: AbortSignal): Promise<string> {
+    const body = { model: this.options.model, messages, temperature: this.options.temperature ?? 0, max_tokens: this.options.maxTokens ?? 4096 };
+    const json = await this.endpoint.post(body, signal);
+    return contentOf(json as CompletionResponse, this.endpoint.url);
   }
 }
 
