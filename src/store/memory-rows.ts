@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Memory, MemoryPatch, MemoryType, Message, MessageRole, Scope } from '../types.js';
+import type { Memory, MemoryPatch, MemoryType, Message, MessageRole, NewMemory, Scope } from '../types.js';
 import type { MemoryAuditAction, MemoryAuditEntry, MemoryFilter } from './store.js';
 
 /*
@@ -98,6 +98,30 @@ export function newId(prefix: string): string {
 export const DEFAULT_PRIORITY = 50;
 /** Who the audit trail names for changes made through the plain memory API. */
 export const API_ACTOR = 'api';
+
+/** The columns of a memory insert both engines write, in the order of {@link memoryInsertValues}; PostgreSQL appends its derived columns. */
+export const MEMORY_INSERT_COLUMNS =
+  'id, user_id, agent_id, content, type, priority, scene_name, created_at, updated_at, activity_start, activity_end, source_message_ids, version, extractor';
+
+/** The values of {@link MEMORY_INSERT_COLUMNS} for a new memory; created_at and updated_at are both `now`. */
+export function memoryInsertValues(scope: Scope, input: NewMemory & { id: string }, extractor: string, version: number, now: string): unknown[] {
+  return [
+    input.id,
+    scope.userId,
+    scope.agentId,
+    input.content,
+    input.type,
+    input.priority ?? DEFAULT_PRIORITY,
+    input.sceneName ?? '',
+    now,
+    now,
+    input.activityStart ?? null,
+    input.activityEnd ?? null,
+    JSON.stringify(input.sourceMessageIds ?? []),
+    version,
+    extractor,
+  ];
+}
 
 /** One change to the audit trail of a memory. */
 export type AuditChange = { oldVersion?: number; newVersion?: number; oldContent?: string; newContent?: string; relatedId?: string | null };

@@ -107,8 +107,18 @@ export interface MemoryStore {
  * The order {@link EmbeddingStore.sampleEmbeddings} takes rows in, on every backend: `(seq × SAMPLE_HASH) mod
  * SAMPLE_MODULUS`, Knuth's multiplicative hash modulo a prime below 2^32 (the product fits in 64 bits).
  */
-export const SAMPLE_HASH = 2654435761;
-export const SAMPLE_MODULUS = 4294967291;
+const SAMPLE_HASH = 2654435761;
+const SAMPLE_MODULUS = 4294967291;
+
+/** The sample order as SQL over an integer column; both engines compute it in 64-bit integers. */
+export function sampleOrderSql(column: string): string {
+  return `(${column} * ${SAMPLE_HASH}) % ${SAMPLE_MODULUS}`;
+}
+
+/** The sample order's key of `seq` in JavaScript (exact while seq × SAMPLE_HASH stays below 2^53). */
+export function sampleKey(seq: number): number {
+  return (seq * SAMPLE_HASH) % SAMPLE_MODULUS;
+}
 
 /**
  * Vectors of every embedded target, one API for all of them (DESIGN.md, "Embeddings"). Queued targets

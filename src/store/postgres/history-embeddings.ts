@@ -2,16 +2,8 @@ import { createHash } from 'node:crypto';
 import { toSql } from 'pgvector';
 import { errorRecordText } from '../error-record-text.js';
 import { CairnError } from '../../errors.js';
-import {
-  SAMPLE_HASH,
-  SAMPLE_MODULUS,
-  type EmbeddingStore,
-  type EmbeddingTarget,
-  type PendingEmbedding,
-  type PendingEmbeddingsQuery,
-  type QueuedEmbeddingTarget,
-  type SavedEmbedding,
-} from '../store.js';
+import { sampleOrderSql } from '../store.js';
+import type { EmbeddingStore, EmbeddingTarget, PendingEmbedding, PendingEmbeddingsQuery, QueuedEmbeddingTarget, SavedEmbedding } from '../store.js';
 import type { Scope } from '../../types.js';
 import { type PostgresDatabase, settledPosition } from './postgres-db.js';
 
@@ -63,7 +55,7 @@ export class HistoryEmbeddings implements EmbeddingStore {
     const found = await this.db.query<{ embedding: number[] }>(
       `SELECT v.embedding FROM error_record_vectors v JOIN error_records e ON e.seq = v.error_seq
        WHERE e.user_id = $1 AND e.agent_id = $2 AND v.embedder = $3 AND v.embedding IS NOT NULL
-       ORDER BY (v.error_seq * ${SAMPLE_HASH}) % ${SAMPLE_MODULUS} LIMIT $4`,
+       ORDER BY ${sampleOrderSql('v.error_seq')} LIMIT $4`,
       [scope.userId, scope.agentId, embedderId, limit],
     );
     return found.map((r) => Float32Array.from(r.embedding));

@@ -3,19 +3,7 @@ import { analyze } from '../../text/analyze.js';
 import type { RankedHit, Scope } from '../../types.js';
 import type { PostgresMigration } from './postgres-migrations.js';
 import { lockPositions, type PostgresDatabase } from './postgres-db.js';
-import {
-  ERROR_INSERT_COLUMNS,
-  type ErrorRow,
-  errorRecordValues,
-  type RunRow,
-  type RunTextRow,
-  type ToolCallRow,
-  toErrorRecord,
-  toFlag,
-  toRunSummary,
-  toRunText,
-  toToolCall,
-} from '../history-rows.js';
+import * as historyRows from '../history-rows.js';
 import { likeLiteral } from './sql-text.js';
 import { toVector } from './history-embeddings.js';
 import type { ErrorRecord, ErrorRecordFilter, ErrorRecordWrite, ErrorStore, RunStore, KeywordCandidates, Run, RunSummary, RunText, RunToolCall, RunWrite } from '../store.js';
@@ -184,7 +172,7 @@ export class PostgresHistory implements RunStore, ErrorStore {
           calls.map((c) => c.durationMs ?? null),
           calls.map((c) => c.at),
           calls.map((c) => c.source ?? 'host'),
-          calls.map((c) => toFlag(c.reusable)),
+          calls.map((c) => historyRows.toFlag(c.reusable)),
         ],
       );
     });
@@ -194,36 +182,35 @@ export class PostgresHistory implements RunStore, ErrorStore {
 
   async getRuns(scope: Scope, sessionKey: string, taskIds: readonly string[]): Promise<Run[]> {
     if (taskIds.length === 0) return [];
-    const rows = await this.db.query<RunRow>(`SELECT * FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 AND task_id = ANY($4::text[])`, [
+    const rows = await this.db.query<historyRows.RunRow>(`SELECT * FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 AND task_id = ANY($4::text[])`, [
       scope.userId,
       scope.agentId,
       sessionKey,
       [...taskIds],
     ]);
     if (rows.length === 0) return [];
-    const calls = await this.db.query<ToolCallRow & { run_seq: number }>(`SELECT * FROM run_tool_calls WHERE run_seq = ANY($1::bigint[]) ORDER BY seq`, [rows.map((r) => r.seq)]);
+    const calls = await this.db.query<historyRows.ToolCallRow & { run_seq: number }>(`SELECT * FROM run_tool_calls WHERE run_seq = ANY($1::bigint[]) ORDER BY seq`, [
+      rows.map((r) => r.seq),
+    ]);
     const byRun = new Map<number, RunToolCall[]>();
     for (const c of calls) {
       const list = byRun.get(c.run_seq) ?? [];
-      list.push(toToolCall(c));
+      list.push(historyRows.toToolCall(c));
       byRun.set(c.run_seq, list);
     }
     const byTask = new Map(rows.map((r) => [r.task_id, r]));
     return taskIds.flatMap((id) => {
       const row = byTask.get(id);
-      return row ? [{ ...toRunSummary(row), toolCalls: byRun.get(row.seq) ?? [] }] : [];
+      return row ? [{ ...historyRows.toRunSummary(row), toolCalls: byRun.get(row.seq) ?? [] }] : [];
     });
   }
 
   async listRuns(scope: Scope, sessionKey: string, limit: number, offset = 0): Promise<RunSummary[]> {
-    const rows = await this.db.query<RunRow>(`SELECT * FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 ORDER BY started_at DESC, seq DESC LIMIT $4 OFFSET $5`, [
-      scope.userId,
-      scope.agentId,
-      sessionKey,
-      limit,
-      offset,
-    ]);
-    return rows.map(toRunSummary);
+    const rows = await this.db.query<historyRows.RunRow>(
+      `SELECT * FROM runs WHERE user_id = $1 AND agent_id = $2 AND session_key = $3 ORDER BY started_at DESC, seq DESC LIMIT $4 OFFSET $5`,
+      [scope.userId, scope.agentId, sessionKey, limit, offset],
+    );
+    return rows.map(historyRows.toRunSummary);
   }
 
   async openRunId(scope: Scope, sessionKey: string): Promise<string | null> {
@@ -244,14 +231,14 @@ export class PostgresHistory implements RunStore, ErrorStore {
     const sql = RUN_TEXTS_SQL.replace('{request}', all('r.objective'))
       .replace('{reply}', all('r.reply'))
       .replace('{tool}', all(`(c.name || ' ' || c.arguments || ' ' || c.result)`));
-    const rows = await this.db.query<RunTextRow>(sql, [scope.userId, scope.agentId, sessionKey, since, limit, ...patterns]);
-    return rows.map(toRunText);
+    const rows = await this.db.query<historyRows.RunTextRow>(sql, [scope.userId, scope.agentId, sessionKey, since, limit, ...patterns]);
+    return rows.map(historyRows.toRunText);
   }
 
   async recentRunTexts(scope: Scope, sessionKey: string, since: string, limit: number): Promise<RunText[]> {
     const sql = RUN_TEXTS_SQL.replace('{request}', '').replace('{reply}', '').replace('{tool}', '');
-    const rows = await this.db.query<RunTextRow>(sql, [scope.userId, scope.agentId, sessionKey, since, limit]);
-    return rows.map(toRunText);
+    const rows = await this.db.query<historyRows.RunTextRow>(sql, [scope.userId, scope.agentId, sessionKey, since, limit]);
+    return rows.map(historyRows.toRunText);
   }
 
   async pruneRuns(before: string): Promise<number> {
@@ -294,7 +281,7 @@ export class PostgresHistory implements RunStore, ErrorStore {
       // Every error-record write takes the position lock first, so two writers of one id see each other.
       await lockPositions(client, 'errorRecords', [scope], this.db.orderLocking);
       const existing = (
-        await client.query<ErrorRow>(`SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id = $3 FOR UPDATE`, [
+        await client.query<historyRows.ErrorRow>(`SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id = $3 FOR UPDATE`, [
           scope.userId,
           scope.agentId,
           record.id,
@@ -302,31 +289,28 @@ export class PostgresHistory implements RunStore, ErrorStore {
       ).rows[0];
       if (existing) {
         const keywords = [...new Set([...(JSON.parse(existing.keywords) as string[]), ...record.keywords])];
-        const merged = toErrorRecord({ ...existing, keywords: JSON.stringify(keywords), cause: record.cause ?? existing.cause });
+        const merged = historyRows.toErrorRecord({ ...existing, keywords: JSON.stringify(keywords), cause: record.cause ?? existing.cause });
         // The text changed, so its vector is stale.
         await client.query('DELETE FROM error_record_vectors WHERE error_seq = $1', [existing.seq]);
-        const { rows } = await client.query<ErrorRow>(`UPDATE error_records SET keywords = $2, cause = $3, updated_at = $4, terms = $5 WHERE seq = $1 RETURNING ${ERROR_COLUMNS}`, [
-          existing.seq,
-          JSON.stringify(keywords),
-          merged.cause,
-          now,
-          errorTerms(merged),
-        ]);
+        const { rows } = await client.query<historyRows.ErrorRow>(
+          `UPDATE error_records SET keywords = $2, cause = $3, updated_at = $4, terms = $5 WHERE seq = $1 RETURNING ${ERROR_COLUMNS}`,
+          [existing.seq, JSON.stringify(keywords), merged.cause, now, errorTerms(merged)],
+        );
         return rows[0]!;
       }
-      const { rows } = await client.query<ErrorRow>(
-        `INSERT INTO error_records (${ERROR_INSERT_COLUMNS}, created_at, updated_at, terms)
+      const { rows } = await client.query<historyRows.ErrorRow>(
+        `INSERT INTO error_records (${historyRows.ERROR_INSERT_COLUMNS}, created_at, updated_at, terms)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11) RETURNING ${ERROR_COLUMNS}`,
-        [...errorRecordValues(scope, record), now, errorTerms(record)],
+        [...historyRows.errorRecordValues(scope, record), now, errorTerms(record)],
       );
       return rows[0]!;
     });
-    return toErrorRecord(row);
+    return historyRows.toErrorRecord(row);
   }
 
   async getErrorRecords(scope: Scope, ids: readonly string[]): Promise<ErrorRecord[]> {
     if (ids.length === 0) return [];
-    const rows = await this.db.query<ErrorRow>(`SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`, [
+    const rows = await this.db.query<historyRows.ErrorRow>(`SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`, [
       scope.userId,
       scope.agentId,
       [...ids],
@@ -334,19 +318,17 @@ export class PostgresHistory implements RunStore, ErrorStore {
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.flatMap((id) => {
       const row = byId.get(id);
-      return row ? [toErrorRecord(row)] : [];
+      return row ? [historyRows.toErrorRecord(row)] : [];
     });
   }
 
   async findErrorRecordsByPrefix(scope: Scope, prefix: string, limit: number): Promise<ErrorRecord[]> {
     if (!/^[0-9a-f]*$/.test(prefix)) return [];
-    const rows = await this.db.query<ErrorRow>(`SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id LIKE $3 ORDER BY id COLLATE "C" LIMIT $4`, [
-      scope.userId,
-      scope.agentId,
-      `${likeLiteral(prefix)}%`,
-      limit,
-    ]);
-    return rows.map(toErrorRecord);
+    const rows = await this.db.query<historyRows.ErrorRow>(
+      `SELECT ${ERROR_COLUMNS} FROM error_records WHERE user_id = $1 AND agent_id = $2 AND id LIKE $3 ORDER BY id COLLATE "C" LIMIT $4`,
+      [scope.userId, scope.agentId, `${likeLiteral(prefix)}%`, limit],
+    );
+    return rows.map(historyRows.toErrorRecord);
   }
 
   async errorKeywordCandidates(scope: Scope, terms: readonly string[], filter: ErrorRecordFilter): Promise<KeywordCandidates> {

@@ -4,21 +4,7 @@ import type { Memory, MemoryPatch, NewMemory, RankedHit, Scope } from '../../typ
 import type { KeywordCandidates, ListMemoriesQuery, MemoryAuditAction, MemoryFilter, MemoryStore } from '../store.js';
 import type { VectorTables } from './vector-tables.js';
 import { lockPositions, type PostgresDatabase, type Queryable, rows } from './postgres-db.js';
-import {
-  API_ACTOR,
-  type AuditChange,
-  DEFAULT_PRIORITY,
-  MEMORY_AUDIT_INSERT,
-  MEMORY_COLUMNS,
-  type MemoryFilterDialect,
-  type MemoryRow,
-  memoryAuditParams,
-  memoryFilterSql as sharedMemoryFilterSql,
-  newId,
-  orderBy,
-  patchedMemory,
-  toMemory,
-} from '../memory-rows.js';
+import * as memoryRows from '../memory-rows.js';
 import { numbered } from './sql-text.js';
 
 /**
@@ -32,14 +18,14 @@ export class PostgresMemories implements MemoryStore {
   ) {}
 
   async createMemory(scope: Scope, input: NewMemory): Promise<Memory> {
-    const id = input.id ?? newId('mem');
+    const id = input.id ?? memoryRows.newId('mem');
     const now = new Date().toISOString();
     return this.db.transaction(async (client) => {
       await lockPositions(client, 'memories', [scope], this.db.orderLocking);
       const row = await insertMemory(client, scope, { ...input, id }, 'manual', 1, now);
       if (row === null) throw new CairnError('conflict', `memory ${id} already exists`);
-      await audit(client, scope, id, 'create', API_ACTOR, now, { newVersion: 1, newContent: input.content });
-      return toMemory(row);
+      await audit(client, scope, id, 'create', memoryRows.API_ACTOR, now, { newVersion: 1, newContent: input.content });
+      return memoryRows.toMemory(row);
     });
   }
 
@@ -52,32 +38,32 @@ export class PostgresMemories implements MemoryStore {
     const values: unknown[] = [scope.userId, scope.agentId];
     const clause = memoryFilterSql(query, values);
     values.push(query.limit, query.offset ?? 0);
-    const found = await this.db.query<MemoryRow>(
-      `SELECT ${MEMORY_COLUMNS} FROM memories AS m WHERE m.user_id = $1 AND m.agent_id = $2 ${clause}
+    const found = await this.db.query<memoryRows.MemoryRow>(
+      `SELECT ${memoryRows.MEMORY_COLUMNS} FROM memories AS m WHERE m.user_id = $1 AND m.agent_id = $2 ${clause}
        ORDER BY m.updated_at DESC, m.seq DESC LIMIT $${values.length - 1} OFFSET $${values.length}`,
       values,
     );
-    return found.map(toMemory);
+    return found.map(memoryRows.toMemory);
   }
 
   /** Applies the patch to the row as locked inside the transaction, so the audit's old version is the one replaced. */
   async updateMemory(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory> {
     return this.db.transaction(async (client) => {
-      const [found] = await rows<MemoryRow>(client, `SELECT ${MEMORY_COLUMNS} FROM memories WHERE user_id = $1 AND agent_id = $2 AND id = $3 FOR UPDATE`, [
+      const [found] = await rows<memoryRows.MemoryRow>(client, `SELECT ${memoryRows.MEMORY_COLUMNS} FROM memories WHERE user_id = $1 AND agent_id = $2 AND id = $3 FOR UPDATE`, [
         scope.userId,
         scope.agentId,
         id,
       ]);
       if (found === undefined) throw new CairnError('not_found', `memory ${id} not found`);
-      const current = toMemory(found);
-      const next = patchedMemory(current, patch);
+      const current = memoryRows.toMemory(found);
+      const next = memoryRows.patchedMemory(current, patch);
       const now = new Date().toISOString();
       const changed = next.content !== current.content;
-      const [row] = await rows<MemoryRow>(
+      const [row] = await rows<memoryRows.MemoryRow>(
         client,
         `UPDATE memories SET content = $1, type = $2, priority = $3, scene_name = $4, scene_folded = $5, activity_start = $6, activity_end = $7,
            source_message_ids = $8, version = version + 1, updated_at = $9, terms = CASE WHEN $10::boolean THEN $11::text[] ELSE terms END
-         WHERE seq = $12 RETURNING ${MEMORY_COLUMNS}`,
+         WHERE seq = $12 RETURNING ${memoryRows.MEMORY_COLUMNS}`,
         [
           next.content,
           next.type,
@@ -93,7 +79,7 @@ export class PostgresMemories implements MemoryStore {
           found.seq,
         ],
       );
-      await audit(client, scope, id, 'update', API_ACTOR, now, {
+      await audit(client, scope, id, 'update', memoryRows.API_ACTOR, now, {
         oldVersion: current.version,
         newVersion: current.version + 1,
         oldContent: current.content,
@@ -101,7 +87,7 @@ export class PostgresMemories implements MemoryStore {
       });
       // The old vector no longer describes the text; the embedding queue will make a new one.
       if (changed) await client.query('DELETE FROM memory_vectors WHERE memory_seq = $1', [found.seq]);
-      return toMemory(row!);
+      return memoryRows.toMemory(row!);
     });
   }
 
@@ -138,7 +124,7 @@ export class PostgresMemories implements MemoryStore {
         id,
       ]);
       if (old === undefined) return false;
-      await audit(client, scope, id, 'delete', API_ACTOR, new Date().toISOString(), { oldVersion: old.version, oldContent: old.content });
+      await audit(client, scope, id, 'delete', memoryRows.API_ACTOR, new Date().toISOString(), { oldVersion: old.version, oldContent: old.content });
       return true;
     });
   }
@@ -146,52 +132,49 @@ export class PostgresMemories implements MemoryStore {
 
 /** Memories of `scope` by id, in the order asked. */
 export async function getMemories(on: Queryable, scope: Scope, ids: readonly string[]): Promise<Memory[]> {
-  const found = await rows<MemoryRow>(on, `SELECT ${MEMORY_COLUMNS} FROM memories WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`, [
+  const found = await rows<memoryRows.MemoryRow>(on, `SELECT ${memoryRows.MEMORY_COLUMNS} FROM memories WHERE user_id = $1 AND agent_id = $2 AND id = ANY($3::text[])`, [
     scope.userId,
     scope.agentId,
     [...ids],
   ]);
-  return orderBy(ids, found.map(toMemory));
+  return memoryRows.orderBy(ids, found.map(memoryRows.toMemory));
 }
 
 /**
  * Inserts a memory with its analysed terms; null when the id exists already. The caller's transaction
  * holds the scope's memories ordering lock (its `seq` is the embedding queue's cursor).
  */
-export async function insertMemory(client: Queryable, scope: Scope, input: NewMemory & { id: string }, extractor: string, version: number, now: string): Promise<MemoryRow | null> {
-  const sceneName = input.sceneName ?? '';
-  const [row] = await rows<MemoryRow>(
+export async function insertMemory(
+  client: Queryable,
+  scope: Scope,
+  input: NewMemory & { id: string },
+  extractor: string,
+  version: number,
+  now: string,
+): Promise<memoryRows.MemoryRow | null> {
+  const [row] = await rows<memoryRows.MemoryRow>(
     client,
-    `INSERT INTO memories (id, user_id, agent_id, content, type, priority, scene_name, scene_folded, created_at, updated_at,
-       activity_start, activity_end, source_message_ids, version, extractor, terms)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING RETURNING ${MEMORY_COLUMNS}`,
-    [
-      input.id,
-      scope.userId,
-      scope.agentId,
-      input.content,
-      input.type,
-      input.priority ?? DEFAULT_PRIORITY,
-      sceneName,
-      sceneName.toLowerCase(),
-      now,
-      input.activityStart ?? null,
-      input.activityEnd ?? null,
-      JSON.stringify(input.sourceMessageIds ?? []),
-      version,
-      extractor,
-      analyze(input.content),
-    ],
+    `INSERT INTO memories (${memoryRows.MEMORY_INSERT_COLUMNS}, scene_folded, terms)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (id) DO NOTHING RETURNING ${memoryRows.MEMORY_COLUMNS}`,
+    [...memoryRows.memoryInsertValues(scope, input, extractor, version, now), (input.sceneName ?? '').toLowerCase(), analyze(input.content)],
   );
   return row ?? null;
 }
 
-export async function audit(client: Queryable, scope: Scope, memoryId: string, action: MemoryAuditAction, actor: string, at: string, change: AuditChange): Promise<void> {
-  await client.query(numbered(MEMORY_AUDIT_INSERT), memoryAuditParams(scope, memoryId, action, actor, at, change));
+export async function audit(
+  client: Queryable,
+  scope: Scope,
+  memoryId: string,
+  action: MemoryAuditAction,
+  actor: string,
+  at: string,
+  change: memoryRows.AuditChange,
+): Promise<void> {
+  await client.query(numbered(memoryRows.MEMORY_AUDIT_INSERT), memoryRows.memoryAuditParams(scope, memoryId, action, actor, at, change));
 }
 
 /** The memory filter on PostgreSQL: numbered placeholders; strpos() on the folded scene rather than LIKE, so that % and _ in the user's text are literal. */
-const POSTGRES_MEMORY_FILTER: MemoryFilterDialect = {
+const POSTGRES_MEMORY_FILTER: memoryRows.MemoryFilterDialect = {
   placeholder: (values) => `$${values.length}`,
   scene: (placeholder) => `strpos(m.scene_folded, ${placeholder}) > 0`,
   sceneValue: (scene) => scene.toLowerCase(),
@@ -199,5 +182,5 @@ const POSTGRES_MEMORY_FILTER: MemoryFilterDialect = {
 
 /** SQL for the optional memory filters over alias `m` (memory-rows.ts); their values are appended to `values`. */
 export function memoryFilterSql(filter: MemoryFilter, values: unknown[]): string {
-  return sharedMemoryFilterSql(filter, values, POSTGRES_MEMORY_FILTER);
+  return memoryRows.memoryFilterSql(filter, values, POSTGRES_MEMORY_FILTER);
 }

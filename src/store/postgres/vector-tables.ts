@@ -3,7 +3,7 @@ import pg from 'pg';
 import { toSql } from 'pgvector';
 import { CairnError } from '../../errors.js';
 import type { RankedHit, Scope } from '../../types.js';
-import { SAMPLE_HASH, SAMPLE_MODULUS, type MemoryFilter, type MessageFilter, type PendingEmbedding, type PendingEmbeddingsQuery, type SavedEmbedding } from '../store.js';
+import { sampleOrderSql, type MemoryFilter, type MessageFilter, type PendingEmbedding, type PendingEmbeddingsQuery, type SavedEmbedding } from '../store.js';
 import { memoryFilterSql } from './postgres-memories.js';
 import { LOCK_NAMESPACE, type PostgresDatabase, type Queryable, rows } from './postgres-db.js';
 
@@ -192,7 +192,7 @@ export class VectorTables {
     const t = VECTOR_TARGETS[target];
     const found = await this.db.query<{ embedding: number[] }>(
       `SELECT embedding FROM ${t.vectors} WHERE user_id = $1 AND agent_id = $2 AND embedder = $3 AND embedding IS NOT NULL
-       ORDER BY (${t.key} * ${SAMPLE_HASH}) % ${SAMPLE_MODULUS} LIMIT $4`,
+       ORDER BY ${sampleOrderSql(t.key)} LIMIT $4`,
       [scope.userId, scope.agentId, embedderId, limit],
     );
     return found.map((r) => Float32Array.from(r.embedding));

@@ -2,16 +2,8 @@ import { createHash } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { CairnError } from '../../errors.js';
 import type { Scope } from '../../types.js';
-import {
-  SAMPLE_HASH,
-  SAMPLE_MODULUS,
-  type EmbeddingStore,
-  type EmbeddingTarget,
-  type PendingEmbedding,
-  type PendingEmbeddingsQuery,
-  type QueuedEmbeddingTarget,
-  type SavedEmbedding,
-} from '../store.js';
+import { sampleKey, sampleOrderSql } from '../store.js';
+import type { EmbeddingStore, EmbeddingTarget, PendingEmbedding, PendingEmbeddingsQuery, QueuedEmbeddingTarget, SavedEmbedding } from '../store.js';
 import { errorRowText, type ErrorTextRow } from './analysed-terms.js';
 import type { MessageKnn } from './message-knn.js';
 import { Statements } from './statements.js';
@@ -127,7 +119,7 @@ export class SqliteEmbeddings implements EmbeddingStore {
     const t = queued(target);
     // Rows ordered by a multiplicative hash of seq: spread over the scope, and the same ones each time.
     const rows = this.stmt(
-      `SELECT v.embedding FROM (SELECT seq FROM ${t.base} WHERE user_id = @user AND agent_id = @agent ORDER BY (seq * ${SAMPLE_HASH}) % ${SAMPLE_MODULUS} LIMIT @take) AS s
+      `SELECT v.embedding FROM (SELECT seq FROM ${t.base} WHERE user_id = @user AND agent_id = @agent ORDER BY ${sampleOrderSql('seq')} LIMIT @take) AS s
        JOIN ${t.vectors} v ON v.${t.key} = s.seq WHERE v.embedder = @embedder AND v.embedding IS NOT NULL LIMIT @limit`,
     ).all({ user: scope.userId, agent: scope.agentId, embedder: embedderId, take: limit * 2, limit }) as { embedding: Buffer }[];
     return rows.map((r) => fromBlob(r.embedding));
@@ -155,7 +147,7 @@ export class SqliteEmbeddings implements EmbeddingStore {
       const from = range.lo + Math.floor((span * i) / limit);
       const to = range.lo + Math.floor((span * (i + 1)) / limit);
       if (to <= from) continue;
-      const start = from + ((((i + 1) * SAMPLE_HASH) % SAMPLE_MODULUS) % (to - from));
+      const start = from + (sampleKey(i + 1) % (to - from));
       const row = (next.get(scope.userId, scope.agentId, start, to, embedderId) ?? next.get(scope.userId, scope.agentId, from, start, embedderId)) as
         { embedding: Buffer } | undefined;
       if (row !== undefined) out.push(fromBlob(row.embedding));

@@ -7,19 +7,7 @@ import { toBlob } from './vector-blob.js';
 import { errorRowText, storedTerms } from './analysed-terms.js';
 import type { WriteLock } from './write-lock.js';
 import type { ErrorRecord, ErrorRecordFilter, ErrorRecordWrite, ErrorStore, RunStore, KeywordCandidates, Run, RunSummary, RunText, RunWrite } from '../store.js';
-import {
-  ERROR_INSERT_COLUMNS,
-  type ErrorRow,
-  errorRecordValues,
-  type RunRow,
-  type RunTextRow,
-  type ToolCallRow,
-  toErrorRecord,
-  toFlag,
-  toRunSummary,
-  toRunText,
-  toToolCall,
-} from '../history-rows.js';
+import * as historyRows from '../history-rows.js';
 
 /**
  * The current definitions of the trigram indexes. When a database holds another definition (an older
@@ -114,7 +102,7 @@ export class SqliteHistory implements RunStore, ErrorStore {
         );
       }
       const insert = this.stmt(`INSERT INTO run_tool_calls (run_seq, name, arguments, result, is_error, duration_ms, at, source, reusable) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
-      for (const c of calls) insert.run(runSeq, c.name, c.arguments, c.result, c.isError ? 1 : 0, c.durationMs ?? null, c.at, c.source ?? 'host', toFlag(c.reusable));
+      for (const c of calls) insert.run(runSeq, c.name, c.arguments, c.result, c.isError ? 1 : 0, c.durationMs ?? null, c.at, c.source ?? 'host', historyRows.toFlag(c.reusable));
     });
     const [saved] = await this.getRuns(scope, run.sessionKey, [run.taskId]);
     return saved!;
@@ -125,7 +113,7 @@ export class SqliteHistory implements RunStore, ErrorStore {
     const calls = this.stmt('SELECT * FROM run_tool_calls WHERE run_seq = ? ORDER BY seq');
     for (const taskId of taskIds) {
       const row = this.findRun(scope, sessionKey, taskId);
-      if (row) runs.push({ ...toRunSummary(row), toolCalls: (calls.all(row.seq) as ToolCallRow[]).map(toToolCall) });
+      if (row) runs.push({ ...historyRows.toRunSummary(row), toolCalls: (calls.all(row.seq) as historyRows.ToolCallRow[]).map(historyRows.toToolCall) });
     }
     return runs;
   }
@@ -137,8 +125,8 @@ export class SqliteHistory implements RunStore, ErrorStore {
       sessionKey,
       limit,
       offset,
-    ) as RunRow[];
-    return rows.map(toRunSummary);
+    ) as historyRows.RunRow[];
+    return rows.map(historyRows.toRunSummary);
   }
 
   async openRunId(scope: Scope, sessionKey: string): Promise<string | null> {
@@ -161,7 +149,7 @@ export class SqliteHistory implements RunStore, ErrorStore {
     );
     const params: Record<string, unknown> = { user: scope.userId, agent: scope.agentId, session: sessionKey, since, limit: SEARCH_SCAN_CAP };
     if (match) params.match = match;
-    const rows = this.stmt(sql).all(params) as RunTextRow[];
+    const rows = this.stmt(sql).all(params) as historyRows.RunTextRow[];
     // The index finds rows holding every term somewhere; each text must hold every term itself.
     const folded = wanted.map((t) => t.toLowerCase());
     return rows
@@ -170,13 +158,13 @@ export class SqliteHistory implements RunStore, ErrorStore {
         return folded.every((t) => text.includes(t));
       })
       .slice(0, limit)
-      .map(toRunText);
+      .map(historyRows.toRunText);
   }
 
   async recentRunTexts(scope: Scope, sessionKey: string, since: string, limit: number): Promise<RunText[]> {
     const sql = RUN_TEXTS_SQL.replaceAll('{runs}', '').replace('{calls}', '');
-    const rows = this.stmt(sql).all({ user: scope.userId, agent: scope.agentId, session: sessionKey, since, limit }) as RunTextRow[];
-    return rows.map(toRunText);
+    const rows = this.stmt(sql).all({ user: scope.userId, agent: scope.agentId, session: sessionKey, since, limit }) as historyRows.RunTextRow[];
+    return rows.map(historyRows.toRunText);
   }
 
   async pruneRuns(before: string): Promise<number> {
@@ -201,9 +189,9 @@ export class SqliteHistory implements RunStore, ErrorStore {
     return new Set(taskIds.filter((id) => get.get(scope.userId, scope.agentId, sessionKey, id) !== undefined));
   }
 
-  private findRun(scope: Scope, sessionKey: string, taskId: string): RunRow | undefined {
+  private findRun(scope: Scope, sessionKey: string, taskId: string): historyRows.RunRow | undefined {
     return this.stmt('SELECT * FROM runs WHERE user_id = ? AND agent_id = ? AND session_key = ? AND task_id = ?').get(scope.userId, scope.agentId, sessionKey, taskId) as
-      RunRow | undefined;
+      historyRows.RunRow | undefined;
   }
 
   // ---- error records -----------------------------------------------------------------------
@@ -220,21 +208,21 @@ export class SqliteHistory implements RunStore, ErrorStore {
         return;
       }
       const seq = Number(
-        this.stmt(`INSERT INTO error_records (${ERROR_INSERT_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
-          ...errorRecordValues(scope, record),
+        this.stmt(`INSERT INTO error_records (${historyRows.ERROR_INSERT_COLUMNS}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
+          ...historyRows.errorRecordValues(scope, record),
           now,
           now,
         ).lastInsertRowid,
       );
-      this.indexError(this.stmt('SELECT * FROM error_records WHERE seq = ?').get(seq) as ErrorRow);
+      this.indexError(this.stmt('SELECT * FROM error_records WHERE seq = ?').get(seq) as historyRows.ErrorRow);
     });
-    return toErrorRecord(this.findError(scope, record.id)!);
+    return historyRows.toErrorRecord(this.findError(scope, record.id)!);
   }
 
   async getErrorRecords(scope: Scope, ids: readonly string[]): Promise<ErrorRecord[]> {
     return ids.flatMap((id) => {
       const row = this.findError(scope, id);
-      return row ? [toErrorRecord(row)] : [];
+      return row ? [historyRows.toErrorRecord(row)] : [];
     });
   }
 
@@ -247,8 +235,8 @@ export class SqliteHistory implements RunStore, ErrorStore {
       prefix,
       `${prefix}g`,
       limit,
-    ) as ErrorRow[];
-    return rows.map(toErrorRecord);
+    ) as historyRows.ErrorRow[];
+    return rows.map(historyRows.toErrorRecord);
   }
 
   async errorKeywordCandidates(scope: Scope, terms: readonly string[], filter: ErrorRecordFilter): Promise<KeywordCandidates> {
@@ -301,11 +289,11 @@ export class SqliteHistory implements RunStore, ErrorStore {
     return rows.map((r, rank) => ({ id: r.id, score: 1 / (rank + 2) }));
   }
 
-  private findError(scope: Scope, id: string): ErrorRow | undefined {
-    return this.stmt('SELECT * FROM error_records WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as ErrorRow | undefined;
+  private findError(scope: Scope, id: string): historyRows.ErrorRow | undefined {
+    return this.stmt('SELECT * FROM error_records WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as historyRows.ErrorRow | undefined;
   }
 
-  private indexError(row: ErrorRow): void {
+  private indexError(row: historyRows.ErrorRow): void {
     const { terms, count } = storedTerms(errorRowText(row));
     this.stmt('INSERT INTO error_records_fts (rowid, terms) VALUES (?, ?)').run(row.seq, terms);
     this.stmt('INSERT OR REPLACE INTO error_record_terms (error_seq, terms, term_count) VALUES (?, ?, ?)').run(row.seq, terms, count);

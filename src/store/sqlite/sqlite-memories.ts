@@ -1,20 +1,7 @@
 import type Database from 'better-sqlite3';
 import { CairnError } from '../../errors.js';
 import type { Memory, MemoryPatch, NewMemory, RankedHit, Scope } from '../../types.js';
-import {
-  API_ACTOR,
-  type AuditChange,
-  DEFAULT_PRIORITY,
-  MEMORY_AUDIT_INSERT,
-  type MemoryFilterDialect,
-  type MemoryRow,
-  memoryAuditParams,
-  memoryFilterSql as sharedMemoryFilterSql,
-  newId,
-  orderBy,
-  patchedMemory,
-  toMemory,
-} from '../memory-rows.js';
+import * as memoryRows from '../memory-rows.js';
 import type { KeywordCandidates, ListMemoriesQuery, MemoryAuditAction, MemoryFilter, MemoryStore } from '../store.js';
 import { storedTerms } from './analysed-terms.js';
 import { buildFtsQuery } from './fts-query.js';
@@ -38,10 +25,10 @@ export class SqliteMemories implements MemoryStore {
 
   async createMemory(scope: Scope, input: NewMemory): Promise<Memory> {
     const now = new Date().toISOString();
-    const id = input.id ?? newId('mem');
+    const id = input.id ?? memoryRows.newId('mem');
     await this.writes.run(() => {
       if (!insertMemory(this.statements, scope, { ...input, id }, 'manual', 1, now)) throw new CairnError('conflict', `memory ${id} already exists`);
-      auditMemory(this.statements, scope, id, 'create', API_ACTOR, now, { newVersion: 1, newContent: input.content });
+      auditMemory(this.statements, scope, id, 'create', memoryRows.API_ACTOR, now, { newVersion: 1, newContent: input.content });
     });
     const [memory] = await this.getMemories(scope, [id]);
     return memory!;
@@ -53,8 +40,8 @@ export class SqliteMemories implements MemoryStore {
       scope.userId,
       scope.agentId,
       JSON.stringify(ids),
-    ) as MemoryRow[];
-    return orderBy(ids, rows.map(toMemory));
+    ) as memoryRows.MemoryRow[];
+    return memoryRows.orderBy(ids, rows.map(memoryRows.toMemory));
   }
 
   async listMemories(scope: Scope, query: ListMemoriesQuery): Promise<Memory[]> {
@@ -65,17 +52,17 @@ export class SqliteMemories implements MemoryStore {
       ...params,
       query.limit,
       query.offset ?? 0,
-    ) as MemoryRow[];
-    return rows.map(toMemory);
+    ) as memoryRows.MemoryRow[];
+    return rows.map(memoryRows.toMemory);
   }
 
   async updateMemory(scope: Scope, id: string, patch: MemoryPatch): Promise<Memory> {
     // Read and write under the one lock, so the audit's old version is the one this update replaced.
     await this.writes.run(() => {
-      const found = this.stmt('SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as MemoryRow | undefined;
+      const found = this.stmt('SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id = ?').get(scope.userId, scope.agentId, id) as memoryRows.MemoryRow | undefined;
       if (!found) throw new CairnError('not_found', `memory ${id} not found`);
-      const current = toMemory(found);
-      const next = patchedMemory(current, patch);
+      const current = memoryRows.toMemory(found);
+      const next = memoryRows.patchedMemory(current, patch);
       const row = this.stmt(
         `UPDATE memories SET content = ?, type = ?, priority = ?, scene_name = ?, activity_start = ?, activity_end = ?,
            source_message_ids = ?, version = version + 1, updated_at = ?
@@ -94,7 +81,7 @@ export class SqliteMemories implements MemoryStore {
         id,
       ) as { seq: number } | undefined;
       if (!row) throw new CairnError('not_found', `memory ${id} not found`);
-      auditMemory(this.statements, scope, id, 'update', API_ACTOR, new Date().toISOString(), {
+      auditMemory(this.statements, scope, id, 'update', memoryRows.API_ACTOR, new Date().toISOString(), {
         oldVersion: current.version,
         newVersion: current.version + 1,
         oldContent: current.content,
@@ -115,7 +102,7 @@ export class SqliteMemories implements MemoryStore {
     return this.writes.run(() => {
       const old = this.stmt('DELETE FROM memories WHERE user_id = ? AND agent_id = ? AND id = ? RETURNING version, content').get(scope.userId, scope.agentId, id) as
         { version: number; content: string } | undefined;
-      if (old) auditMemory(this.statements, scope, id, 'delete', API_ACTOR, new Date().toISOString(), { oldVersion: old.version, oldContent: old.content });
+      if (old) auditMemory(this.statements, scope, id, 'delete', memoryRows.API_ACTOR, new Date().toISOString(), { oldVersion: old.version, oldContent: old.content });
       return old !== undefined;
     });
   }
@@ -158,26 +145,10 @@ export class SqliteMemories implements MemoryStore {
 export function insertMemory(statements: Statements, scope: Scope, input: NewMemory & { id: string }, extractor: string, version: number, now: string): boolean {
   const info = statements
     .get(
-      `INSERT INTO memories (id, user_id, agent_id, content, type, priority, scene_name, created_at, updated_at,
-       activity_start, activity_end, source_message_ids, version, extractor)
+      `INSERT INTO memories (${memoryRows.MEMORY_INSERT_COLUMNS})
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
     )
-    .run(
-      input.id,
-      scope.userId,
-      scope.agentId,
-      input.content,
-      input.type,
-      input.priority ?? DEFAULT_PRIORITY,
-      input.sceneName ?? '',
-      now,
-      now,
-      input.activityStart ?? null,
-      input.activityEnd ?? null,
-      JSON.stringify(input.sourceMessageIds ?? []),
-      version,
-      extractor,
-    );
+    .run(...memoryRows.memoryInsertValues(scope, input, extractor, version, now));
   if (info.changes === 0) return false;
   indexMemory(statements, info.lastInsertRowid, input.content);
   return true;
@@ -191,12 +162,12 @@ export function indexMemory(statements: Statements, seq: number | bigint, conten
 }
 
 /** Appends one change to a memory's audit trail. */
-export function auditMemory(statements: Statements, scope: Scope, memoryId: string, action: MemoryAuditAction, actor: string, at: string, change: AuditChange): void {
-  statements.get(MEMORY_AUDIT_INSERT).run(...memoryAuditParams(scope, memoryId, action, actor, at, change));
+export function auditMemory(statements: Statements, scope: Scope, memoryId: string, action: MemoryAuditAction, actor: string, at: string, change: memoryRows.AuditChange): void {
+  statements.get(memoryRows.MEMORY_AUDIT_INSERT).run(...memoryRows.memoryAuditParams(scope, memoryId, action, actor, at, change));
 }
 
 /** The memory filter on SQLite: `?` placeholders; instr() on casefold()ed text rather than LIKE, so that % and _ in the user's text are literal. */
-const SQLITE_MEMORY_FILTER: MemoryFilterDialect = {
+const SQLITE_MEMORY_FILTER: memoryRows.MemoryFilterDialect = {
   placeholder: () => '?',
   scene: (placeholder) => `instr(casefold(m.scene_name), casefold(${placeholder})) > 0`,
   sceneValue: (scene) => scene,
@@ -205,5 +176,5 @@ const SQLITE_MEMORY_FILTER: MemoryFilterDialect = {
 /** SQL for the optional memory filters over alias `m` (memory-rows.ts), with the values to bind after the scope. */
 function memoryFilterSql(filter: MemoryFilter): { clause: string; params: unknown[] } {
   const params: unknown[] = [];
-  return { clause: sharedMemoryFilterSql(filter, params, SQLITE_MEMORY_FILTER), params };
+  return { clause: memoryRows.memoryFilterSql(filter, params, SQLITE_MEMORY_FILTER), params };
 }
