@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cleanEnv } from './e2e-process.js';
 
@@ -24,7 +25,8 @@ function scratchCopy(paths: string[]): string {
 
 function npmRun(script: string, cwd: string): { status: number | null; output: string } {
   const run = spawnSync('npm', ['run', '--silent', script], { cwd, encoding: 'utf8', env: { ...cleanEnv(), npm_config_update_notifier: 'false' } });
-  return { status: run.status, output: `${run.stdout}${run.stderr}` };
+  // CI may set FORCE_COLOR; the assertions read the words, not the colours.
+  return { status: run.status, output: stripVTControlCharacters(`${run.stdout}${run.stderr}`) };
 }
 
 function write(dir: string, path: string, text: string): void {
