@@ -1,4 +1,5 @@
 import type { Scope } from '../types.js';
+import { copyColumns, rowScope } from './row-fields.js';
 import type { ErrorRecord, ErrorRecordWrite, NewRunToolCall, RunSummary, RunText, RunToolCall, ToolCallSource } from './store.js';
 
 /*
@@ -52,50 +53,26 @@ export type ErrorRow = {
   updated_at: string;
 };
 
+const runColumns = copyColumns(['session_key', 'objective', 'reply', 'model', 'started_at', 'ended_at']);
+
 export function toRunSummary(row: RunRow): RunSummary {
-  return {
-    taskId: row.task_id,
-    scope: { userId: row.user_id, agentId: row.agent_id },
-    sessionKey: row.session_key,
-    objective: row.objective,
-    reply: row.reply,
-    model: row.model,
-    startedAt: row.started_at,
-    endedAt: row.ended_at,
-  };
+  return { taskId: row.task_id, scope: rowScope(row), ...runColumns(row) };
 }
 
+const toolCallColumns = copyColumns(['name', 'arguments', 'result', 'is_error', 'duration_ms', 'at', 'source', 'reusable']);
+
 export function toToolCall(row: ToolCallRow): RunToolCall {
-  return {
-    seq: Number(row.seq),
-    name: row.name,
-    arguments: row.arguments,
-    result: row.result,
-    isError: row.is_error === 1,
-    durationMs: row.duration_ms,
-    at: row.at,
-    source: row.source,
-    reusable: row.reusable === null ? null : row.reusable === 1,
-  };
+  return { seq: Number(row.seq), ...toolCallColumns(row), isError: row.is_error === 1, reusable: row.reusable === null ? null : row.reusable === 1 };
 }
 
 export function toRunText(row: RunTextRow): RunText {
   return { key: row.key, taskId: row.task_id, kind: row.kind, name: row.name, arguments: row.arguments, content: row.content, at: row.at };
 }
 
+const errorColumns = copyColumns(['tool_name', 'keywords', 'symptom', 'cause', 'action', 'outcome', 'created_at', 'updated_at']);
+
 export function toErrorRecord(row: ErrorRow): ErrorRecord {
-  return {
-    id: row.id,
-    scope: { userId: row.user_id, agentId: row.agent_id },
-    toolName: row.tool_name,
-    keywords: JSON.parse(row.keywords) as string[],
-    symptom: row.symptom,
-    cause: row.cause,
-    action: row.action,
-    outcome: row.outcome,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
+  return { id: row.id, scope: rowScope(row), ...errorColumns(row), keywords: JSON.parse(row.keywords) as string[] };
 }
 
 export function toFlag(value: NewRunToolCall['reusable']): number | null {

@@ -1,3 +1,4 @@
+import { copyColumns, rowScope } from './row-fields.js';
 import type { KnowledgeFileRecord, KnowledgeResourceRecord, KnowledgeStatus, KnowledgeType } from './store.js';
 
 /**
@@ -26,21 +27,10 @@ export type KnowledgeFileRow = { path: string; hash: string; size: number | stri
 /** Patchable fields and their columns; fixed strings, never user input. */
 export const KNOWLEDGE_PATCH_COLUMNS = { status: 'status', error: 'error', summary: 'summary', stats: 'stats', syncedAt: 'synced_at' } as const;
 
+const resourceColumns = copyColumns(['type', 'name', 'root', 'status', 'error', 'summary', 'stats', 'created_at', 'synced_at', 'version']);
+
 export function toKnowledgeResource(row: KnowledgeResourceRow): KnowledgeResourceRecord {
-  return {
-    id: row.id,
-    scope: { userId: row.user_id, agentId: row.agent_id },
-    type: row.type,
-    name: row.name,
-    root: row.root,
-    status: row.status,
-    error: row.error,
-    summary: row.summary,
-    stats: JSON.parse(row.stats) as Record<string, number>,
-    createdAt: row.created_at,
-    syncedAt: row.synced_at,
-    version: row.version,
-  };
+  return { id: row.id, scope: rowScope(row), ...resourceColumns(row), stats: JSON.parse(row.stats) as Record<string, number> };
 }
 
 export function toKnowledgeFile(row: KnowledgeFileRow): KnowledgeFileRecord {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Memory, MemoryPatch, MemoryType, Message, MessageRole, NewMemory, Scope } from '../types.js';
+import { copyColumns, rowScope } from './row-fields.js';
 import type { MemoryAuditAction, MemoryAuditEntry, MemoryFilter } from './store.js';
 
 /*
@@ -44,40 +45,36 @@ export type MemoryRow = {
 
 /** The columns of a message as the contract returns it. */
 export const MESSAGE_COLUMNS = 'seq, id, user_id, agent_id, session_key, role, content, name, recorded_at, timestamp';
-/** The columns of a memory as the contract returns it (everything but the analysed `terms`). */
-export const MEMORY_COLUMNS = `seq, id, user_id, agent_id, content, type, priority, scene_name, created_at, updated_at,
-  activity_start, activity_end, source_message_ids, version, extractor, superseded_by, superseded_in`;
+/** The columns of `memories` that a memory record takes as they are (see {@link toMemory}), in table order. */
+const MEMORY_RECORD_COLUMNS = [
+  'content',
+  'type',
+  'priority',
+  'scene_name',
+  'created_at',
+  'updated_at',
+  'activity_start',
+  'activity_end',
+  'source_message_ids',
+  'version',
+  'extractor',
+  'superseded_by',
+] as const;
+/** Every column of `memories` but the analysed `terms`, in table order (what a data export carries). */
+export const MEMORY_TABLE_COLUMNS = ['seq', 'id', 'user_id', 'agent_id', ...MEMORY_RECORD_COLUMNS, 'superseded_in'] as const;
+/** The columns of a memory as the contract returns it: the same list, for a SELECT. */
+export const MEMORY_COLUMNS = MEMORY_TABLE_COLUMNS.join(', ');
+
+const messageColumns = copyColumns(['session_key', 'role', 'content', 'name', 'recorded_at', 'timestamp']);
 
 export function toMessage(row: MessageRow): Message {
-  return {
-    id: row.id,
-    scope: { userId: row.user_id, agentId: row.agent_id },
-    sessionKey: row.session_key,
-    role: row.role,
-    content: row.content,
-    name: row.name,
-    recordedAt: row.recorded_at,
-    timestamp: row.timestamp,
-  };
+  return { id: row.id, scope: rowScope(row), ...messageColumns(row) };
 }
 
+const memoryColumns = copyColumns(MEMORY_RECORD_COLUMNS);
+
 export function toMemory(row: MemoryRow): Memory {
-  return {
-    id: row.id,
-    scope: { userId: row.user_id, agentId: row.agent_id },
-    content: row.content,
-    type: row.type,
-    priority: row.priority,
-    sceneName: row.scene_name,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    activityStart: row.activity_start,
-    activityEnd: row.activity_end,
-    sourceMessageIds: JSON.parse(row.source_message_ids) as string[],
-    version: row.version,
-    extractor: row.extractor,
-    supersededBy: row.superseded_by,
-  };
+  return { id: row.id, scope: rowScope(row), ...memoryColumns(row), sourceMessageIds: JSON.parse(row.source_message_ids) as string[] };
 }
 
 /** `items` in the order of `ids`, leaving out ids that matched nothing. */

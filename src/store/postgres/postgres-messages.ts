@@ -157,7 +157,6 @@ export class PostgresMessages implements MessageStore {
     return found.map((row) => ({ ...toMessage(row), seq: row.seq }));
   }
 
-  /** The last `limit` messages of a session up to and including position `cursor`, oldest first. */
   /** The last messages of a session up to `cursor`, oldest first (the pipeline's `messagesBefore`). */
   async before(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
     const found = await this.db.query<MessageRow>(

@@ -3,6 +3,7 @@ import pgvector from 'pgvector';
 import { CairnError, describeError } from '../../errors.js';
 import { analyze, analyzeForIndex } from '../../text/analyze.js';
 import type { DataSnapshot, DumpRecord, TransferStore } from '../store.js';
+import { MEMORY_TABLE_COLUMNS } from '../memory-rows.js';
 import { SCHEMA_VERSION } from '../sqlite/sqlite-migrations.js';
 import { errorTerms } from './postgres-history.js';
 import { addTerms, type TermsRow } from './postgres-messages.js';
@@ -58,25 +59,7 @@ const TRANSFER_KINDS: readonly TransferKind[] = [
   {
     type: 'memory',
     table: 'memories',
-    columns: [
-      'seq',
-      'id',
-      'user_id',
-      'agent_id',
-      'content',
-      'type',
-      'priority',
-      'scene_name',
-      'created_at',
-      'updated_at',
-      'activity_start',
-      'activity_end',
-      'source_message_ids',
-      'version',
-      'extractor',
-      'superseded_by',
-      'superseded_in',
-    ],
+    columns: MEMORY_TABLE_COLUMNS,
     order: 'seq',
     derive: (row) => ({ terms: analyze(String(row.content)), scene_folded: String(row.scene_name ?? '').toLowerCase() }),
   },

@@ -270,35 +270,33 @@ export async function prepareIndexScan(client: Queryable, limit: number): Promis
  * scope's own message row, so no other tenant's row can answer.
  */
 export function messageVectorQuery(scope: Scope, vector: Float32Array, embedderId: string, filter: MessageFilter, limit: number): VectorQuery {
-  const values: unknown[] = [toSql(Array.from(vector)), embedderId, scope.userId, scope.agentId];
+  const values = vectorValues(scope, vector, embedderId);
   let where = 'v.embedder = $2 AND v.user_id = $3 AND v.agent_id = $4 AND v.embedding IS NOT NULL';
   if (filter.sessionKey !== undefined) {
     values.push(filter.sessionKey);
     where += ` AND v.session_key = $${values.length}`;
   }
-  values.push(limit);
-  const limitAt = `$${values.length}`;
-  return {
+  return withLimit(
     values,
-    select: (order) => `
+    limit,
+    (order, limitAt) => `
       WITH nearest AS MATERIALIZED (
         SELECT v.message_seq AS seq, v.embedding <=> $1::vector AS distance FROM message_vectors AS v
         WHERE ${where} ORDER BY ${order} LIMIT ${limitAt}
       )
       SELECT m.id, n.distance FROM nearest AS n JOIN messages AS m ON m.seq = n.seq
       WHERE m.user_id = $3 AND m.agent_id = $4 ORDER BY n.distance, n.seq`,
-  };
+  );
 }
 
 /** The nearest memories of a scope passing the filter, re-ordered like {@link messageVectorQuery}. */
 export function memoryVectorQuery(scope: Scope, vector: Float32Array, embedderId: string, filter: MemoryFilter, limit: number): VectorQuery {
-  const values: unknown[] = [toSql(Array.from(vector)), embedderId, scope.userId, scope.agentId];
+  const values = vectorValues(scope, vector, embedderId);
   const clause = memoryFilterSql(filter, values);
-  values.push(limit);
-  const limitAt = `$${values.length}`;
-  return {
+  return withLimit(
     values,
-    select: (order) => `
+    limit,
+    (order, limitAt) => `
       WITH nearest AS MATERIALIZED (
         SELECT m.id, m.seq, v.embedding <=> $1::vector AS distance FROM memory_vectors AS v JOIN memories AS m ON m.seq = v.memory_seq
         WHERE v.embedder = $2 AND v.user_id = $3 AND v.agent_id = $4 AND v.embedding IS NOT NULL
@@ -306,7 +304,19 @@ export function memoryVectorQuery(scope: Scope, vector: Float32Array, embedderId
         ORDER BY ${order} LIMIT ${limitAt}
       )
       SELECT id, distance FROM nearest ORDER BY distance, seq`,
-  };
+  );
+}
+
+/** The first parameters of a nearest-vector query: $1 the query vector, $2 the embedder, $3 and $4 the scope. */
+function vectorValues(scope: Scope, vector: Float32Array, embedderId: string): unknown[] {
+  return [toSql(Array.from(vector)), embedderId, scope.userId, scope.agentId];
+}
+
+/** A {@link VectorQuery} whose last parameter is the limit; `sql` gets the ORDER BY and the limit's placeholder. */
+function withLimit(values: unknown[], limit: number, sql: (order: string, limitAt: string) => string): VectorQuery {
+  values.push(limit);
+  const limitAt = `$${values.length}`;
+  return { values, select: (order) => sql(order, limitAt) };
 }
 
 /** Whether `key` can name a row of `target` (a message key is its seq in decimal). */

@@ -29,37 +29,33 @@ export class MessageKeywords {
   private readonly scopes = new Map<string, ScopeState>();
   /** Rows written by this connection per scope whose postings it does not hold (see HOLD_AFTER_ROWS). */
   private readonly writtenUnheld = new Map<string, number>();
-  private readonly state: Database.Statement;
-  private readonly rowsAfter: Database.Statement;
-  private readonly rowBefore: Database.Statement;
-  private readonly sessionSeqs: Database.Statement;
-  private readonly idsOf: Database.Statement;
-  private readonly loadSnapshot: Database.Statement;
-  private readonly saveSnapshot: Database.Statement;
   private readonly writable: boolean;
-  private readonly version: Database.Statement;
+  /** Its statements, prepared once for this connection. */
+  private readonly sql: Record<'state' | 'rowsAfter' | 'rowBefore' | 'sessionSeqs' | 'idsOf' | 'loadSnapshot' | 'saveSnapshot' | 'version', Database.Statement>;
   /** `saveSnapshots` false: this connection never writes its postings (a command that only reads). */
   constructor(db: Database.Database, saveSnapshots = true) {
     this.writable = !db.readonly && saveSnapshots;
-    this.loadSnapshot = db.prepare('SELECT generation, last_seq AS lastSeq, data FROM message_postings WHERE user_id = ? AND agent_id = ?');
-    this.saveSnapshot = db.prepare(
-      `INSERT INTO message_postings (user_id, agent_id, generation, last_seq, data) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (user_id, agent_id) DO UPDATE SET generation = excluded.generation, last_seq = excluded.last_seq, data = excluded.data`,
-    );
-    this.state = db.prepare(
-      `SELECT (SELECT max(seq) FROM message_terms WHERE user_id = @user AND agent_id = @agent) AS last,
-              (SELECT generation FROM message_terms_state WHERE user_id = @user AND agent_id = @agent) AS generation`,
-    );
-    this.rowBefore = db.prepare(
-      `SELECT (SELECT max(seq) FROM message_terms WHERE user_id = @user AND agent_id = @agent AND seq < @seq) AS before,
-              (SELECT generation FROM message_terms_state WHERE user_id = @user AND agent_id = @agent) AS generation`,
-    );
-    this.rowsAfter = db.prepare('SELECT seq, terms, context FROM message_terms WHERE user_id = ? AND agent_id = ? AND seq > ? ORDER BY seq').raw();
-    this.sessionSeqs = db.prepare('SELECT seq FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY seq').pluck();
-    // Changes when another connection commits (data_version) or this one writes (total_changes).
-    this.version = db.prepare('SELECT data_version AS version, total_changes() AS changes FROM pragma_data_version');
-    // CROSS JOIN keeps json_each outermost: each hit is one rowid look-up, never a scan of the scope's index.
-    this.idsOf = db.prepare('SELECT m.seq, m.id FROM json_each(@seqs) AS j CROSS JOIN messages AS m ON m.seq = j.value WHERE m.user_id = @user AND m.agent_id = @agent').raw();
+    this.sql = {
+      loadSnapshot: db.prepare('SELECT generation, last_seq AS lastSeq, data FROM message_postings WHERE user_id = ? AND agent_id = ?'),
+      saveSnapshot: db.prepare(
+        `INSERT INTO message_postings (user_id, agent_id, generation, last_seq, data) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (user_id, agent_id) DO UPDATE SET generation = excluded.generation, last_seq = excluded.last_seq, data = excluded.data`,
+      ),
+      state: db.prepare(
+        `SELECT (SELECT max(seq) FROM message_terms WHERE user_id = @user AND agent_id = @agent) AS last,
+                (SELECT generation FROM message_terms_state WHERE user_id = @user AND agent_id = @agent) AS generation`,
+      ),
+      rowBefore: db.prepare(
+        `SELECT (SELECT max(seq) FROM message_terms WHERE user_id = @user AND agent_id = @agent AND seq < @seq) AS before,
+                (SELECT generation FROM message_terms_state WHERE user_id = @user AND agent_id = @agent) AS generation`,
+      ),
+      rowsAfter: db.prepare('SELECT seq, terms, context FROM message_terms WHERE user_id = ? AND agent_id = ? AND seq > ? ORDER BY seq').raw(),
+      sessionSeqs: db.prepare('SELECT seq FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? ORDER BY seq').pluck(),
+      // Changes when another connection commits (data_version) or this one writes (total_changes).
+      version: db.prepare('SELECT data_version AS version, total_changes() AS changes FROM pragma_data_version'),
+      // CROSS JOIN keeps json_each outermost: each hit is one rowid look-up, never a scan of the scope's index.
+      idsOf: db.prepare('SELECT m.seq, m.id FROM json_each(@seqs) AS j CROSS JOIN messages AS m ON m.seq = j.value WHERE m.user_id = @user AND m.agent_id = @agent').raw(),
+    };
   }
 
   /** The `limit` best messages of `scope` for the analysed `terms` (see TopKIndex.search). */
@@ -67,18 +63,18 @@ export class MessageKeywords {
     if (terms.length === 0) return [];
     const mark = this.changeMark();
     const index = this.current(scope, mark);
-    const within = filter.sessionKey === undefined ? undefined : (this.sessionSeqs.all(scope.userId, scope.agentId, filter.sessionKey) as number[]);
+    const within = filter.sessionKey === undefined ? undefined : (this.sql.sessionSeqs.all(scope.userId, scope.agentId, filter.sessionKey) as number[]);
     const hits = index.search(terms, limit, { within });
     if (hits.length === 0) return [];
     const ids = new Map(
-      (this.idsOf.all({ seqs: JSON.stringify(hits.map((h) => h.seq)), user: scope.userId, agent: scope.agentId }) as [number, string][]).map(([seq, id]) => [seq, id]),
+      (this.sql.idsOf.all({ seqs: JSON.stringify(hits.map((h) => h.seq)), user: scope.userId, agent: scope.agentId }) as [number, string][]).map(([seq, id]) => [seq, id]),
     );
     return rankedHits(hits, ids);
   }
 
   /** A value that differs whenever the database may have changed since it was last taken (O(1)). */
   private changeMark(): string {
-    const { version, changes } = this.version.get() as { version: number; changes: number };
+    const { version, changes } = this.sql.version.get() as { version: number; changes: number };
     return `${version}:${changes}`;
   }
 
@@ -104,7 +100,10 @@ export class MessageKeywords {
         this.current(scope, this.changeMark());
         return;
       }
-      const { before, generation } = this.rowBefore.get({ user: scope.userId, agent: scope.agentId, seq: rows[0]!.seq }) as { before: number | null; generation: number | null };
+      const { before, generation } = this.sql.rowBefore.get({ user: scope.userId, agent: scope.agentId, seq: rows[0]!.seq }) as {
+        before: number | null;
+        generation: number | null;
+      };
       if (entry.generation !== (generation ?? 0) || (before ?? 0) !== entry.index.lastSeq) {
         this.current(scope, this.changeMark());
         return;
@@ -146,7 +145,7 @@ export class MessageKeywords {
     const key = JSON.stringify([scope.userId, scope.agentId]);
     const known = this.scopes.get(key);
     if (known !== undefined && known.checkedAt === mark) return known.index;
-    const { last, generation: stored } = this.state.get({ user: scope.userId, agent: scope.agentId }) as { last: number | null; generation: number | null };
+    const { last, generation: stored } = this.sql.state.get({ user: scope.userId, agent: scope.agentId }) as { last: number | null; generation: number | null };
     const generation = stored ?? 0;
     let entry = this.scopes.get(key);
     if (entry === undefined || entry.generation !== generation) {
@@ -155,7 +154,7 @@ export class MessageKeywords {
       this.writtenUnheld.delete(key);
     }
     if (last !== null && last > entry.index.lastSeq) {
-      for (const [seq, terms, context] of this.rowsAfter.iterate(scope.userId, scope.agentId, entry.index.lastSeq) as Iterable<[number, string, string]>) {
+      for (const [seq, terms, context] of this.sql.rowsAfter.iterate(scope.userId, scope.agentId, entry.index.lastSeq) as Iterable<[number, string, string]>) {
         entry.index.add(seq, split(terms), split(context));
         entry.unsaved++;
       }
@@ -167,7 +166,7 @@ export class MessageKeywords {
   }
 
   private snapshot(scope: Scope, generation: number): TopKIndex | null {
-    const row = this.loadSnapshot.get(scope.userId, scope.agentId) as { generation: number; lastSeq: number; data: Buffer } | undefined;
+    const row = this.sql.loadSnapshot.get(scope.userId, scope.agentId) as { generation: number; lastSeq: number; data: Buffer } | undefined;
     if (row === undefined || row.generation !== generation) return null;
     try {
       // The row's bytes are this call's own: the index keeps them instead of a copy.
@@ -183,7 +182,7 @@ export class MessageKeywords {
   private save(entry: ScopeState): void {
     if (!this.writable) return;
     try {
-      this.saveSnapshot.run(entry.scope.userId, entry.scope.agentId, entry.generation, entry.index.lastSeq, entry.index.toBytes());
+      this.sql.saveSnapshot.run(entry.scope.userId, entry.scope.agentId, entry.generation, entry.index.lastSeq, entry.index.toBytes());
       entry.unsaved = 0;
     } catch {
       // SQLITE_BUSY or read-only file: the next search or close tries again.

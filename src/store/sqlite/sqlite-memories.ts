@@ -36,11 +36,7 @@ export class SqliteMemories implements MemoryStore {
 
   async getMemories(scope: Scope, ids: readonly string[]): Promise<Memory[]> {
     if (ids.length === 0) return [];
-    const rows = this.stmt(`SELECT * FROM memories WHERE user_id = ? AND agent_id = ? AND id IN (SELECT value FROM json_each(?))`).all(
-      scope.userId,
-      scope.agentId,
-      JSON.stringify(ids),
-    ) as memoryRows.MemoryRow[];
+    const rows = this.statements.rowsByIds<memoryRows.MemoryRow>('memories', scope, ids);
     return memoryRows.orderBy(ids, rows.map(memoryRows.toMemory));
   }
 

@@ -116,11 +116,7 @@ export class SqliteMessages implements MessageStore {
 
   async getMessages(scope: Scope, ids: readonly string[]): Promise<Message[]> {
     if (ids.length === 0) return [];
-    const rows = this.stmt(`SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND id IN (SELECT value FROM json_each(?))`).all(
-      scope.userId,
-      scope.agentId,
-      JSON.stringify(ids),
-    ) as MessageRow[];
+    const rows = this.statements.rowsByIds<MessageRow>('messages', scope, ids);
     return orderBy(ids, rows.map(toMessage));
   }
 

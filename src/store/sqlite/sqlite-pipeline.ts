@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 import { CairnError } from '../../errors.js';
 import type { Memory, MemoryType, Scope } from '../../types.js';
-import { type MemoryAuditRow, type MemoryRow, type MessageRow, toMemory, toMemoryAuditEntry, toMessage } from '../memory-rows.js';
+import { type AuditChange, type MemoryAuditRow, type MemoryRow, type MessageRow, toMemory, toMemoryAuditEntry, toMessage } from '../memory-rows.js';
 import type { ExtractionCommit, MemoryAuditEntry, PipelineState, PipelineStore, SequencedMessage } from '../store.js';
 import { auditMemory, insertMemory, type SqliteMemories } from './sqlite-memories.js';
 import type { Statements } from './statements.js';
@@ -9,6 +9,9 @@ import type { WriteLock } from './write-lock.js';
 
 /** Prefix of the decision id an undo supersedes a replacement with: `undo:<the decision it reversed>`. */
 const UNDO_DECISION = 'undo:';
+
+/** What an `UPDATE … RETURNING` of a supersession gives back for the audit. */
+type ChangedRow = { id: string; version: number; content: string };
 
 /** The memory pipeline on SQLite (`store.pipeline`): extraction cursors, batch commits, supersession and its undo. */
 export class SqlitePipeline implements PipelineStore {
@@ -42,25 +45,18 @@ export class SqlitePipeline implements PipelineStore {
   }
 
   async messagesAfter(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
-    const rows = this.stmt('SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq > ? ORDER BY seq LIMIT ?').all(
-      scope.userId,
-      scope.agentId,
-      sessionKey,
-      cursor,
-      limit,
-    ) as MessageRow[];
-    return rows.map((row) => ({ ...toMessage(row), seq: row.seq }));
+    return this.sessionMessages('seq > ? ORDER BY seq', scope, sessionKey, cursor, limit);
   }
 
   async messagesBefore(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
-    const rows = this.stmt('SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND seq <= ? ORDER BY seq DESC LIMIT ?').all(
-      scope.userId,
-      scope.agentId,
-      sessionKey,
-      cursor,
-      limit,
-    ) as MessageRow[];
-    return rows.reverse().map((row) => ({ ...toMessage(row), seq: row.seq }));
+    return this.sessionMessages('seq <= ? ORDER BY seq DESC', scope, sessionKey, cursor, limit).reverse();
+  }
+
+  /** Up to `limit` messages of a session on one side of `cursor`, in the order `side` names (a fixed clause). */
+  private sessionMessages(side: 'seq > ? ORDER BY seq' | 'seq <= ? ORDER BY seq DESC', scope: Scope, sessionKey: string, cursor: number, limit: number): SequencedMessage[] {
+    const sql = `SELECT * FROM messages WHERE user_id = ? AND agent_id = ? AND session_key = ? AND ${side} LIMIT ?`;
+    const rows = this.stmt(sql).all(scope.userId, scope.agentId, sessionKey, cursor, limit) as MessageRow[];
+    return rows.map((row) => ({ ...toMessage(row), seq: row.seq }));
   }
 
   async commitExtraction(commit: ExtractionCommit): Promise<void> {
@@ -133,42 +129,26 @@ export class SqlitePipeline implements PipelineStore {
       const now = new Date().toISOString();
       const decision = target.superseded_in ?? '';
       // Everything the same decision superseded comes back (both halves of a merge), nothing else. The rows
-      // keep the decision's id, so that undoing this undo can supersede exactly them again.
+      // keep the decision's id, so that undoing this undo can supersede exactly them again. Only the status
+      // changes, so each audit entry keeps the row's version.
+      const audit = (row: ChangedRow, action: 'restore' | 'supersede', change: AuditChange) =>
+        auditMemory(this.statements, scope, row.id, action, actor, now, { oldVersion: row.version, newVersion: row.version, ...change });
       const back = this.stmt(
         `UPDATE memories SET superseded_by = NULL
          WHERE user_id = ? AND agent_id = ? AND superseded_by = ? AND superseded_in IS ? RETURNING id, version, content`,
-      ).all(scope.userId, scope.agentId, target.superseded_by, target.superseded_in) as { id: string; version: number; content: string }[];
-      for (const row of back) {
-        auditMemory(this.statements, scope, row.id, 'restore', actor, now, {
-          oldVersion: row.version,
-          newVersion: row.version,
-          newContent: row.content,
-          relatedId: target.superseded_by,
-        });
-      }
+      ).all(scope.userId, scope.agentId, target.superseded_by, target.superseded_in) as ChangedRow[];
+      for (const row of back) audit(row, 'restore', { newContent: row.content, relatedId: target.superseded_by });
       const hidden = decision.startsWith(UNDO_DECISION)
         ? // Undoing an undo: what that undo restored is superseded again, by the memory now restored.
           (this.stmt(
             `UPDATE memories SET superseded_by = ?, superseded_in = ?
              WHERE user_id = ? AND agent_id = ? AND superseded_in = ? AND superseded_by IS NULL AND id != ? RETURNING id, version, content`,
-          ).all(id, decision.slice(UNDO_DECISION.length), scope.userId, scope.agentId, decision.slice(UNDO_DECISION.length), id) as {
-            id: string;
-            version: number;
-            content: string;
-          }[])
+          ).all(id, decision.slice(UNDO_DECISION.length), scope.userId, scope.agentId, decision.slice(UNDO_DECISION.length), id) as ChangedRow[])
         : (this.stmt(
             `UPDATE memories SET superseded_by = ?, superseded_in = ?
              WHERE user_id = ? AND agent_id = ? AND id = ? AND superseded_by IS NULL RETURNING id, version, content`,
-          ).all(id, `${UNDO_DECISION}${decision}`, scope.userId, scope.agentId, target.superseded_by) as { id: string; version: number; content: string }[]);
-      for (const row of hidden) {
-        auditMemory(this.statements, scope, row.id, 'supersede', actor, now, {
-          oldVersion: row.version,
-          newVersion: row.version,
-          oldContent: row.content,
-          newContent: target.content,
-          relatedId: id,
-        });
-      }
+          ).all(id, `${UNDO_DECISION}${decision}`, scope.userId, scope.agentId, target.superseded_by) as ChangedRow[]);
+      for (const row of hidden) audit(row, 'supersede', { oldContent: row.content, newContent: target.content, relatedId: id });
       return back.map((row) => row.id);
     });
     return this.memories.getMemories(scope, restored);

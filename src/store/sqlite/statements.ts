@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import type { Scope } from '../../types.js';
 
 /** Prepared statements by SQL text: each distinct statement is compiled once per connection. */
 export class Statements {
@@ -14,5 +15,11 @@ export class Statements {
       this.cache.set(sql, statement);
     }
     return statement;
+  }
+
+  /** The rows of `table` in `scope` whose `id` is one of `ids`, in no set order. `table` is a fixed name, never user input. */
+  rowsByIds<Row>(table: 'messages' | 'memories', scope: Scope, ids: readonly string[]): Row[] {
+    const sql = `SELECT * FROM ${table} WHERE user_id = ? AND agent_id = ? AND id IN (SELECT value FROM json_each(?))`;
+    return this.get(sql).all(scope.userId, scope.agentId, JSON.stringify(ids)) as Row[];
   }
 }
