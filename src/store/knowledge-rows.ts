@@ -1,24 +1,17 @@
 import { copyColumns, rowScope } from './row-fields.js';
-import type { KnowledgeFileRecord, KnowledgeResourceRecord, KnowledgeStatus, KnowledgeType } from './store.js';
+import type { KnowledgeFileRecord, KnowledgeResourceRecord } from './store.js';
 
 /**
  * The knowledge tables' rows as both engines read them, and their mapping to the store's records: one
  * definition, so the SQLite and PostgreSQL backends cannot drift apart (like history-rows.ts).
  */
-export type KnowledgeResourceRow = {
-  id: string;
+export type KnowledgeResourceRow = Pick<KnowledgeResourceRecord, 'id' | 'type' | 'name' | 'root' | 'status' | 'error' | 'summary' | 'version'> & {
   user_id: string;
   agent_id: string;
-  type: KnowledgeType;
-  name: string;
-  root: string;
-  status: KnowledgeStatus;
-  error: string | null;
-  summary: string;
+  /** JSON text of the record's `stats`. */
   stats: string;
   created_at: string;
   synced_at: string | null;
-  version: number;
 };
 
 /** A file row; `size` may arrive as a string from PostgreSQL's bigint. */

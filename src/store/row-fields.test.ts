@@ -20,7 +20,7 @@ describe('copyColumns', () => {
       content: 'likes tea',
       type: 'persona',
       priority: 50,
-      scene_name: null,
+      scene_name: 'kitchen',
       created_at: '2026-01-01T00:00:00.000Z',
       updated_at: '2026-01-02T00:00:00.000Z',
       activity_start: null,
@@ -30,7 +30,7 @@ describe('copyColumns', () => {
       extractor: 'rules',
       superseded_by: null,
       superseded_in: null,
-    } as MemoryRow;
+    };
     const memory = toMemory(row);
     expect(memory.sourceMessageIds).toEqual(['m1', 'm2']);
     expect(memory.scope).toEqual(rowScope(row));
