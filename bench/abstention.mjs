@@ -88,22 +88,7 @@ export async function run({ log = () => {} } = {}) {
     });
     const store = SqliteStore.open({ path: join(work, 'cairn.db') });
     const sourcesOf = await loadSamples(store, samples, observations);
-    const targets = [
-      {
-        name: 'conversation_search',
-        kind: 'message',
-        keyword: (...a) => store.messages.searchMessagesByKeyword(...a),
-        vector: (...a) => store.messages.searchMessagesByVector(...a),
-        covered: (id) => [id],
-      },
-      {
-        name: 'memory_search',
-        kind: 'memory',
-        keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memories.memoryKeywordCandidates(scope, terms, filter), limit),
-        vector: (...a) => store.memories.searchMemoriesByVector(...a),
-        covered: (id) => sourcesOf.get(id) ?? [],
-      },
-    ];
+    const targets = searchTargets(store, sourcesOf, rankKeywordCandidates);
     const keywordLists = new Map();
     for (const target of targets) {
       for (const q of queries) keywordLists.set(`${target.name}|${q.key}`, await listKeyword(target, q, analyze));
@@ -460,6 +445,29 @@ function document({ samples, queries, rows, chosen, zRows, zChosen, ruleZ, codeZ
       },
     ],
   };
+}
+
+/**
+ * The two searches the quality benches measure, each as its store's keyword and vector paths and the
+ * messages a hit covers: a message covers itself, a memory the messages it was distilled from.
+ */
+export function searchTargets(store, sourcesOf, rankKeywordCandidates) {
+  return [
+    {
+      name: 'conversation_search',
+      kind: 'message',
+      keyword: (...a) => store.messages.searchMessagesByKeyword(...a),
+      vector: (...a) => store.messages.searchMessagesByVector(...a),
+      covered: (id) => [id],
+    },
+    {
+      name: 'memory_search',
+      kind: 'memory',
+      keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memories.memoryKeywordCandidates(scope, terms, filter), limit),
+      vector: (...a) => store.memories.searchMemoriesByVector(...a),
+      covered: (id) => sourcesOf.get(id) ?? [],
+    },
+  ];
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { buildQueries, embedAll, evaluate, loadSamples, LOCOMO_DEPTH, LOCOMO_LIMIT, scopeOf, splitOf } from './abstention.mjs';
+import { buildQueries, embedAll, evaluate, loadSamples, LOCOMO_DEPTH, LOCOMO_LIMIT, scopeOf, searchTargets, splitOf } from './abstention.mjs';
 import { LOCOMO_FILE, loadLocomo } from './locomo.mjs';
 import { loadObservations } from './locomo-observations.mjs';
 import { median, round } from './metrics.mjs';
@@ -83,22 +83,7 @@ async function measureQuality({ cacheDir, work, log }) {
   await embedAll(store, embedder);
   const neighbours = nearestWords({ table: loadWordVectorCache(embedder.cachePath), findWord, wordAt, fromFloat16Bits, analyze });
 
-  const targets = [
-    {
-      name: 'conversation_search',
-      kind: 'message',
-      keyword: (...a) => store.messages.searchMessagesByKeyword(...a),
-      vector: (...a) => store.messages.searchMessagesByVector(...a),
-      covered: (id) => [id],
-    },
-    {
-      name: 'memory_search',
-      kind: 'memory',
-      keyword: async (scope, terms, filter, limit) => rankKeywordCandidates(terms, await store.memories.memoryKeywordCandidates(scope, terms, filter), limit),
-      vector: (...a) => store.memories.searchMemoriesByVector(...a),
-      covered: (id) => sourcesOf.get(id) ?? [],
-    },
-  ];
+  const targets = searchTargets(store, sourcesOf, rankKeywordCandidates);
   const rows = [];
   const queryVectors = await embedder.embed(
     queries.map((q) => q.text),
