@@ -211,10 +211,9 @@ const CORE = `
 `;
 
 /**
- * Every schema step in order; a database's version is the number applied. Other parts of the backend
- * append theirs after the core: `pgrest` adds the history (runs, tool calls, run texts, error records)
- * and knowledge steps from `postgres-history.ts` / `postgres-knowledge.ts` here, e.g.
- * `{ name: 'history', up: HISTORY_DDL }`.
+ * Every schema step in order; a database's version is the number applied. The core comes first, then
+ * each part's own steps (coordination, history, knowledge, proxy turns) from its file, in the order they
+ * were released. Never edit a released step: add a new one (test/migrations-frozen.test.ts pins them).
  */
 export const MIGRATIONS: readonly PostgresMigration[] = [
   { name: 'core', up: CORE },

@@ -6,7 +6,7 @@ import { PROXY_TURNS_DDL } from './sqlite-proxy-turns.js';
 
 /**
  * Schema versions, applied in order inside one transaction each; `PRAGMA user_version` records the last.
- * Never edit a released step: add a new one.
+ * Never edit a released step: add a new one (test/migrations-frozen.test.ts pins them).
  *
  * Keyword indexes are contentless FTS5 tables over text analysed in TypeScript (stemmed, segmented),
  * keyed by the base table's seq. Vectors live in plain tables with the embedder id beside each one.
@@ -14,7 +14,7 @@ import { PROXY_TURNS_DDL } from './sqlite-proxy-turns.js';
 /** A step is SQL, or a function for steps that need Cairn's text analysis (index rebuilds). */
 type Migration = string | ((db: Database.Database) => void);
 
-const MIGRATIONS: readonly Migration[] = [
+export const MIGRATIONS: readonly Migration[] = [
   `
   CREATE TABLE messages (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
