@@ -5,6 +5,7 @@ import type { ExtractionCommit, MemoryAuditEntry, PipelineState, PipelineStore, 
 import { audit, getMemories, insertMemory } from './postgres-memories.js';
 import { lockPositions, type PostgresDatabase, rows } from './postgres-db.js';
 import { MEMORY_COLUMNS, type MemoryAuditRow, type MemoryRow, toMemory, toMemoryAuditEntry } from '../memory-rows.js';
+import { rowScope } from '../row-fields.js';
 
 /** Prefix of the decision id an undo supersedes a replacement with: `undo:<the decision it reversed>`. */
 const UNDO_DECISION = 'undo:';
@@ -200,7 +201,7 @@ export class PostgresPipeline implements PipelineStore {
 
 function toPipelineState(row: CursorRow): PipelineState {
   return {
-    scope: { userId: row.user_id, agentId: row.agent_id },
+    scope: rowScope(row),
     sessionKey: row.session_key,
     cursor: row.last_seq ?? 0,
     batches: row.batches ?? 0,

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { CairnError } from '../../errors.js';
 import type { Memory, MemoryType, Scope } from '../../types.js';
 import { type AuditChange, type MemoryAuditRow, type MemoryRow, type MessageRow, toMemory, toMemoryAuditEntry, toMessage } from '../memory-rows.js';
+import { rowScope } from '../row-fields.js';
 import type { ExtractionCommit, MemoryAuditEntry, PipelineState, PipelineStore, SequencedMessage } from '../store.js';
 import { auditMemory, insertMemory, type SqliteMemories } from './sqlite-memories.js';
 import type { Statements } from './statements.js';
@@ -41,7 +42,7 @@ export class SqlitePipeline implements PipelineStore {
        WHERE s.max_seq > coalesce(c.last_seq, 0) OR c.failures > 0
        ORDER BY s.user_id, s.agent_id, s.session_key`,
     ).all() as (CursorRow & { user_id: string; agent_id: string; session_key: string })[];
-    return rows.map((row) => this.toPipelineState({ userId: row.user_id, agentId: row.agent_id }, row.session_key, row.last_seq === null ? undefined : row));
+    return rows.map((row) => this.toPipelineState(rowScope(row), row.session_key, row.last_seq === null ? undefined : row));
   }
 
   async messagesAfter(scope: Scope, sessionKey: string, cursor: number, limit: number): Promise<SequencedMessage[]> {
